@@ -1,0 +1,157 @@
+"""rdflib knowledge graph + Vocabulary -> GraphView: entities with their surfaces, and a networkx graph of typed edges.
+
+The view is what linking and expansion read. It applies the ontology's semantics once, when it is
+built: every asserted edge can be walked forwards under its own name and backwards under its
+`owl:inverseOf` partner (or its own name when `owl:SymmetricProperty`, or `^name` at half weight
+when the ontology declares neither).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import networkx as nx
+from rdflib import OWL, RDF, RDFS, SKOS, BNode, Graph, Literal, URIRef
+
+from ontology import KG, Vocabulary, local_name
+
+__all__ = ["Edge", "Entity", "GraphView"]
+
+REVERSE_WITHOUT_INVERSE = 0.5  # walking an edge backwards that the ontology gives no inverse for
+
+
+@dataclass(frozen=True)
+class Entity:
+    iri: str
+    label: str
+    aliases: tuple[str, ...]
+    types: tuple[str, ...]  # class names
+
+    def to_json(self) -> dict:
+        return {"id": self.iri, "label": self.label, "aliases": list(self.aliases), "types": list(self.types)}
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One walkable step: from `source` along `relation` (as walked) to `target`."""
+
+    source: str
+    relation: str
+    target: str
+    weight: float  # property expansion weight x the edge's own weight
+    asserted: str  # the property actually asserted in the graph
+    forward: bool  # False when walked from the object end
+    edge_weight: float = 1.0
+
+
+def _entity_subjects(g: Graph, vocab: Vocabulary) -> set:
+    class_iris = {URIRef(c.iri) for c in vocab.classes.values()}
+    subjects = set(g.subjects(RDF.type, OWL.NamedIndividual))
+    for cls in class_iris:
+        subjects.update(g.subjects(RDF.type, cls))
+    schema = set(g.subjects(RDF.type, OWL.Class)) | set(g.subjects(RDF.type, OWL.ObjectProperty))
+    schema |= set(g.subjects(RDF.type, RDFS.Class)) | set(g.subjects(RDF.type, OWL.Ontology))
+    return {s for s in subjects if isinstance(s, URIRef) and s not in schema}
+
+
+def _pick_label(literals: list[Literal], fallback: str) -> str:
+    if not literals:
+        return fallback
+    # Prefer an untagged label, then Chinese, then English, then anything; stable order.
+    rank = {None: 0, "zh": 1, "en": 2}
+    return str(sorted(literals, key=lambda lit: (rank.get(lit.language, 3), str(lit)))[0])
+
+
+class GraphView:
+    def __init__(self, vocab: Vocabulary) -> None:
+        self.vocab = vocab
+        self.entities: dict[str, Entity] = {}
+        self.graph = nx.MultiDiGraph()
+        self.adjacency: dict[str, list[Edge]] = defaultdict(list)
+        self.by_label: dict[str, str] = {}
+
+    @classmethod
+    def from_rdf(cls, g: Graph, vocab: Vocabulary) -> GraphView:
+        view = cls(vocab)
+        subjects = _entity_subjects(g, vocab)
+        class_names = {URIRef(c.iri): c.name for c in vocab.classes.values()}
+        for s in subjects:
+            labels = [o for o in g.objects(s, RDFS.label) if isinstance(o, Literal)]
+            labels += [o for o in g.objects(s, SKOS.prefLabel) if isinstance(o, Literal)]
+            label = _pick_label(labels, local_name(s))
+            aliases = {str(x) for x in labels} | {
+                str(o) for o in g.objects(s, SKOS.altLabel) if isinstance(o, Literal)
+            }
+            aliases.discard(label)
+            types = sorted({class_names[t] for t in g.objects(s, RDF.type) if t in class_names})
+            entity = Entity(str(s), label, tuple(sorted(aliases)), tuple(types))
+            view.entities[entity.iri] = entity
+            view.by_label.setdefault(label, entity.iri)
+            view.graph.add_node(entity.iri)
+
+        edge_weights: dict[tuple[str, str, str], float] = {}
+        weight_p = KG.weight
+        for axiom in g.subjects(RDF.type, OWL.Axiom):
+            w = g.value(axiom, weight_p)
+            if w is None:
+                continue
+            key = (str(g.value(axiom, OWL.annotatedSource)), str(g.value(axiom, OWL.annotatedProperty)),
+                   str(g.value(axiom, OWL.annotatedTarget)))
+            try:
+                edge_weights[key] = float(w)
+            except (TypeError, ValueError):
+                continue
+
+        props = {URIRef(p.iri): p for p in vocab.properties.values()}
+        entity_refs = {URIRef(i) for i in view.entities}
+        for s, p, o in g.triples((None, None, None)):
+            info = props.get(p)
+            if info is None or isinstance(s, BNode) or s not in entity_refs or o not in entity_refs or s == o:
+                continue
+            w = edge_weights.get((str(s), str(p), str(o)), 1.0)
+            view.add_edge(str(s), info.name, str(o), w)
+        return view
+
+    def add_edge(self, source: str, relation: str, target: str, weight: float = 1.0) -> None:
+        info = self.vocab.properties[relation]
+        self.graph.add_edge(source, target, key=relation, weight=weight)
+        self.adjacency[source].append(Edge(source, relation, target, info.weight * weight, relation, True, weight))
+        if info.symmetric:
+            back, back_weight = relation, info.weight
+        elif info.inverse and info.inverse in self.vocab.properties:
+            back, back_weight = info.inverse, self.vocab.properties[info.inverse].weight
+        else:
+            back, back_weight = "^" + relation, info.weight * REVERSE_WITHOUT_INVERSE
+        self.adjacency[target].append(Edge(target, back, source, back_weight * weight, relation, False, weight))
+
+    # -- reads -------------------------------------------------------------------------------
+    def surfaces(self):
+        for entity in self.entities.values():
+            yield entity.label, entity.iri
+            for alias in entity.aliases:
+                yield alias, entity.iri
+
+    def labels(self) -> dict[str, str]:
+        return {iri: e.label for iri, e in self.entities.items()}
+
+    def neighbours(self, iri: str) -> list[Edge]:
+        return self.adjacency.get(iri, [])
+
+    def degree(self, iri: str) -> int:
+        return len(self.adjacency.get(iri, ()))
+
+    def resolve(self, key: str) -> Entity | None:
+        """An entity by IRI, by exact label, or by local name of its IRI."""
+        if key in self.entities:
+            return self.entities[key]
+        if key in self.by_label:
+            return self.entities[self.by_label[key]]
+        folded = key.casefold()
+        for entity in self.entities.values():
+            if entity.label.casefold() == folded or local_name(entity.iri) == key:
+                return entity
+        return None
+
+    def stats(self) -> dict[str, int]:
+        return {"entities": len(self.entities), "edges": self.graph.number_of_edges()}

@@ -1,0 +1,34 @@
+"""Settings declared as data (env prefix `KG_`), loaded by a cached `get_settings()` that tests override."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings", "get_settings"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KG_", extra="ignore")
+
+    data_dir: Path = Field(Path(".kgrag"), description="Where the knowledge base lives (KG_DATA_DIR).")
+    api_token: str | None = Field(
+        None, description="Bearer token required by the API's write endpoints when set (KG_API_TOKEN)."
+    )
+    default_k: int = Field(10, ge=1, le=200, description="Hits returned by a query when k is not given.")
+    bm25_candidates: int = Field(50, ge=1, description="Chunks taken from the text index before fusion.")
+    graph_candidates: int = Field(50, ge=1, description="Chunks taken from graph expansion before fusion.")
+    expansion_hops: int = Field(2, ge=0, le=4, description="How many relations graph expansion may follow.")
+    hub_cap: int = Field(50, ge=1, description="Entities with more edges than this are not expanded through.")
+    rrf_k: float = Field(60.0, gt=0, description="The k of reciprocal-rank fusion.")
+    llm_model: str | None = Field(
+        None, description="litellm model name (e.g. openai/gpt-4o-mini); unset = offline rules (KG_LLM_MODEL)."
+    )
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,175 @@
+"""Documents, chunks and entity mentions in SQLite: the record of what was ingested and what it mentions."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from retrieval.types import Chunk, Document, Mention
+
+__all__ = ["DocStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY, source TEXT UNIQUE NOT NULL, title TEXT NOT NULL,
+    sha256 TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 1, effective_date TEXT,
+    ingested_at REAL NOT NULL, n_chunks INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    chunk_id TEXT PRIMARY KEY, doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL, parent_id TEXT NOT NULL, section TEXT NOT NULL, text TEXT NOT NULL,
+    line_start INTEGER NOT NULL, line_end INTEGER NOT NULL, sha256 TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
+CREATE TABLE IF NOT EXISTS mentions (
+    chunk_id TEXT NOT NULL REFERENCES chunks(chunk_id) ON DELETE CASCADE,
+    entity TEXT NOT NULL, surface TEXT NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS mentions_entity ON mentions(entity);
+CREATE INDEX IF NOT EXISTS mentions_chunk ON mentions(chunk_id);
+CREATE TABLE IF NOT EXISTS about (
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE, entity TEXT NOT NULL,
+    PRIMARY KEY (doc_id, entity)
+);
+CREATE INDEX IF NOT EXISTS about_entity ON about(entity);
+"""
+
+
+class DocStore:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- writes (callers wrap several in `transaction()`) ------------------------------------
+    def transaction(self):
+        return _Transaction(self.db)
+
+    def document_by_source(self, source: str) -> Document | None:
+        row = self.db.execute(
+            "SELECT doc_id, source, title, sha256, version, n_chunks FROM documents WHERE source = ?",
+            (source,),
+        ).fetchone()
+        return Document(*row) if row else None
+
+    def put_document(self, doc: Document, chunks: Sequence[Chunk]) -> None:
+        self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc.doc_id,))
+        self.db.execute(
+            "INSERT INTO documents VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
+            (doc.doc_id, doc.source, doc.title, doc.sha256, doc.version, time.time(), doc.n_chunks),
+        )
+        self.db.executemany(
+            "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (c.chunk_id, c.doc_id, c.ordinal, c.parent_id, c.section, c.text, c.line_start, c.line_end, c.sha256)
+                for c in chunks
+            ],
+        )
+
+    def delete_document(self, doc_id: str) -> list[str]:
+        ids = [r[0] for r in self.db.execute("SELECT chunk_id FROM chunks WHERE doc_id = ?", (doc_id,))]
+        self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+        return ids
+
+    def put_mentions(self, chunk_id: str, mentions: Iterable[Mention]) -> None:
+        self.db.executemany(
+            "INSERT INTO mentions VALUES (?, ?, ?, ?, ?)",
+            [(chunk_id, m.entity, m.surface, m.start, m.end) for m in mentions],
+        )
+
+    def put_about(self, doc_id: str, entities: Iterable[str]) -> None:
+        self.db.executemany("INSERT OR IGNORE INTO about VALUES (?, ?)", [(doc_id, e) for e in entities])
+
+    def clear_links(self) -> None:
+        self.db.execute("DELETE FROM mentions")
+        self.db.execute("DELETE FROM about")
+
+    # -- reads ----------------------------------------------------------------------------------
+    def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        out: dict[str, Chunk] = {}
+        for i in range(0, len(chunk_ids), 500):
+            part = list(chunk_ids[i : i + 500])
+            rows = self.db.execute(
+                "SELECT c.chunk_id, c.doc_id, c.ordinal, d.title, c.section, c.text, c.line_start, c.line_end,"
+                " c.sha256, c.parent_id FROM chunks c JOIN documents d USING (doc_id)"
+                f" WHERE c.chunk_id IN ({','.join('?' * len(part))})",
+                part,
+            )
+            for row in rows:
+                out[row[0]] = Chunk(*row)
+        return out
+
+    def iter_chunks(self):
+        yield from (
+            Chunk(*row)
+            for row in self.db.execute(
+                "SELECT c.chunk_id, c.doc_id, c.ordinal, d.title, c.section, c.text, c.line_start, c.line_end,"
+                " c.sha256, c.parent_id FROM chunks c JOIN documents d USING (doc_id) ORDER BY c.doc_id, c.ordinal"
+            )
+        )
+
+    def documents(self) -> list[Document]:
+        rows = self.db.execute("SELECT doc_id, source, title, sha256, version, n_chunks FROM documents ORDER BY source")
+        return [Document(*r) for r in rows]
+
+    def document(self, doc_id: str) -> Document | None:
+        row = self.db.execute(
+            "SELECT doc_id, source, title, sha256, version, n_chunks FROM documents WHERE doc_id = ?", (doc_id,)
+        ).fetchone()
+        return Document(*row) if row else None
+
+    def doc_sources(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT doc_id, source FROM documents"))
+
+    def chunks_about(self, entity: str) -> list[str]:
+        """Chunk ids of the documents whose title is the entity, in document order."""
+        rows = self.db.execute(
+            "SELECT c.chunk_id FROM about a JOIN chunks c USING (doc_id) WHERE a.entity = ? ORDER BY c.doc_id, c.ordinal",
+            (entity,),
+        )
+        return [r[0] for r in rows]
+
+    def chunks_mentioning(self, entity: str, limit: int = 50) -> list[tuple[str, int]]:
+        """(chunk id, number of mentions) of chunks that mention the entity, most mentions first."""
+        rows = self.db.execute(
+            "SELECT chunk_id, COUNT(*) AS n FROM mentions WHERE entity = ? GROUP BY chunk_id ORDER BY n DESC, chunk_id LIMIT ?",
+            (entity, limit),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def mentions_in(self, chunk_id: str) -> list[tuple[str, str]]:
+        return list(self.db.execute("SELECT DISTINCT entity, surface FROM mentions WHERE chunk_id = ?", (chunk_id,)))
+
+    def mention_counts(self) -> dict[str, int]:
+        """Entity -> number of chunks that mention it (its 'document frequency')."""
+        return dict(self.db.execute("SELECT entity, COUNT(DISTINCT chunk_id) FROM mentions GROUP BY entity"))
+
+    def stats(self) -> dict[str, int]:
+        one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
+        return {
+            "documents": one("SELECT COUNT(*) FROM documents"),
+            "chunks": one("SELECT COUNT(*) FROM chunks"),
+            "mentions": one("SELECT COUNT(*) FROM mentions"),
+            "linked_entities": one("SELECT COUNT(DISTINCT entity) FROM mentions"),
+            "documents_about_an_entity": one("SELECT COUNT(DISTINCT doc_id) FROM about"),
+        }
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self):
+        self.db.execute("BEGIN")
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")

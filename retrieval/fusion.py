@@ -1,0 +1,39 @@
+"""Ranked lists of ids (BM25, graph) -> one fused ranking with each id's rank in every input list."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+__all__ = ["Fused", "reciprocal_rank_fusion"]
+
+
+@dataclass
+class Fused:
+    id: str
+    score: float
+    ranks: dict[str, int] = field(default_factory=dict)  # input name -> 1-based rank
+
+
+def reciprocal_rank_fusion(
+    rankings: Mapping[str, Sequence[str]],
+    weights: Mapping[str, float] | None = None,
+    k: float = 60.0,
+) -> list[Fused]:
+    """Weighted reciprocal-rank fusion (Cormack et al. 2009): score(d) = sum_i w_i / (k + rank_i(d)).
+
+    Ties are broken by the best single rank, then by id, so the output is deterministic and a
+    permutation of the union of the inputs.
+    """
+    fused: dict[str, Fused] = {}
+    for name, ids in rankings.items():
+        w = 1.0 if weights is None else weights.get(name, 1.0)
+        for rank, item in enumerate(ids, start=1):
+            entry = fused.get(item)
+            if entry is None:
+                entry = fused[item] = Fused(item, 0.0)
+            if name in entry.ranks:
+                continue  # a duplicate within one list counts once, at its best rank
+            entry.ranks[name] = rank
+            entry.score += w / (k + rank)
+    return sorted(fused.values(), key=lambda f: (-f.score, min(f.ranks.values()), f.id))

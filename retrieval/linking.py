@@ -1,0 +1,164 @@
+"""Text -> [Mention]: a spaCy pipeline whose matcher component links entity labels/aliases to entity IRIs.
+
+spaCy is the pipeline and the container (`Doc`, spans with `kb_id_`); the matching itself is an
+Aho-Corasick automaton over characters (pyahocorasick), because jieba may segment an alias
+differently from the surrounding text and spaCy's Chinese tokenizers either split per character
+(ASCII included) or need a model download. ASCII surfaces are matched case-insensitively and only
+on word boundaries (`LORA-02` never matches inside `LORA-021`); overlapping matches are resolved
+leftmost-longest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import ahocorasick
+
+from retrieval.analysis import CJK, ENGLISH_STOPWORDS, normalize_text
+from retrieval.types import Mention
+
+__all__ = ["EntityLinker", "EntityMatcher", "MatchedSurface"]
+
+_WORDCHAR = re.compile(r"[A-Za-z0-9]")
+_TOKEN = re.compile(rf"[A-Za-z0-9_]+|[{CJK}]|\S")
+
+
+def _fold(text: str) -> str:
+    """Lower-case without changing the length, so offsets in the folded text are offsets in `text`."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+
+
+@dataclass(frozen=True)
+class MatchedSurface:
+    start: int
+    end: int
+    surface: str
+    entities: tuple[str, ...]  # every entity with this surface (an ambiguous alias has several)
+
+
+class EntityMatcher:
+    """Aho-Corasick over the folded surfaces of every entity label and alias."""
+
+    def __init__(self, surfaces: Iterable[tuple[str, str]]) -> None:
+        table: dict[str, list[str]] = {}
+        for surface, entity in surfaces:
+            key = _fold(normalize_text(surface).strip())
+            if len(key) < 2 or key in ENGLISH_STOPWORDS:
+                continue  # one-character or stop-word surfaces would link everywhere
+            bucket = table.setdefault(key, [])
+            if entity not in bucket:
+                bucket.append(entity)
+        self.automaton = ahocorasick.Automaton()
+        for key, entities in table.items():
+            self.automaton.add_word(key, (key, tuple(entities)))
+        self.size = len(table)
+        if self.size:
+            self.automaton.make_automaton()
+
+    def find(self, text: str) -> list[MatchedSurface]:
+        if not self.size or not text:
+            return []
+        folded = _fold(text)
+        candidates = []
+        for end_index, (key, entities) in self.automaton.iter(folded):
+            start, end = end_index - len(key) + 1, end_index + 1
+            if _WORDCHAR.match(key[0]) and start > 0 and _WORDCHAR.match(folded[start - 1]):
+                continue
+            if _WORDCHAR.match(key[-1]) and end < len(folded) and _WORDCHAR.match(folded[end]):
+                continue
+            candidates.append((start, end, entities))
+        candidates.sort(key=lambda c: (c[0], -(c[1] - c[0])))
+        chosen: list[MatchedSurface] = []
+        last_end = -1
+        for start, end, entities in candidates:
+            if start >= last_end:
+                chosen.append(MatchedSurface(start, end, text[start:end], entities))
+                last_end = end
+        return chosen
+
+
+def _make_tokenizer(vocab):
+    from spacy.tokens import Doc
+
+    def tokenize(text: str) -> Doc:
+        words, spaces = [], []
+        for m in _TOKEN.finditer(text):
+            words.append(m.group())
+            spaces.append(m.end() < len(text) and text[m.end()].isspace())
+        return Doc(vocab, words=words, spaces=spaces)
+
+    return tokenize
+
+
+def _register_component() -> None:
+    from spacy.language import Language
+
+    if Language.has_factory("kg_entity_linker"):
+        return
+
+    @Language.factory("kg_entity_linker")
+    def _create(nlp, name):  # noqa: ANN001 - spaCy's factory signature
+        return _LinkerComponent()
+
+
+class _LinkerComponent:
+    """spaCy component: puts one span per (surface, entity) in `doc.spans["kg_mentions"]`, best one in `doc.ents`."""
+
+    matcher: EntityMatcher | None = None
+
+    def __call__(self, doc):
+        spans, ents = [], []
+        if self.matcher is not None:
+            for match in self.matcher.find(doc.text):
+                for i, entity in enumerate(match.entities):
+                    span = doc.char_span(match.start, match.end, label="ENTITY", kb_id=entity, alignment_mode="expand")
+                    if span is None:
+                        continue
+                    spans.append(span)
+                    if i == 0:
+                        ents.append(span)
+        doc.spans["kg_mentions"] = spans
+        try:
+            doc.ents = ents
+        except ValueError:  # 'expand' alignment made two spans overlap: keep the span group only
+            pass
+        return doc
+
+
+class EntityLinker:
+    """The spaCy pipeline that links entities; `labels` maps an entity IRI to its preferred label."""
+
+    def __init__(self, surfaces: Iterable[tuple[str, str]], labels: dict[str, str]) -> None:
+        import spacy
+
+        _register_component()
+        self.labels = labels
+        self.matcher = EntityMatcher(surfaces)
+        self.nlp = spacy.blank("xx")
+        self.nlp.tokenizer = _make_tokenizer(self.nlp.vocab)
+        component = self.nlp.add_pipe("kg_entity_linker")
+        component.matcher = self.matcher
+
+    def _mentions(self, doc) -> list[Mention]:
+        return [
+            Mention(
+                entity=span.kb_id_,
+                label=self.labels.get(span.kb_id_, span.text),
+                surface=span.text,
+                start=span.start_char,
+                end=span.end_char,
+            )
+            for span in doc.spans["kg_mentions"]
+        ]
+
+    def link(self, text: str) -> list[Mention]:
+        return self._mentions(self.nlp(normalize_text(text)))
+
+    def link_many(self, texts: Iterable[str], batch_size: int = 256) -> Iterable[list[Mention]]:
+        for doc in self.nlp.pipe((normalize_text(t) for t in texts), batch_size=batch_size):
+            yield self._mentions(doc)

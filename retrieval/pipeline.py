@@ -1,0 +1,380 @@
+"""The whole flow, in order: ingest -> index -> link -> expand -> fuse. `KnowledgeBase` is the one entry point.
+
+Read `query()` top to bottom for the query path and `ingest_documents()` for the write path; each
+step is a call into its own stage module.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kg.errors import InputError, NotFoundError
+from kg.settings import Settings
+from kg.store import GRAPH_FILE, KnowledgeGraph
+from retrieval.analysis import add_user_words, normalize_text, query_terms
+from retrieval.docstore import DocStore
+from retrieval.expand import ExpansionSettings, chunks_for_entities, expand_neighbours
+from retrieval.fusion import reciprocal_rank_fusion
+from retrieval.ingest import chunk_document, find_source_files, read_source_file
+from retrieval.synonyms import SynonymTable
+from retrieval.types import Chunk, Hit, Mention, QueryResult, SourceDocument
+from retrieval.whoosh_index import WhooshIndex
+
+__all__ = ["IngestReport", "KnowledgeBase", "MODES"]
+
+MODES = ("full", "bm25", "graph")
+MARKER = "kgrag.json"
+SYNONYMS_FILE = "synonyms.txt"
+Progress = Callable[[int], None]
+
+
+@dataclass
+class IngestReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    chunks_indexed: int = 0
+    chunks_removed: int = 0
+    seconds: float = 0.0
+    doc_ids: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if not (self.added or self.updated):
+            return f"nothing changed: {self.unchanged} document(s) already up to date"
+        return (
+            f"{self.added} new, {self.updated} updated, {self.unchanged} unchanged document(s); "
+            f"{self.chunks_indexed} chunks indexed in {self.seconds:.1f} s"
+        )
+
+
+def _fold(text: str) -> str:
+    return " ".join(normalize_text(text).casefold().split())
+
+
+class KnowledgeBase:
+    def __init__(self, settings: Settings, *, create: bool = False) -> None:
+        self.settings = settings
+        self.root = Path(settings.data_dir)
+        if not (self.root / MARKER).exists():
+            if not create:
+                raise NotFoundError(
+                    f"no knowledge base in '{self.root}': run `kg init` (or `kg ingest PATH`) first, "
+                    "or point --data-dir / KG_DATA_DIR at an existing one"
+                )
+            self.root.mkdir(parents=True, exist_ok=True)
+            (self.root / MARKER).write_text(json.dumps({"format": 1, "created": time.time()}) + "\n")
+        self.lock = threading.RLock()
+        self.graph = KnowledgeGraph(self.root)
+        if not (self.root / GRAPH_FILE).exists():
+            self.graph.save()
+        self.store = DocStore(self.root / "kb.sqlite")
+        self.index = WhooshIndex(self.root / "index")
+        self.synonyms = SynonymTable.read(self.root / SYNONYMS_FILE)
+        self.expansion = ExpansionSettings(max_hops=settings.expansion_hops, hub_cap=settings.hub_cap)
+        self._linker = None
+        self._about_index: dict[str, list[str]] | None = None
+        self._entity_weights: dict[str, float] | None = None
+
+    def close(self) -> None:
+        self.index.close()
+        self.store.close()
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- derived state, rebuilt when the graph changes ---------------------------------------------
+    @property
+    def linker(self):
+        if self._linker is None:
+            from retrieval.linking import EntityLinker
+
+            view = self.graph.view
+            add_user_words([s for s, _ in view.surfaces()] + self.synonyms.words())
+            self._linker = EntityLinker(view.surfaces(), view.labels())
+        return self._linker
+
+    def _graph_changed(self) -> None:
+        self.graph.invalidate()
+        self._linker = self._about_index = self._entity_weights = None
+
+    def _refresh_graph(self, progress: Progress | None = None) -> None:
+        """Pick up edits made to graph.ttl outside kgrag (Protégé) and re-link; no re-indexing needed."""
+        if self.graph.refresh_if_changed():
+            self._graph_changed()
+            self.relink(progress)
+
+    def _about(self) -> dict[str, list[str]]:
+        """Folded label/alias -> entities, to decide which entity a document title is about."""
+        if self._about_index is None:
+            index: dict[str, list[str]] = {}
+            for surface, iri in self.graph.view.surfaces():
+                index.setdefault(_fold(surface), []).append(iri)
+            self._about_index = index
+        return self._about_index
+
+    def _entity_weight(self, iri: str) -> float:
+        """Specificity of an entity: rarely mentioned entities say more about a query (an IDF)."""
+        if self._entity_weights is None:
+            counts = self.store.mention_counts()
+            n = max(1, self.store.stats()["chunks"])
+            self._entity_weights = {e: math.log(1 + n / (1 + c)) / math.log(1 + n) for e, c in counts.items()}
+        return self._entity_weights.get(iri, 1.0)
+
+    # -- write path: ingest -> index -> link ---------------------------------------------------
+    def ingest_paths(self, paths: Sequence[Path], progress: Progress | None = None) -> IngestReport:
+        files = find_source_files(paths)
+        if not files:
+            raise InputError("no Markdown or text files found in " + ", ".join(str(p) for p in paths))
+        return self.ingest_documents((read_source_file(f, str(f.resolve())) for f in files), progress)
+
+    def ingest_documents(self, sources: Iterable[SourceDocument], progress: Progress | None = None) -> IngestReport:
+        report = IngestReport()
+        started = time.perf_counter()
+        with self.lock:
+            linker = self.linker
+            about = self._about()
+            try:
+                with self.store.transaction():
+                    for src in sources:
+                        self._ingest_one(src, linker, about, report)
+                        if progress:
+                            progress(1)
+                    self.index.commit(optimize=report.chunks_indexed > 1000)
+            except BaseException:
+                self.index.rollback()
+                raise
+            self._entity_weights = None
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _ingest_one(self, src: SourceDocument, linker, about, report: IngestReport) -> None:
+        doc, chunks = chunk_document(src)
+        existing = self.store.document_by_source(src.source)
+        if existing is not None and existing.sha256 == doc.sha256:
+            report.unchanged += 1
+            report.doc_ids.append(existing.doc_id)
+            return
+        if existing is not None:
+            removed = self.store.delete_document(existing.doc_id)
+            report.chunks_removed += self.index.delete_chunks(removed)
+            doc = type(doc)(**{**doc.__dict__, "version": existing.version + 1})
+            report.updated += 1
+        else:
+            report.added += 1
+        self.store.put_document(doc, chunks)
+        report.chunks_indexed += self.index.add_chunks(chunks)
+        self._link_document(doc.doc_id, doc.title, chunks, linker, about)
+        report.doc_ids.append(doc.doc_id)
+
+    def _link_document(self, doc_id: str, title: str, chunks: Sequence[Chunk], linker, about) -> None:
+        for chunk, mentions in zip(chunks, linker.link_many(c.text for c in chunks), strict=True):
+            self.store.put_mentions(chunk.chunk_id, mentions)
+        self.store.put_about(doc_id, about.get(_fold(title), ()))
+
+    def relink(self, progress: Progress | None = None) -> int:
+        """Recompute every chunk's entity mentions (after the graph gained or lost labels)."""
+        with self.lock:
+            linker, about = self.linker, self._about()
+            by_doc: dict[str, list[Chunk]] = {}
+            for chunk in self.store.iter_chunks():
+                by_doc.setdefault(chunk.doc_id, []).append(chunk)
+            with self.store.transaction():
+                self.store.clear_links()
+                for doc_id, chunks in by_doc.items():
+                    self._link_document(doc_id, chunks[0].title, chunks, linker, about)
+                    if progress:
+                        progress(len(chunks))
+            self._entity_weights = None
+            return sum(len(c) for c in by_doc.values())
+
+    def import_file(self, path: Path, progress: Progress | None = None, **options) -> dict:
+        """A relation table (.csv), an RDF/OWL file (.ttl .owl .rdf .nt) or a synonym table (.txt)."""
+        path = Path(path)
+        if not path.is_file():
+            raise InputError(f"{path}: no such file")
+        suffix = path.suffix.lower()
+        with self.lock:
+            if suffix == ".csv":
+                report = self.graph.import_relations(path, progress=progress, **options)
+                result = {"kind": "relations", "summary": report.summary(), "report": _report_json(report)}
+            elif suffix in (".ttl", ".owl", ".rdf", ".xml", ".nt", ".jsonld"):
+                added = self.graph.merge_rdf(path)
+                result = {"kind": "rdf", "summary": f"{added} new triples", "triples_added": added}
+            elif suffix == ".txt":
+                table = SynonymTable.read(path)  # validates before anything is written
+                target = self.root / SYNONYMS_FILE
+                existing = target.read_text(encoding="utf-8") if target.exists() else ""
+                new_lines = [", ".join(g) for g in table.groups if ", ".join(g) not in existing.splitlines()]
+                if new_lines:
+                    target.write_text(existing + "".join(line + "\n" for line in new_lines), encoding="utf-8")
+                self.synonyms = SynonymTable.read(target)
+                add_user_words(self.synonyms.words())
+                return {"kind": "synonyms", "summary": f"{len(new_lines)} new synonym groups", "groups_added": len(new_lines)}
+            else:
+                raise InputError(
+                    f"{path.name}: cannot import '{suffix}' files: give a relation table (.csv), an ontology "
+                    "(.ttl, .owl, .rdf) or a synonym table (.txt)"
+                )
+            if not options.get("dry_run"):
+                self._graph_changed()
+                result["chunks_relinked"] = self.relink()
+            return result
+
+    def add_entities(self, labels: Iterable[str], type_name: str = "Topic") -> int:
+        with self.lock:
+            added = self.graph.add_entities(labels, type_name)
+            if added:
+                self._graph_changed()
+            return added
+
+    # -- read path: link -> search -> expand -> fuse ----------------------------------------------
+    def query(self, text: str, k: int | None = None, mode: str = "full") -> QueryResult:
+        if mode not in MODES:
+            raise InputError(f"unknown mode '{mode}' (use one of: {', '.join(MODES)})")
+        text = (text or "").strip()
+        if not text:
+            raise InputError("the query is empty: ask a question or give a few words")
+        k = k or self.settings.default_k
+        if k < 1 or k > 1000:
+            raise InputError(f"k must be between 1 and 1000, got {k}")
+        timings: dict[str, float] = {}
+        with self.lock:
+            self._refresh_graph()
+            t0 = time.perf_counter()
+            mentions = self.linker.link(text) if mode != "bm25" else []
+            t1 = time.perf_counter()
+            terms = self.synonyms.expand(query_terms(text))
+            text_hits = self.index.search(terms, self.settings.bm25_candidates) if mode != "graph" else []
+            t2 = time.perf_counter()
+            graph_hits, entity_hits = [], []
+            if mentions:
+                seeds = self._seed_weights(mentions)
+                entity_hits = expand_neighbours(self.graph.view, seeds, self.expansion)
+                graph_hits = chunks_for_entities(self.store, entity_hits, self.expansion)[: self.settings.graph_candidates]
+            t3 = time.perf_counter()
+            fused = reciprocal_rank_fusion(
+                {"bm25": [h.chunk_id for h in text_hits], "graph": [h.chunk_id for h in graph_hits]},
+                k=self.settings.rrf_k,
+            )[:k]
+            hits = self._hits(fused, text_hits, graph_hits)
+            t4 = time.perf_counter()
+        timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3)
+        return QueryResult(
+            query=text,
+            entities=_entities_json(mentions, entity_hits),
+            hits=hits,
+            mode=mode,
+            timings_ms={k_: round(v, 2) for k_, v in timings.items()},
+        )
+
+    def _seed_weights(self, mentions: list[Mention]) -> dict[str, float]:
+        seeds: dict[str, float] = {}
+        for m in mentions:
+            seeds[m.entity] = max(seeds.get(m.entity, 0.0), self._entity_weight(m.entity))
+        return seeds
+
+    def _hits(self, fused, text_hits, graph_hits) -> list[Hit]:
+        chunks = self.store.chunks([f.id for f in fused])
+        sources = self.store.doc_sources() if fused else {}
+        by_text = {h.chunk_id: h for h in text_hits}
+        by_graph = {h.chunk_id: h for h in graph_hits}
+        labels = self.graph.view.entities
+        hits = []
+        for rank, f in enumerate(fused, start=1):
+            chunk = chunks.get(f.id)
+            if chunk is None:
+                continue
+            why: dict = {}
+            if f.id in by_text:
+                t = by_text[f.id]
+                why["bm25"] = {"rank": f.ranks["bm25"], "score": round(t.score, 3), "terms": list(t.terms)}
+            if f.id in by_graph:
+                g = by_graph[f.id]
+                label = labels[g.entity].label if g.entity in labels else g.entity
+                why["graph"] = {
+                    "rank": f.ranks["graph"],
+                    "score": round(g.score, 4),
+                    "entity": label,
+                    "via": g.via,
+                    "path": _path_text(label, g.path, g.via),
+                }
+            hits.append(
+                Hit(rank, chunk.doc_id, chunk.title, chunk.chunk_id, chunk.text, round(f.score, 5),
+                    sources.get(chunk.doc_id, ""), chunk.section, (chunk.line_start, chunk.line_end), why)
+            )
+        return hits
+
+    # -- inspection -------------------------------------------------------------------------------
+    def entity(self, key: str) -> dict:
+        with self.lock:
+            self._refresh_graph()
+            view = self.graph.view
+            entity = view.resolve(key)
+            if entity is None:
+                raise NotFoundError(f"no entity '{key}' (give its IRI or its exact label; `kg stats` counts entities)")
+            neighbours: dict[str, list[dict]] = {}
+            for edge in view.neighbours(entity.iri):
+                neighbours.setdefault(edge.relation, []).append(
+                    {"id": edge.target, "label": view.entities[edge.target].label, "asserted": edge.forward}
+                )
+            mentioned = self.store.chunks_mentioning(entity.iri, limit=20)
+            chunks = self.store.chunks([cid for cid, _ in mentioned])
+            about = self.store.chunks_about(entity.iri)
+            return {
+                **entity.to_json(),
+                "neighbours": neighbours,
+                "documents_about": _docs(self.store, about),
+                "mentioned_in": [
+                    {"chunk_id": cid, "doc_id": chunks[cid].doc_id, "title": chunks[cid].title, "mentions": n}
+                    for cid, n in mentioned if cid in chunks
+                ],
+            }
+
+    def stats(self) -> dict:
+        with self.lock:
+            return {"data_dir": str(self.root), **self.store.stats(), **self.graph.view.stats(),
+                    "indexed_chunks": self.index.doc_count(), "synonym_groups": len(self.synonyms)}
+
+
+def _docs(store: DocStore, chunk_ids: list[str]) -> list[dict]:
+    seen: dict[str, dict] = {}
+    for chunk in store.chunks(chunk_ids).values():
+        if chunk.doc_id not in seen:
+            doc = store.document(chunk.doc_id)
+            seen[chunk.doc_id] = {"doc_id": chunk.doc_id, "title": chunk.title, "source": doc.source if doc else ""}
+    return list(seen.values())
+
+
+def _path_text(label: str, path, via: str) -> str:
+    end = "document about it" if via == "about" else "mentioned in chunk"
+    if not path:
+        return f"query: {label} → {end}"
+    parts = [path[0].source] + [f"{step.relation} → {step.target}" for step in path]
+    return "query: " + " → ".join(parts) + f" → {end}"
+
+
+def _entities_json(mentions: list[Mention], entity_hits) -> list[dict]:
+    out, seen = [], set()
+    for m in mentions:
+        if m.entity in seen:
+            continue
+        seen.add(m.entity)
+        out.append({"id": m.entity, "label": m.label, "surface": m.surface, "start": m.start, "end": m.end})
+    return out
+
+
+def _report_json(report) -> dict:
+    return {
+        "rows": report.rows, "new_entities": report.new_entities, "new_edges": report.new_edges,
+        "unchanged_edges": report.unchanged_edges, "rejected": [str(p) for p in report.rejected],
+        "dry_run": report.dry_run, "encoding": report.encoding,
+    }

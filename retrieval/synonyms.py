@@ -1,0 +1,65 @@
+"""Synonym table file -> query-time term expansion: each group of equivalent terms, analyzed like the index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kg.errors import InputError
+from retrieval.analysis import query_terms
+
+__all__ = ["SynonymTable", "SYNONYM_WEIGHT"]
+
+SYNONYM_WEIGHT = 0.6  # a synonym counts a little less than the word the user typed
+
+
+class SynonymTable:
+    """Lines of comma-separated equivalent terms (`宕机, 故障, down, outage`); `#` starts a comment."""
+
+    def __init__(self, groups: list[list[str]] | None = None) -> None:
+        self.groups: list[list[str]] = []
+        self._by_term: dict[str, list[int]] = {}
+        for group in groups or []:
+            self.add_group(group)
+
+    def add_group(self, group: list[str]) -> None:
+        terms = [t.strip() for t in group if t.strip()]
+        if len(terms) < 2:
+            return
+        index = len(self.groups)
+        self.groups.append(terms)
+        for term in terms:
+            for analyzed in query_terms(term):
+                self._by_term.setdefault(analyzed, []).append(index)
+
+    @classmethod
+    def read(cls, path: Path) -> SynonymTable:
+        table = cls()
+        if not path.exists():
+            return table
+        for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            terms = [t for t in line.replace("，", ",").split(",") if t.strip()]
+            if len(terms) < 2:
+                raise InputError(
+                    f"{path.name}:{number}: a synonym line needs at least two comma-separated terms, got {line!r}"
+                )
+            table.add_group(terms)
+        return table
+
+    def words(self) -> list[str]:
+        return [t for g in self.groups for t in g]
+
+    def expand(self, terms: list[str]) -> list[tuple[str, float]]:
+        """The query's own terms at weight 1, plus the analyzed terms of their synonyms."""
+        weighted: dict[str, float] = {t: 1.0 for t in terms}
+        for term in terms:
+            for index in self._by_term.get(term, ()):
+                for synonym in self.groups[index]:
+                    for analyzed in query_terms(synonym):
+                        weighted.setdefault(analyzed, SYNONYM_WEIGHT)
+        return list(weighted.items())
+
+    def __len__(self) -> int:
+        return len(self.groups)

@@ -1,0 +1,31 @@
+"""The text index contract: chunks in, BM25-ranked `TextHit`s out. One implementation per backend module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol, runtime_checkable
+
+from retrieval.types import Chunk, TextHit
+
+__all__ = ["TextIndex", "WeightedTerm"]
+
+WeightedTerm = tuple[str, float]  # an analyzed term and its query weight (synonyms weigh less)
+
+
+@runtime_checkable
+class TextIndex(Protocol):
+    def add_chunks(self, chunks: Iterable[Chunk]) -> int:
+        """Index the chunks (replacing any with the same id); returns how many were written."""
+
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
+        """Remove chunks by id; returns how many were removed."""
+
+    def commit(self, optimize: bool = False) -> None:
+        """Make the writes visible to searches (and merge segments after a bulk load)."""
+
+    def search(self, terms: Sequence[WeightedTerm], limit: int) -> list[TextHit]:
+        """Best chunks for an OR of the weighted terms, best first, with the terms each matched."""
+
+    def doc_count(self) -> int: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,136 @@
+"""The typed objects passed between pipeline stages: SourceDocument -> Chunk -> Mention -> Hit -> QueryResult."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+__all__ = [
+    "Chunk",
+    "Document",
+    "EntityHit",
+    "GraphHit",
+    "Hit",
+    "Mention",
+    "PathStep",
+    "QueryResult",
+    "SourceDocument",
+    "TextHit",
+]
+
+
+@dataclass(frozen=True)
+class SourceDocument:
+    """A document as handed to ingest: where it came from and its raw text."""
+
+    source: str  # a stable name: a file path, "api:<name>", "<dataset>:<passage id>"
+    text: str
+    format: str = "md"  # "md" or "txt" (pdf comes later)
+    title: str | None = None  # None: taken from the first heading, else the file name
+    effective_date: str | None = None  # room for document versions (later issue)
+
+
+@dataclass(frozen=True)
+class Document:
+    doc_id: str
+    source: str
+    title: str
+    sha256: str  # fingerprint of the normalized text
+    version: int
+    n_chunks: int
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A child chunk: the unit that is indexed, linked and returned."""
+
+    chunk_id: str
+    doc_id: str
+    ordinal: int
+    title: str  # the document's title
+    section: str  # heading path inside the document ("" at top level)
+    text: str
+    line_start: int  # 1-based, inclusive, in the source file
+    line_end: int
+    sha256: str  # fingerprint of the normalized chunk text
+    parent_id: str = ""  # the section (parent chunk) it belongs to
+
+
+@dataclass(frozen=True)
+class Mention:
+    """An entity found in a text: which entity, through which surface form, where."""
+
+    entity: str  # entity IRI
+    label: str  # the entity's preferred label
+    surface: str  # the text as it appears
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class PathStep:
+    source: str  # entity label
+    relation: str  # relation name as walked (an inverse name when walked backwards)
+    target: str
+
+
+@dataclass
+class EntityHit:
+    """An entity reached by graph expansion from the query's entities."""
+
+    entity: str
+    label: str
+    score: float
+    path: tuple[PathStep, ...] = ()  # empty for a seed entity named in the query
+
+
+@dataclass
+class TextHit:
+    chunk_id: str
+    score: float
+    terms: tuple[str, ...] = ()
+
+
+@dataclass
+class GraphHit:
+    chunk_id: str
+    score: float
+    entity: str  # IRI of the entity that brought the chunk in
+    via: str  # "about" (document title is the entity) or "mentions"
+    path: tuple[PathStep, ...] = ()
+
+
+@dataclass
+class Hit:
+    rank: int
+    doc_id: str
+    title: str
+    chunk_id: str
+    text: str
+    score: float
+    source: str
+    section: str
+    lines: tuple[int, int]
+    why: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["lines"] = list(self.lines)
+        return data
+
+
+@dataclass
+class QueryResult:
+    query: str
+    entities: list[dict]
+    hits: list[Hit]
+    mode: str = "full"
+    timings_ms: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "entities": self.entities,
+            "hits": [h.to_json() for h in self.hits],
+            "timings_ms": self.timings_ms,
+        }
