@@ -126,8 +126,14 @@ class DocStore:
         ).fetchone()
         return Document(*row) if row else None
 
-    def doc_sources(self) -> dict[str, str]:
-        return dict(self.db.execute("SELECT doc_id, source FROM documents"))
+    def doc_sources(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        ids = list(dict.fromkeys(doc_ids))
+        if not ids:
+            return {}
+        rows = self.db.execute(
+            f"SELECT doc_id, source FROM documents WHERE doc_id IN ({','.join('?' * len(ids))})", ids
+        )
+        return dict(rows)
 
     def chunks_about(self, entity: str) -> list[str]:
         """Chunk ids of the documents whose title is the entity, in document order."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Fused", "reciprocal_rank_fusion"]
+__all__ = ["Fused", "reciprocal_rank_fusion", "weighted_score_fusion"]
 
 
 @dataclass
@@ -36,4 +36,30 @@ def reciprocal_rank_fusion(
                 continue  # a duplicate within one list counts once, at its best rank
             entry.ranks[name] = rank
             entry.score += w / (k + rank)
+    return sorted(fused.values(), key=lambda f: (-f.score, min(f.ranks.values()), f.id))
+
+
+def weighted_score_fusion(
+    scored: Mapping[str, Sequence[tuple[str, float]]],
+    weights: Mapping[str, float] | None = None,
+) -> list[Fused]:
+    """CombSUM of max-normalised scores: score(d) = sum_i w_i * s_i(d) / max_j s_i(j).
+
+    Unlike RRF it keeps how far apart the scores are: a graph neighbour that is the only relative
+    of the question's entity outranks a long tail of weak word matches.
+    """
+    fused: dict[str, Fused] = {}
+    for name, items in scored.items():
+        if not items:
+            continue
+        top = max(score for _, score in items) or 1.0
+        w = 1.0 if weights is None else weights.get(name, 1.0)
+        for rank, (item, score) in enumerate(items, start=1):
+            entry = fused.get(item)
+            if entry is None:
+                entry = fused[item] = Fused(item, 0.0)
+            if name in entry.ranks:
+                continue
+            entry.ranks[name] = rank
+            entry.score += w * score / top
     return sorted(fused.values(), key=lambda f: (-f.score, min(f.ranks.values()), f.id))

@@ -143,11 +143,21 @@ def _split_long(start: int, end: int, text: str) -> list[tuple[int, int, str]]:
     return [(start, end, p.strip()) for p in pieces if p.strip()]
 
 
+def _first_line_title(text: str) -> str | None:
+    """A plain-text note's first line is its title when it is short and more text follows."""
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    if len(lines) >= 2 and len(lines[0]) <= 60 and not lines[0].endswith(("。", ".", "：", ":")):
+        return lines[0]
+    return None
+
+
 def chunk_document(src: SourceDocument) -> tuple[Document, list[Chunk]]:
     text = normalize_document(src.text)
     if not text.strip():
         raise InputError(f"{src.source}: the document is empty")
     heading_title, sections = _sections(text, src.format)
+    if heading_title is None and src.format == "txt":
+        heading_title = _first_line_title(text)
     title = src.title or heading_title or Path(src.source).stem or src.source
     doc_id = doc_id_for(src.source)
     chunks: list[Chunk] = []

@@ -20,7 +20,7 @@ from kg.store import GRAPH_FILE, KnowledgeGraph
 from retrieval.analysis import add_user_words, normalize_text, query_terms
 from retrieval.docstore import DocStore
 from retrieval.expand import ExpansionSettings, chunks_for_entities, expand_neighbours
-from retrieval.fusion import reciprocal_rank_fusion
+from retrieval.fusion import reciprocal_rank_fusion, weighted_score_fusion
 from retrieval.ingest import chunk_document, find_source_files, read_source_file
 from retrieval.synonyms import SynonymTable
 from retrieval.types import Chunk, Hit, Mention, QueryResult, SourceDocument
@@ -261,10 +261,7 @@ class KnowledgeBase:
                 entity_hits = expand_neighbours(self.graph.view, seeds, self.expansion)
                 graph_hits = chunks_for_entities(self.store, entity_hits, self.expansion)[: self.settings.graph_candidates]
             t3 = time.perf_counter()
-            fused = reciprocal_rank_fusion(
-                {"bm25": [h.chunk_id for h in text_hits], "graph": [h.chunk_id for h in graph_hits]},
-                k=self.settings.rrf_k,
-            )[:k]
+            fused = self._fuse(text_hits, graph_hits)[:k]
             hits = self._hits(fused, text_hits, graph_hits)
             t4 = time.perf_counter()
         timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3)
@@ -276,6 +273,18 @@ class KnowledgeBase:
             timings_ms={k_: round(v, 2) for k_, v in timings.items()},
         )
 
+    def _fuse(self, text_hits, graph_hits):
+        weights = {"bm25": 1.0, "graph": self.settings.graph_weight}
+        if self.settings.fusion == "rrf":
+            return reciprocal_rank_fusion(
+                {"bm25": [h.chunk_id for h in text_hits], "graph": [h.chunk_id for h in graph_hits]},
+                weights, k=self.settings.rrf_k,
+            )
+        return weighted_score_fusion(
+            {"bm25": [(h.chunk_id, h.score) for h in text_hits], "graph": [(h.chunk_id, h.score) for h in graph_hits]},
+            weights,
+        )
+
     def _seed_weights(self, mentions: list[Mention]) -> dict[str, float]:
         seeds: dict[str, float] = {}
         for m in mentions:
@@ -284,7 +293,7 @@ class KnowledgeBase:
 
     def _hits(self, fused, text_hits, graph_hits) -> list[Hit]:
         chunks = self.store.chunks([f.id for f in fused])
-        sources = self.store.doc_sources() if fused else {}
+        sources = self.store.doc_sources([c.doc_id for c in chunks.values()])
         by_text = {h.chunk_id: h for h in text_hits}
         by_graph = {h.chunk_id: h for h in graph_hits}
         labels = self.graph.view.entities
