@@ -8,6 +8,7 @@ when the ontology declares neither).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -18,7 +19,8 @@ from ontology import KG, Vocabulary, local_name
 
 __all__ = ["Edge", "Entity", "GraphView"]
 
-REVERSE_WITHOUT_INVERSE = 0.5  # walking an edge backwards that the ontology gives no inverse for
+REVERSE_WITHOUT_INVERSE = 0.5
+_QUALIFIER = re.compile(r"\s*[(（][^()（）]*[)）]\s*$")  # walking an edge backwards that the ontology gives no inverse for
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,18 @@ class GraphView:
             yield entity.label, entity.iri
             for alias in entity.aliases:
                 yield alias, entity.iri
+
+    def link_surfaces(self):
+        """`surfaces()` plus each label's short form without a trailing qualifier in brackets.
+
+        "Henry King (director)" is written "Henry King" in running text; the short form links it
+        (ambiguously, if another entity shares it). Exact labels and aliases come first.
+        """
+        yield from self.surfaces()
+        for entity in self.entities.values():
+            short = _QUALIFIER.sub("", entity.label).strip()
+            if short != entity.label and len(short) >= 2 and short not in entity.aliases:
+                yield short, entity.iri
 
     def labels(self) -> dict[str, str]:
         return {iri: e.label for iri, e in self.entities.items()}

@@ -23,8 +23,10 @@ class Settings(BaseSettings):
     graph_candidates: int = Field(50, ge=1, description="Chunks taken from graph expansion before fusion.")
     expansion_hops: int = Field(2, ge=0, le=4, description="How many relations graph expansion may follow.")
     hub_cap: int = Field(50, ge=1, description="Entities with more edges than this are not expanded through.")
-    fusion: str = Field("score", pattern="^(score|rrf)$", description="score = weighted sum of normalised scores; rrf = reciprocal-rank fusion.")
+    fusion: str = Field("rrf", pattern="^(score|rrf)$", description="score = weighted sum of normalised scores; rrf = reciprocal-rank fusion.")
     graph_weight: float = Field(1.0, ge=0, description="Weight of graph evidence against text evidence in fusion.")
+    chunks_per_document: int = Field(2, ge=1, description="At most this many hits from one document.")
+    text_agreement: float = Field(1.0, ge=0, description="How much a graph hit's own word match raises it among graph hits.")
     rrf_k: float = Field(60.0, gt=0, description="The k of reciprocal-rank fusion.")
     llm_model: str | None = Field(
         None, description="litellm model name (e.g. openai/gpt-4o-mini); unset = offline rules (KG_LLM_MODEL)."

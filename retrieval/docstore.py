@@ -107,6 +107,16 @@ class DocStore:
                 out[row[0]] = Chunk(*row)
         return out
 
+    def chunk_documents(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """Chunk id -> document id."""
+        out: dict[str, str] = {}
+        for i in range(0, len(chunk_ids), 500):
+            part = list(chunk_ids[i : i + 500])
+            out.update(self.db.execute(
+                f"SELECT chunk_id, doc_id FROM chunks WHERE chunk_id IN ({','.join('?' * len(part))})", part
+            ))
+        return out
+
     def iter_chunks(self):
         yield from (
             Chunk(*row)
@@ -148,6 +158,15 @@ class DocStore:
         rows = self.db.execute(
             "SELECT chunk_id, COUNT(*) AS n FROM mentions WHERE entity = ? GROUP BY chunk_id ORDER BY n DESC, chunk_id LIMIT ?",
             (entity, limit),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def entities_mentioned_about(self, entity: str, limit: int = 50) -> list[tuple[str, int]]:
+        """Entities mentioned in the documents about `entity`, most mentioned first (the text's own links)."""
+        rows = self.db.execute(
+            "SELECT m.entity, COUNT(*) AS n FROM about a JOIN chunks c USING (doc_id) JOIN mentions m USING (chunk_id)"
+            " WHERE a.entity = ? AND m.entity != ? GROUP BY m.entity ORDER BY n DESC, m.entity LIMIT ?",
+            (entity, entity, limit),
         )
         return [(r[0], r[1]) for r in rows]
 

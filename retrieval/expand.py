@@ -10,14 +10,14 @@ followed up to `transitive_depth` steps counted as one hop, which is the bounded
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
-from kg.graph import GraphView
+from kg.graph import Edge, GraphView
 from retrieval.docstore import DocStore
 from retrieval.types import EntityHit, GraphHit, PathStep
 
-__all__ = ["ExpansionSettings", "chunks_for_entities", "expand_neighbours"]
+__all__ = ["ExpansionSettings", "chunks_for_entities", "expand_neighbours", "relation_cues"]
 
 
 @dataclass(frozen=True)
@@ -37,10 +37,14 @@ def expand_neighbours(
     seeds: Mapping[str, float],
     settings: ExpansionSettings = ExpansionSettings(),
     relations: Collection[str] | None = None,
+    relation_boosts: Mapping[str, float] | None = None,
+    text_neighbours: Callable[[str], list[tuple[str, int]]] | None = None,
 ) -> list[EntityHit]:
     """Best-first expansion from the seed entities; `relations` limits the asserted properties walked.
 
     `relations` should already include sub-properties (see `Vocabulary.sub_properties`).
+    `relation_boosts` multiplies the weight of edges whose asserted property is a key: the
+    relations the question asks about ("谁负责" -> ownedBy), see `relation_cues`.
     """
     labels = view.entities
     best: dict[str, EntityHit] = {}
@@ -58,6 +62,8 @@ def expand_neighbours(
             continue
         best[iri] = EntityHit(iri, labels[iri].label, -neg, path)
         edges = view.neighbours(iri)
+        if text_neighbours is not None and hops < settings.max_hops and (relations is None or TEXT_RELATION in relations):
+            edges = edges + _text_edges(view, iri, text_neighbours, {e.target for e in edges})
         if not edges:
             continue
         is_seed = hops == 0
@@ -75,7 +81,8 @@ def expand_neighbours(
             next_hops = hops if chained else hops + 1
             if next_hops > settings.max_hops:
                 continue
-            score = -neg * edge.weight * (1.0 if chained else settings.decay)
+            weight = edge.weight * (relation_boosts.get(edge.asserted, 1.0) if relation_boosts else 1.0)
+            score = -neg * min(1.0, weight) * (1.0 if chained else settings.decay)
             if score <= 0:
                 continue
             step = PathStep(labels[iri].label, edge.relation, labels[edge.target].label)
@@ -87,11 +94,45 @@ def expand_neighbours(
     return sorted(best.values(), key=lambda h: -h.score)
 
 
+TEXT_RELATION = "mentions"
+
+
+def _text_edges(view: GraphView, iri: str, text_neighbours, known: set[str]) -> list[Edge]:
+    info = view.vocab.properties.get(TEXT_RELATION)
+    weight = info.weight if info else 0.8
+    return [
+        Edge(iri, TEXT_RELATION, target, weight, TEXT_RELATION, True)
+        for target, _ in text_neighbours(iri)
+        if target not in known and target in view.entities
+    ]
+
+
+def relation_cues(vocab, matcher_hits: Collection[str], boost: float = 2.0) -> dict[str, float]:
+    """Asserted properties to favour, from the properties a question names by a label or cue word.
+
+    A cue favours the whole family: the property, its inverse and their sub-properties, because
+    "what runs on k8s-node-05" walks `runsOn` edges backwards (as `hosts`).
+    """
+    boosts: dict[str, float] = {}
+    for name in matcher_hits:
+        info = vocab.properties.get(name)
+        if info is None:
+            continue
+        family = set(vocab.sub_properties(name))
+        if info.inverse:
+            family |= vocab.sub_properties(info.inverse)
+        for member in family:
+            boosts[member] = boost
+    return boosts
+
+
 def chunks_for_entities(
     store: DocStore,
     entity_hits: list[EntityHit],
     settings: ExpansionSettings = ExpansionSettings(),
     entity_weights: Mapping[str, float] | None = None,
+    text_scores: Mapping[str, float] | None = None,
+    text_agreement: float = 0.0,
 ) -> list[GraphHit]:
     """The chunks that the reached entities bring in, best first.
 
@@ -102,7 +143,12 @@ def chunks_for_entities(
     best: dict[str, GraphHit] = {}
     for hit in entity_hits:
         factor = hit.score * (entity_weights.get(hit.entity, 1.0) if entity_weights else 1.0)
-        contributions = [(cid, settings.about_weight * factor, "about") for cid in store.chunks_about(hit.entity)]
+        # Every chunk of a document about the entity is evidence, its opening chunk (the summary a
+        # title introduces) the most; the rest decay so one long document does not flood the list.
+        contributions = [
+            (cid, settings.about_weight * factor * (1.0 if i == 0 else 0.6), "about")
+            for i, cid in enumerate(store.chunks_about(hit.entity))
+        ]
         about_ids = {cid for cid, _, _ in contributions}
         contributions += [
             (cid, settings.mention_weight * factor * min(1.0, 0.6 + 0.2 * n), "mentions")
@@ -113,6 +159,11 @@ def chunks_for_entities(
             scores[cid] = scores.get(cid, 0.0) + score
             if cid not in best or best[cid].score < score:
                 best[cid] = GraphHit(cid, score, hit.entity, via, hit.path)
+    if text_scores and text_agreement:
+        # Among the chunks the graph brings, prefer those that also match the question's words:
+        # of a seed's five neighbours, the one whose passage says "buried" answers "place of burial".
+        for cid in scores:
+            scores[cid] *= 1.0 + text_agreement * text_scores.get(cid, 0.0)
     out = []
     for cid, total in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])):
         top = best[cid]

@@ -19,7 +19,7 @@ from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
 from retrieval.analysis import add_user_words, normalize_text, query_terms
 from retrieval.docstore import DocStore
-from retrieval.expand import ExpansionSettings, chunks_for_entities, expand_neighbours
+from retrieval.expand import ExpansionSettings, chunks_for_entities, expand_neighbours, relation_cues
 from retrieval.fusion import reciprocal_rank_fusion, weighted_score_fusion
 from retrieval.ingest import chunk_document, find_source_files, read_source_file
 from retrieval.synonyms import SynonymTable
@@ -32,6 +32,7 @@ MODES = ("full", "bm25", "graph")
 MARKER = "kgrag.json"
 SYNONYMS_FILE = "synonyms.txt"
 Progress = Callable[[int], None]
+SHORT_FORM_WEIGHT = 0.6  # a seed linked through "Henry King" rather than "Henry King (director)"
 
 
 @dataclass
@@ -80,6 +81,7 @@ class KnowledgeBase:
         self._linker = None
         self._about_index: dict[str, list[str]] | None = None
         self._entity_weights: dict[str, float] | None = None
+        self._relations = None
 
     def close(self) -> None:
         self.index.close()
@@ -99,12 +101,21 @@ class KnowledgeBase:
 
             view = self.graph.view
             add_user_words([s for s, _ in view.surfaces()] + self.synonyms.words())
-            self._linker = EntityLinker(view.surfaces(), view.labels())
+            self._linker = EntityLinker(view.link_surfaces(), view.labels())
         return self._linker
+
+    def _relation_matcher(self):
+        """Matches the labels and cue words (skos:altLabel) of the ontology's properties in a question."""
+        if self._relations is None:
+            from retrieval.linking import EntityMatcher
+
+            surfaces = [(label, p.name) for p in self.graph.vocab.properties.values() for label in p.labels]
+            self._relations = _NameMatcher(EntityMatcher(surfaces))
+        return self._relations
 
     def _graph_changed(self) -> None:
         self.graph.invalidate()
-        self._linker = self._about_index = self._entity_weights = None
+        self._linker = self._about_index = self._entity_weights = self._relations = None
 
     def _refresh_graph(self, progress: Progress | None = None) -> None:
         """Pick up edits made to graph.ttl outside kgrag (Protégé) and re-link; no re-indexing needed."""
@@ -258,10 +269,19 @@ class KnowledgeBase:
             graph_hits, entity_hits = [], []
             if mentions:
                 seeds = self._seed_weights(mentions)
-                entity_hits = expand_neighbours(self.graph.view, seeds, self.expansion)
-                graph_hits = chunks_for_entities(self.store, entity_hits, self.expansion)[: self.settings.graph_candidates]
+                cues = relation_cues(self.graph.vocab, self._relation_matcher().find_names(text))
+                entity_hits = expand_neighbours(self.graph.view, seeds, self.expansion, relation_boosts=cues,
+                                                text_neighbours=self.store.entities_mentioned_about)
+                text_scores = {}
+                if text_hits:
+                    top = text_hits[0].score or 1.0
+                    text_scores = {h.chunk_id: h.score / top for h in text_hits}
+                graph_hits = chunks_for_entities(self.store, entity_hits, self.expansion, text_scores=text_scores,
+                                                 text_agreement=self.settings.text_agreement)
+                graph_hits = graph_hits[: self.settings.graph_candidates]
             t3 = time.perf_counter()
-            fused = self._fuse(text_hits, graph_hits)[:k]
+            fused = _cap_per_document(self._fuse(text_hits, graph_hits), self._doc_of(text_hits, graph_hits),
+                                      self.settings.chunks_per_document)[:k]
             hits = self._hits(fused, text_hits, graph_hits)
             t4 = time.perf_counter()
         timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3)
@@ -285,10 +305,19 @@ class KnowledgeBase:
             weights,
         )
 
+    def _doc_of(self, text_hits, graph_hits) -> dict[str, str]:
+        ids = list({h.chunk_id for h in text_hits} | {h.chunk_id for h in graph_hits})
+        return self.store.chunk_documents(ids)
+
     def _seed_weights(self, mentions: list[Mention]) -> dict[str, float]:
+        """Seed weight = the entity's specificity, less when the question named it only by a short form."""
+        entities = self.graph.view.entities
         seeds: dict[str, float] = {}
         for m in mentions:
-            seeds[m.entity] = max(seeds.get(m.entity, 0.0), self._entity_weight(m.entity))
+            entity = entities.get(m.entity)
+            exact = entity is not None and _fold(m.surface) in {_fold(s) for s in (entity.label, *entity.aliases)}
+            weight = self._entity_weight(m.entity) * (1.0 if exact else SHORT_FORM_WEIGHT)
+            seeds[m.entity] = max(seeds.get(m.entity, 0.0), weight)
         return seeds
 
     def _hits(self, fused, text_hits, graph_hits) -> list[Hit]:
@@ -352,6 +381,26 @@ class KnowledgeBase:
         with self.lock:
             return {"data_dir": str(self.root), **self.store.stats(), **self.graph.view.stats(),
                     "indexed_chunks": self.index.doc_count(), "synonym_groups": len(self.synonyms)}
+
+
+def _cap_per_document(fused, doc_of: dict[str, str], cap: int):
+    """At most `cap` chunks of one document: a long document should not push every other one out."""
+    seen: dict[str, int] = {}
+    out = []
+    for item in fused:
+        doc = doc_of.get(item.id, item.id)
+        seen[doc] = seen.get(doc, 0) + 1
+        if seen[doc] <= cap:
+            out.append(item)
+    return out
+
+
+class _NameMatcher:
+    def __init__(self, matcher) -> None:
+        self.matcher = matcher
+
+    def find_names(self, text: str) -> set[str]:
+        return {name for m in self.matcher.find(normalize_text(text)) for name in m.entities}
 
 
 def _docs(store: DocStore, chunk_ids: list[str]) -> list[dict]:
