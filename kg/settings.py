@@ -22,6 +22,8 @@ class Settings(BaseSettings):
     bm25_candidates: int = Field(50, ge=1, description="Chunks taken from the text index before fusion.")
     graph_candidates: int = Field(50, ge=1, description="Chunks taken from graph expansion before fusion.")
     expansion_hops: int = Field(2, ge=0, le=4, description="How many relations graph expansion may follow.")
+    expansion_decay: float = Field(0.5, gt=0, le=1, description="Score kept per relation followed in graph expansion.")
+    mention_weight: float = Field(0.5, ge=0, le=1, description="Weight of a chunk that mentions a reached entity (vs. a document about it).")
     hub_cap: int = Field(50, ge=1, description="Entities with more edges than this are not expanded through.")
     fusion: str = Field("rrf", pattern="^(score|rrf)$", description="score = weighted sum of normalised scores; rrf = reciprocal-rank fusion.")
     graph_weight: float = Field(1.0, ge=0, description="Weight of graph evidence against text evidence in fusion.")

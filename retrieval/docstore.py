@@ -170,6 +170,15 @@ class DocStore:
         )
         return [(r[0], r[1]) for r in rows]
 
+    def mentions_about(self, entity: str, limit: int = 200) -> list[tuple[str, str, int, int]]:
+        """(entity, chunk id, start, end) of mentions in the documents about `entity`, in text order."""
+        rows = self.db.execute(
+            "SELECT m.entity, m.chunk_id, m.start, m.\"end\" FROM about a JOIN chunks c USING (doc_id)"
+            " JOIN mentions m USING (chunk_id) WHERE a.entity = ? ORDER BY c.doc_id, c.ordinal, m.start LIMIT ?",
+            (entity, limit),
+        )
+        return [tuple(r) for r in rows]
+
     def mentions_in(self, chunk_id: str) -> list[tuple[str, str]]:
         return list(self.db.execute("SELECT DISTINCT entity, surface FROM mentions WHERE chunk_id = ?", (chunk_id,)))
 

@@ -38,7 +38,7 @@ def expand_neighbours(
     settings: ExpansionSettings = ExpansionSettings(),
     relations: Collection[str] | None = None,
     relation_boosts: Mapping[str, float] | None = None,
-    text_neighbours: Callable[[str], list[tuple[str, int]]] | None = None,
+    text_neighbours: Callable[[str], dict[str, float]] | None = None,
 ) -> list[EntityHit]:
     """Best-first expansion from the seed entities; `relations` limits the asserted properties walked.
 
@@ -63,7 +63,7 @@ def expand_neighbours(
         best[iri] = EntityHit(iri, labels[iri].label, -neg, path)
         edges = view.neighbours(iri)
         if text_neighbours is not None and hops < settings.max_hops and (relations is None or TEXT_RELATION in relations):
-            edges = edges + _text_edges(view, iri, text_neighbours, {e.target for e in edges})
+            edges = _with_text_edges(view, iri, edges, text_neighbours(iri))
         if not edges:
             continue
         is_seed = hops == 0
@@ -97,14 +97,29 @@ def expand_neighbours(
 TEXT_RELATION = "mentions"
 
 
-def _text_edges(view: GraphView, iri: str, text_neighbours, known: set[str]) -> list[Edge]:
+def _with_text_edges(view: GraphView, iri: str, edges: list[Edge], fit: dict[str, float]) -> list[Edge]:
+    """Relation edges plus `mentions` edges from the text; mention edges weighted by their context fit."""
+    if not fit:
+        return edges
     info = view.vocab.properties.get(TEXT_RELATION)
     weight = info.weight if info else 0.8
-    return [
-        Edge(iri, TEXT_RELATION, target, weight, TEXT_RELATION, True)
-        for target, _ in text_neighbours(iri)
+    out = []
+    for edge in edges:
+        if edge.asserted == TEXT_RELATION and edge.forward and edge.target in fit:
+            edge = Edge(edge.source, edge.relation, edge.target, edge.weight * _fit_factor(fit[edge.target]),
+                        edge.asserted, edge.forward, edge.edge_weight)
+        out.append(edge)
+    known = {e.target for e in edges}
+    out += [
+        Edge(iri, TEXT_RELATION, target, weight * _fit_factor(score), TEXT_RELATION, True)
+        for target, score in fit.items()
         if target not in known and target in view.entities
     ]
+    return out
+
+
+def _fit_factor(score: float) -> float:
+    return 0.5 + 0.5 * score
 
 
 def relation_cues(vocab, matcher_hits: Collection[str], boost: float = 2.0) -> dict[str, float]:

@@ -22,6 +22,9 @@ from retrieval.types import Mention
 __all__ = ["EntityLinker", "EntityMatcher", "MatchedSurface"]
 
 _WORDCHAR = re.compile(r"[A-Za-z0-9]")
+# Surfaces made only of letters (words, not identifiers such as LORA-02 or max_threads) are
+# the ones whose case carries meaning in running text.
+_PLAIN_WORDS = re.compile(r"^[a-z]+(?:[ '.][a-z]+)*$")
 _TOKEN = re.compile(rf"[A-Za-z0-9_]+|[{CJK}]|\S")
 
 
@@ -45,32 +48,43 @@ class EntityMatcher:
     """Aho-Corasick over the folded surfaces of every entity label and alias."""
 
     def __init__(self, surfaces: Iterable[tuple[str, str]]) -> None:
-        table: dict[str, list[str]] = {}
+        table: dict[str, dict[str, bool]] = {}
         for surface, entity in surfaces:
-            key = _fold(normalize_text(surface).strip())
+            surface = normalize_text(surface).strip()
+            key = _fold(surface)
             if len(key) < 2 or key in ENGLISH_STOPWORDS:
                 continue  # one-character or stop-word surfaces would link everywhere
-            bucket = table.setdefault(key, [])
-            if entity not in bucket:
-                bucket.append(entity)
+            bucket = table.setdefault(key, {})
+            # Remember whether any surface of this entity under this key is written all lower case.
+            bucket[entity] = bucket.get(entity, False) or surface == key
         self.automaton = ahocorasick.Automaton()
         for key, entities in table.items():
-            self.automaton.add_word(key, (key, tuple(entities)))
+            self.automaton.add_word(key, (key, tuple(entities), tuple(e for e, lower in entities.items() if lower)))
         self.size = len(table)
         if self.size:
             self.automaton.make_automaton()
 
-    def find(self, text: str) -> list[MatchedSurface]:
+    def find(self, text: str, strict_case: bool = False) -> list[MatchedSurface]:
+        """Surfaces in `text`, leftmost-longest.
+
+        With `strict_case` (used on documents, not on questions people type in lower case), an
+        all-lower-case occurrence only links entities that have an all-lower-case surface: the
+        title "In Heaven" is not linked in "...rest in heaven...", the identifier "nginx" is.
+        """
         if not self.size or not text:
             return []
         folded = _fold(text)
         candidates = []
-        for end_index, (key, entities) in self.automaton.iter(folded):
+        for end_index, (key, entities, lower_entities) in self.automaton.iter(folded):
             start, end = end_index - len(key) + 1, end_index + 1
             if _WORDCHAR.match(key[0]) and start > 0 and _WORDCHAR.match(folded[start - 1]):
                 continue
             if _WORDCHAR.match(key[-1]) and end < len(folded) and _WORDCHAR.match(folded[end]):
                 continue
+            if strict_case and _PLAIN_WORDS.match(key) and text[start:end] == key:
+                entities = lower_entities
+                if not entities:
+                    continue
             candidates.append((start, end, entities))
         candidates.sort(key=lambda c: (c[0], -(c[1] - c[0])))
         chosen: list[MatchedSurface] = []
@@ -114,7 +128,7 @@ class _LinkerComponent:
     def __call__(self, doc):
         spans, ents = [], []
         if self.matcher is not None:
-            for match in self.matcher.find(doc.text):
+            for match in self.matcher.find(doc.text, strict_case=doc.user_data.get("strict_case", False)):
                 for i, entity in enumerate(match.entities):
                     span = doc.char_span(match.start, match.end, label="ENTITY", kb_id=entity, alignment_mode="expand")
                     if span is None:
@@ -156,9 +170,18 @@ class EntityLinker:
             for span in doc.spans["kg_mentions"]
         ]
 
-    def link(self, text: str) -> list[Mention]:
-        return self._mentions(self.nlp(normalize_text(text)))
+    def _doc(self, text: str, strict_case: bool):
+        doc = self.nlp.make_doc(normalize_text(text))
+        doc.user_data["strict_case"] = strict_case
+        return doc
 
-    def link_many(self, texts: Iterable[str], batch_size: int = 256) -> Iterable[list[Mention]]:
-        for doc in self.nlp.pipe((normalize_text(t) for t in texts), batch_size=batch_size):
-            yield self._mentions(doc)
+    def link(self, text: str, strict_case: bool = False) -> list[Mention]:
+        """Mentions in a question (case-insensitive) or, with `strict_case`, in a document."""
+        doc = self._doc(text, strict_case)
+        for _, component in self.nlp.pipeline:
+            doc = component(doc)
+        return self._mentions(doc)
+
+    def link_many(self, texts: Iterable[str], strict_case: bool = True) -> Iterable[list[Mention]]:
+        for text in texts:
+            yield self.link(text, strict_case)

@@ -32,6 +32,7 @@ MODES = ("full", "bm25", "graph")
 MARKER = "kgrag.json"
 SYNONYMS_FILE = "synonyms.txt"
 Progress = Callable[[int], None]
+MENTION_WINDOW = 60  # characters each side of a mention that tell what the mention is about
 SHORT_FORM_WEIGHT = 0.6  # a seed linked through "Henry King" rather than "Henry King (director)"
 
 
@@ -77,7 +78,8 @@ class KnowledgeBase:
         self.store = DocStore(self.root / "kb.sqlite")
         self.index = WhooshIndex(self.root / "index")
         self.synonyms = SynonymTable.read(self.root / SYNONYMS_FILE)
-        self.expansion = ExpansionSettings(max_hops=settings.expansion_hops, hub_cap=settings.hub_cap)
+        self.expansion = ExpansionSettings(max_hops=settings.expansion_hops, hub_cap=settings.hub_cap,
+                                           decay=settings.expansion_decay, mention_weight=settings.mention_weight)
         self._linker = None
         self._about_index: dict[str, list[str]] | None = None
         self._entity_weights: dict[str, float] | None = None
@@ -271,7 +273,7 @@ class KnowledgeBase:
                 seeds = self._seed_weights(mentions)
                 cues = relation_cues(self.graph.vocab, self._relation_matcher().find_names(text))
                 entity_hits = expand_neighbours(self.graph.view, seeds, self.expansion, relation_boosts=cues,
-                                                text_neighbours=self.store.entities_mentioned_about)
+                                                text_neighbours=self._mention_fit(text))
                 text_scores = {}
                 if text_hits:
                     top = text_hits[0].score or 1.0
@@ -309,6 +311,34 @@ class KnowledgeBase:
         ids = list({h.chunk_id for h in text_hits} | {h.chunk_id for h in graph_hits})
         return self.store.chunk_documents(ids)
 
+    def _mention_fit(self, question: str):
+        """For expansion: entity -> {entity its documents mention: how well that mention fits the question}.
+
+        Fit = the question's words found around the mention (within MENTION_WINDOW characters,
+        compared on 5-character prefixes so "director" meets "directed"), with a mild preference
+        for entities mentioned early, then scaled so the best-fitting mention scores 1.
+        """
+        qprefixes = {_prefix(t) for t in query_terms(question)}
+
+        def fit(iri: str) -> dict[str, float]:
+            mentions = self.store.mentions_about(iri)
+            if not mentions:
+                return {}
+            own = {_prefix(t) for t in query_terms(self.graph.view.entities[iri].label)} if iri in self.graph.view.entities else set()
+            texts = {cid: c.text for cid, c in self.store.chunks(list({m[1] for m in mentions})).items()}
+            raw: dict[str, float] = {}
+            for position, (entity, chunk_id, start, end) in enumerate(mentions):
+                if entity in raw or entity == iri:
+                    continue
+                text = texts.get(chunk_id, "")
+                window = text[max(0, start - MENTION_WINDOW) : start] + " " + text[end : end + MENTION_WINDOW]
+                overlap = {_prefix(t) for t in query_terms(window)} & qprefixes - own
+                raw[entity] = (1.0 + len(overlap)) / (1.0 + 0.1 * len(raw))
+            top = max(raw.values(), default=1.0)
+            return {e: v / top for e, v in raw.items()}
+
+        return fit
+
     def _seed_weights(self, mentions: list[Mention]) -> dict[str, float]:
         """Seed weight = the entity's specificity, less when the question named it only by a short form."""
         entities = self.graph.view.entities
@@ -317,6 +347,7 @@ class KnowledgeBase:
             entity = entities.get(m.entity)
             exact = entity is not None and _fold(m.surface) in {_fold(s) for s in (entity.label, *entity.aliases)}
             weight = self._entity_weight(m.entity) * (1.0 if exact else SHORT_FORM_WEIGHT)
+
             seeds[m.entity] = max(seeds.get(m.entity, 0.0), weight)
         return seeds
 
@@ -381,6 +412,10 @@ class KnowledgeBase:
         with self.lock:
             return {"data_dir": str(self.root), **self.store.stats(), **self.graph.view.stats(),
                     "indexed_chunks": self.index.doc_count(), "synonym_groups": len(self.synonyms)}
+
+
+def _prefix(term: str) -> str:
+    return term[:5] if term.isascii() else term
 
 
 def _cap_per_document(fused, doc_of: dict[str, str], cap: int):

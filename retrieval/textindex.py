@@ -23,8 +23,10 @@ class TextIndex(Protocol):
     def commit(self, optimize: bool = False) -> None:
         """Make the writes visible to searches (and merge segments after a bulk load)."""
 
-    def search(self, terms: Sequence[WeightedTerm], limit: int) -> list[TextHit]:
-        """Best chunks for an OR of the weighted terms, best first, with the terms each matched."""
+    def search(self, terms: Sequence[WeightedTerm], limit: int, fields: dict[str, float] | None = None) -> list[TextHit]:
+        """Best chunks for an OR of the weighted terms, best first, with the terms each matched.
+
+        `fields` (name -> boost) restricts the search, e.g. to titles only."""
 
     def doc_count(self) -> int: ...
 

@@ -92,14 +92,16 @@ class WhooshIndex:
                 self._writer = None
 
     # -- reads -------------------------------------------------------------------------------
-    def search(self, terms: Sequence[tuple[str, float]], limit: int) -> list[TextHit]:
+    def search(
+        self, terms: Sequence[tuple[str, float]], limit: int, fields: dict[str, float] | None = None
+    ) -> list[TextHit]:
         terms = self._informative(terms)
         if not terms:
             return []
         clauses = [
             Term(field, term, boost=weight * boost)
             for term, weight in terms
-            for field, boost in self.field_boosts.items()
+            for field, boost in (fields or self.field_boosts).items()
             if boost > 0
         ]
         results = self._searcher.search(Or(clauses), limit=limit, terms=True)
