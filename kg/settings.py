@@ -19,6 +19,8 @@ class Settings(BaseSettings):
         None, description="Bearer token required by the API's write endpoints when set (KG_API_TOKEN)."
     )
     default_k: int = Field(10, ge=1, le=200, description="Hits returned by a query when k is not given.")
+    title_boost: float = Field(2.0, ge=0, description="Weight of a word in the document title against one in the body.")
+    max_df_ratio: float = Field(0.1, gt=0, le=1, description="Query words in more than this share of chunks are skipped (speed).")
     bm25_candidates: int = Field(50, ge=1, description="Chunks taken from the text index before fusion.")
     graph_candidates: int = Field(50, ge=1, description="Chunks taken from graph expansion before fusion.")
     expansion_hops: int = Field(2, ge=0, le=4, description="How many relations graph expansion may follow.")

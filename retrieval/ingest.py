@@ -26,8 +26,16 @@ __all__ = [
 ]
 
 SUPPORTED_SUFFIXES = {".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt"}
-CHUNK_TARGET_CHARS = 480  # a child chunk aims at this many characters ...
-CHUNK_MAX_CHARS = 900  # ... and a single paragraph longer than this is cut at sentence ends
+CHUNK_TARGET = 480  # a child chunk aims at this size (see `text_size`) ...
+CHUNK_MAX = 900  # ... and a single paragraph larger than this is cut at sentence ends
+_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+ASCII_CHAR_SIZE = 0.4  # an English character carries less than a Chinese one (~2.5 : 1)
+
+
+def text_size(text: str) -> float:
+    """Chunk size in 'Chinese characters': CJK characters count 1, everything else 0.4."""
+    cjk = len(_CJK_CHAR.findall(text))
+    return cjk + (len(text) - cjk) * ASCII_CHAR_SIZE
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s+")
 
@@ -129,11 +137,11 @@ def _paragraphs(lines: list[tuple[int, str]]) -> list[tuple[int, int, str]]:
 
 
 def _split_long(start: int, end: int, text: str) -> list[tuple[int, int, str]]:
-    if len(text) <= CHUNK_MAX_CHARS:
+    if text_size(text) <= CHUNK_MAX:
         return [(start, end, text)]
     pieces, buf = [], ""
     for sentence in _SENTENCE_END.split(text):
-        if buf and len(buf) + len(sentence) > CHUNK_TARGET_CHARS:
+        if buf and text_size(buf) + text_size(sentence) > CHUNK_TARGET:
             pieces.append(buf)
             buf = ""
         buf += sentence if not buf or buf.endswith("\n") else (" " + sentence if sentence[:1].isascii() else sentence)
@@ -168,8 +176,8 @@ def chunk_document(src: SourceDocument) -> tuple[Document, list[Chunk]]:
             pieces += _split_long(*para)
         group: list[tuple[int, int, str]] = []
         for piece in pieces + [None]:  # type: ignore[list-item]
-            size = sum(len(t) for _, _, t in group)
-            if group and (piece is None or size + len(piece[2]) > CHUNK_TARGET_CHARS):
+            size = sum(text_size(t) for _, _, t in group)
+            if group and (piece is None or size + text_size(piece[2]) > CHUNK_TARGET):
                 body = "\n\n".join(t for _, _, t in group)
                 digest = sha256_hex(body)
                 ordinal = len(chunks)

@@ -76,7 +76,8 @@ class KnowledgeBase:
         if not (self.root / GRAPH_FILE).exists():
             self.graph.save()
         self.store = DocStore(self.root / "kb.sqlite")
-        self.index = WhooshIndex(self.root / "index")
+        self.index = WhooshIndex(self.root / "index", {"title": settings.title_boost, "section": 0.5, "body": 1.0},
+                                 max_df_ratio=settings.max_df_ratio)
         self.synonyms = SynonymTable.read(self.root / SYNONYMS_FILE)
         self.expansion = ExpansionSettings(max_hops=settings.expansion_hops, hub_cap=settings.hub_cap,
                                            decay=settings.expansion_decay, mention_weight=settings.mention_weight)

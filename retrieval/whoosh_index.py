@@ -34,7 +34,8 @@ def _schema() -> Schema:
 
 
 class WhooshIndex:
-    def __init__(self, path: Path, field_boosts: dict[str, float] | None = None) -> None:
+    def __init__(self, path: Path, field_boosts: dict[str, float] | None = None,
+                 max_df_ratio: float = MAX_DF_RATIO) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         if whoosh_index.exists_in(self.path):
@@ -42,6 +43,7 @@ class WhooshIndex:
         else:
             self.ix = whoosh_index.create_in(self.path, _schema())
         self.field_boosts = dict(field_boosts or FIELD_BOOSTS)
+        self.max_df_ratio = max_df_ratio
         self._weighting = scoring.BM25F(B=0.75, K1=1.2)
         self._lock = threading.Lock()
         self._writer = None
@@ -121,7 +123,7 @@ class WhooshIndex:
         if n < 50:
             return list(terms)
         df = {t: self._searcher.doc_frequency("body", t) for t, _ in terms}
-        kept = [(t, w) for t, w in terms if df[t] <= MAX_DF_RATIO * n]
+        kept = [(t, w) for t, w in terms if df[t] <= self.max_df_ratio * n]
         if len(kept) < 2:
             kept = sorted(terms, key=lambda tw: df[tw[0]])[:2]
         return kept
