@@ -153,6 +153,15 @@ class DocStore:
         )
         return [r[0] for r in rows]
 
+    def about_chunks(self, entity: str) -> list[tuple[str, str, int]]:
+        """(chunk id, document id, ordinal) of the chunks of every document about the entity."""
+        rows = self.db.execute(
+            "SELECT c.chunk_id, c.doc_id, c.ordinal FROM about a JOIN chunks c USING (doc_id) WHERE a.entity = ?"
+            " ORDER BY c.doc_id, c.ordinal",
+            (entity,),
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
     def chunks_mentioning(self, entity: str, limit: int = 50) -> list[tuple[str, int]]:
         """(chunk id, number of mentions) of chunks that mention the entity, most mentions first."""
         rows = self.db.execute(
@@ -178,6 +187,10 @@ class DocStore:
             (entity, limit),
         )
         return [tuple(r) for r in rows]
+
+    def mention_count(self, entity: str) -> int:
+        """How many chunks mention the entity."""
+        return self.db.execute("SELECT COUNT(DISTINCT chunk_id) FROM mentions WHERE entity = ?", (entity,)).fetchone()[0]
 
     def mentions_in(self, chunk_id: str) -> list[tuple[str, str]]:
         return list(self.db.execute("SELECT DISTINCT entity, surface FROM mentions WHERE chunk_id = ?", (chunk_id,)))

@@ -10,6 +10,7 @@ followed up to `transitive_depth` steps counted as one hop, which is the bounded
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
@@ -30,6 +31,7 @@ class ExpansionSettings:
     about_weight: float = 1.0  # a chunk of a document whose title is the entity
     mention_weight: float = 0.5  # a chunk that mentions the entity
     mention_limit: int = 30  # chunks taken per entity through mentions
+    min_score: float = 0.0  # graph hits below this are too unspecific to rank
 
 
 def expand_neighbours(
@@ -160,27 +162,36 @@ def chunks_for_entities(
         factor = hit.score * (entity_weights.get(hit.entity, 1.0) if entity_weights else 1.0)
         # Every chunk of a document about the entity is evidence, its opening chunk (the summary a
         # title introduces) the most; the rest decay so one long document does not flood the list.
+        # An entity that many documents are about (a page title shared by 50 passages) says less
+        # about any one of them: the evidence is spread by the square root of their number.
+        about = store.about_chunks(hit.entity)
+        spread = math.sqrt(len({doc for _, doc, _ in about})) if about else 1.0
         contributions = [
-            (cid, settings.about_weight * factor * (1.0 if i == 0 else 0.6), "about")
-            for i, cid in enumerate(store.chunks_about(hit.entity))
+            (cid, settings.about_weight * factor * (1.0 if ordinal == 0 else 0.6) / spread, "about")
+            for cid, _, ordinal in about
         ]
         about_ids = {cid for cid, _, _ in contributions}
+        mentioning = store.chunks_mentioning(hit.entity, settings.mention_limit)
+        # Likewise a mention: one of 70 chunks naming the entity is weak evidence for each.
+        mention_spread = math.sqrt(store.mention_count(hit.entity)) if mentioning else 1.0
         contributions += [
-            (cid, settings.mention_weight * factor * min(1.0, 0.6 + 0.2 * n), "mentions")
-            for cid, n in store.chunks_mentioning(hit.entity, settings.mention_limit)
+            (cid, settings.mention_weight * factor * min(1.0, 0.6 + 0.2 * n) / mention_spread, "mentions")
+            for cid, n in mentioning
             if cid not in about_ids
         ]
         for cid, score, via in contributions:
             scores[cid] = scores.get(cid, 0.0) + score
             if cid not in best or best[cid].score < score:
                 best[cid] = GraphHit(cid, score, hit.entity, via, hit.path)
+    graph_only = {cid: score for cid, score in scores.items() if score >= settings.min_score}
+    ranked = dict(graph_only)
     if text_scores and text_agreement:
         # Among the chunks the graph brings, prefer those that also match the question's words:
         # of a seed's five neighbours, the one whose passage says "buried" answers "place of burial".
-        for cid in scores:
-            scores[cid] *= 1.0 + text_agreement * text_scores.get(cid, 0.0)
+        for cid in ranked:
+            ranked[cid] *= 1.0 + text_agreement * text_scores.get(cid, 0.0)
     out = []
-    for cid, total in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])):
+    for cid, total in sorted(ranked.items(), key=lambda kv: (-kv[1], kv[0])):
         top = best[cid]
-        out.append(GraphHit(cid, total, top.entity, top.via, top.path))
+        out.append(GraphHit(cid, total, top.entity, top.via, top.path, evidence=graph_only[cid]))
     return out

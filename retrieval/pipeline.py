@@ -80,7 +80,8 @@ class KnowledgeBase:
                                  max_df_ratio=settings.max_df_ratio)
         self.synonyms = SynonymTable.read(self.root / SYNONYMS_FILE)
         self.expansion = ExpansionSettings(max_hops=settings.expansion_hops, hub_cap=settings.hub_cap,
-                                           decay=settings.expansion_decay, mention_weight=settings.mention_weight)
+                                           decay=settings.expansion_decay, mention_weight=settings.mention_weight,
+                                           min_score=settings.min_graph_score)
         self._linker = None
         self._about_index: dict[str, list[str]] | None = None
         self._entity_weights: dict[str, float] | None = None
@@ -297,7 +298,13 @@ class KnowledgeBase:
         )
 
     def _fuse(self, text_hits, graph_hits):
-        weights = {"bm25": 1.0, "graph": self.settings.graph_weight}
+        # Graph evidence counts only when it is specific: a question naming an entity that one
+        # document is about gets the graph; one naming a page title shared by fifty passages (so
+        # every graph score is spread thin) is left to BM25. A partial weight would not do: in RRF
+        # even a small second list reorders the flat top of the first.
+        top = max((h.evidence for h in graph_hits), default=0.0)
+        confident = top >= self.settings.graph_confidence
+        weights = {"bm25": 1.0, "graph": self.settings.graph_weight if confident else 0.0}
         if self.settings.fusion == "rrf":
             return reciprocal_rank_fusion(
                 {"bm25": [h.chunk_id for h in text_hits], "graph": [h.chunk_id for h in graph_hits]},

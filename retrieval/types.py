@@ -97,6 +97,7 @@ class GraphHit:
     entity: str  # IRI of the entity that brought the chunk in
     via: str  # "about" (document title is the entity) or "mentions"
     path: tuple[PathStep, ...] = ()
+    evidence: float = 0.0  # the graph's own score, before agreement with the text is counted
 
 
 @dataclass
