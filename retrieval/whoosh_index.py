@@ -46,8 +46,10 @@ class WhooshIndex:
         self.max_df_ratio = max_df_ratio
         self._weighting = scoring.BM25F(B=0.75, K1=1.2)
         self._lock = threading.Lock()
+        self._closed = False
         self._writer = None
         self._searcher = self.ix.searcher(weighting=self._weighting)
+        self._common_scores: dict[tuple[str, str], dict[int, float]] = {}
 
     # -- writes ------------------------------------------------------------------------------
     def _w(self):
@@ -86,6 +88,7 @@ class WhooshIndex:
             # Searcher.refresh() fails on an index that was empty when opened; reopen instead.
             self._searcher.close()
             self._searcher = self.ix.searcher(weighting=self._weighting)
+            self._common_scores = {}
 
     def rollback(self) -> None:
         with self._lock:
@@ -97,40 +100,81 @@ class WhooshIndex:
     def search(
         self, terms: Sequence[tuple[str, float]], limit: int, fields: dict[str, float] | None = None
     ) -> list[TextHit]:
-        terms = self._informative(terms)
-        if not terms:
+        fields = {f: b for f, b in (fields or self.field_boosts).items() if b > 0}
+        rare, common = self._split_by_frequency(terms)
+        if not rare:
             return []
-        clauses = [
-            Term(field, term, boost=weight * boost)
-            for term, weight in terms
-            for field, boost in (fields or self.field_boosts).items()
-            if boost > 0
-        ]
+        clauses = [Term(field, term, boost=weight * boost) for term, weight in rare for field, boost in fields.items()]
         results = self._searcher.search(Or(clauses), limit=limit, terms=True)
-        hits = []
+        found = []
         for hit in results:
-            matched = sorted({t.decode("utf-8") if isinstance(t, bytes) else t for _, t in hit.matched_terms()})
-            hits.append(TextHit(chunk_id=hit["chunk_id"], score=float(hit.score), terms=tuple(matched)))
-        return hits
+            matched = {t.decode("utf-8") if isinstance(t, bytes) else t for _, t in hit.matched_terms()}
+            found.append([hit.docnum, hit["chunk_id"], float(hit.score), matched])
+        if common and found:
+            self._add_common_terms(found, common, fields)
+            found.sort(key=lambda f: -f[2])
+        return [TextHit(chunk_id=cid, score=score, terms=tuple(sorted(matched))) for _, cid, score, matched in found]
 
-    def _informative(self, terms: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
-        """Drop terms found in more than MAX_DF_RATIO of the chunks (keeping at least two terms).
+    def _split_by_frequency(self, terms: Sequence[tuple[str, float]]):
+        """(rare, common): common terms are in more than `max_df_ratio` of the chunks.
 
-        Such terms barely move BM25 scores (idf near zero) but their long posting lists dominate
-        whoosh's query time: on 2wiki_dev this halves p50 latency (see bench/RESULTS.md).
+        Common terms still count (BM25 gives them a small idf, not none), but whoosh walks a
+        term's whole posting list in Python, so they only score the candidates the rare terms
+        found (`_add_common_terms`) instead of selecting candidates. At least two terms stay rare.
         """
         n = self._searcher.doc_count()
         if n < 50:
-            return list(terms)
+            return list(terms), []
         df = {t: self._searcher.doc_frequency("body", t) for t, _ in terms}
-        kept = [(t, w) for t, w in terms if df[t] <= self.max_df_ratio * n]
-        if len(kept) < 2:
-            kept = sorted(terms, key=lambda tw: df[tw[0]])[:2]
-        return kept
+        rare = [(t, w) for t, w in terms if df[t] <= self.max_df_ratio * n]
+        if len(rare) < 2:
+            rare = sorted(terms, key=lambda tw: df[tw[0]])[:2]
+        chosen = {t for t, _ in rare}
+        return rare, [(t, w) for t, w in terms if t not in chosen and df[t] > 0]
+
+    def _add_common_terms(self, found: list, common, fields: dict[str, float]) -> None:
+        """Add the exact whoosh BM25F score of each common term to the candidates that contain it."""
+        for term, weight in common:
+            for field, boost in fields.items():
+                scores = self._term_scores(field, term)
+                for entry in found:
+                    score = scores.get(entry[0])
+                    if score is not None:
+                        entry[2] += score * weight * boost
+                        entry[3].add(term)
+
+    def _term_scores(self, field: str, term: str) -> dict[int, float]:
+        """docnum -> BM25F score of one term, for the whole posting list; cached until the next commit.
+
+        Only common terms come here, and the same few hundred recur across questions, so one walk
+        of each posting list serves every later question.
+        """
+        key = (field, term)
+        cached = self._common_scores.get(key)
+        if cached is None:
+            from whoosh.reading import TermNotFound
+
+            cached = {}
+            try:
+                matcher = self._searcher.postings(field, term)
+            except TermNotFound:
+                matcher = None
+            if matcher is not None:
+                scorer = self._weighting.scorer(self._searcher, field, term)
+                while matcher.is_active():
+                    cached[matcher.id()] = scorer.score(matcher)
+                    matcher.next()
+            if len(self._common_scores) > 5000:
+                self._common_scores.clear()
+            self._common_scores[key] = cached
+        return cached
 
     def doc_count(self) -> int:
         return self._searcher.doc_count()
 
     def close(self) -> None:
+        if self._closed:
+            return
         self.rollback()
         self._searcher.close()
+        self._closed = True
