@@ -14,7 +14,8 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from whoosh.analysis import Token, Tokenizer
-from whoosh.lang.porter import stem as _porter_stem
+# porter2: whoosh's porter module mis-stems doubled consonants (running -> runn, logging -> logg).
+from whoosh.lang.porter2 import stem as _porter_stem
 
 __all__ = ["KgAnalyzer", "Term", "add_user_words", "analyze", "normalize_text", "query_terms"]
 

@@ -58,11 +58,16 @@ def expand_neighbours(
             heapq.heappush(heap, (-score, tie, iri, 0, 0, "", ()))
             tie += 1
     vocab = view.vocab
+    # An entity keeps the score and path of the first (best-scoring) time it is reached, but is
+    # walked again when reached in fewer hops, so a strong long path does not hide a short one.
+    walked: dict[str, int] = {}
     while heap and len(best) < settings.max_entities:
         neg, _, iri, hops, run, last_rel, path = heapq.heappop(heap)
-        if iri in best:
+        if hops >= walked.get(iri, settings.max_hops + 1):
             continue
-        best[iri] = EntityHit(iri, labels[iri].label, -neg, path)
+        walked[iri] = hops
+        if iri not in best:
+            best[iri] = EntityHit(iri, labels[iri].label, -neg, path)
         edges = view.neighbours(iri)
         if text_neighbours is not None and hops < settings.max_hops and (relations is None or TEXT_RELATION in relations):
             edges = _with_text_edges(view, iri, edges, text_neighbours(iri))
@@ -74,14 +79,12 @@ def expand_neighbours(
                 continue  # a hub: reached, not walked through
             edges = sorted(edges, key=lambda e: -e.weight)[: settings.hub_cap]
         for edge in edges:
-            if edge.target in best:
-                continue
             if relations is not None and edge.asserted not in relations:
                 continue
             info = vocab.properties.get(edge.relation.lstrip("^"))
             chained = bool(info and info.transitive and edge.relation == last_rel and run < settings.transitive_depth)
             next_hops = hops if chained else hops + 1
-            if next_hops > settings.max_hops:
+            if next_hops > settings.max_hops or next_hops >= walked.get(edge.target, settings.max_hops + 1):
                 continue
             weight = edge.weight * (relation_boosts.get(edge.asserted, 1.0) if relation_boosts else 1.0)
             score = -neg * min(1.0, weight) * (1.0 if chained else settings.decay)

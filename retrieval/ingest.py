@@ -36,7 +36,7 @@ def text_size(text: str) -> float:
     """Chunk size in 'Chinese characters': CJK characters count 1, everything else 0.4."""
     cjk = len(_CJK_CHAR.findall(text))
     return cjk + (len(text) - cjk) * ASCII_CHAR_SIZE
-_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)(?:\s+#+)?\s*$")
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s+")
 
 

@@ -11,6 +11,7 @@ leftmost-longest.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -21,7 +22,7 @@ from retrieval.types import Mention
 
 __all__ = ["EntityLinker", "EntityMatcher", "MatchedSurface"]
 
-_WORDCHAR = re.compile(r"[A-Za-z0-9]")
+_WORDCHAR = re.compile(r"[A-Za-z0-9_]")
 # Surfaces made only of letters (words, not identifiers such as LORA-02 or max_threads) are
 # the ones whose case carries meaning in running text.
 _PLAIN_WORDS = re.compile(r"^[a-z]+(?:[ '.][a-z]+)*$")
@@ -94,6 +95,18 @@ class EntityMatcher:
                 chosen.append(MatchedSurface(start, end, text[start:end], entities))
                 last_end = end
         return chosen
+
+
+def _normalize_with_offsets(text: str) -> tuple[str, list[int] | None]:
+    """NFKC text and, when it differs from `text`, the original index of every normalized character."""
+    if unicodedata.is_normalized("NFKC", text):
+        return text, None
+    pieces, origin = [], []
+    for i, char in enumerate(text):
+        folded = unicodedata.normalize("NFKC", char)
+        pieces.append(folded)
+        origin.extend([i] * len(folded))
+    return "".join(pieces), origin
 
 
 def _make_tokenizer(vocab):
@@ -170,17 +183,25 @@ class EntityLinker:
             for span in doc.spans["kg_mentions"]
         ]
 
-    def _doc(self, text: str, strict_case: bool):
-        doc = self.nlp.make_doc(normalize_text(text))
-        doc.user_data["strict_case"] = strict_case
-        return doc
-
     def link(self, text: str, strict_case: bool = False) -> list[Mention]:
-        """Mentions in a question (case-insensitive) or, with `strict_case`, in a document."""
-        doc = self._doc(text, strict_case)
+        """Mentions in a question (case-insensitive) or, with `strict_case`, in a document.
+
+        Matching runs on the NFKC form (full-width ＬＯＲＡ－０２ is LORA-02); offsets and surfaces
+        are mapped back to `text` as given.
+        """
+        normalized, origin = _normalize_with_offsets(text)
+        doc = self.nlp.make_doc(normalized)
+        doc.user_data["strict_case"] = strict_case
         for _, component in self.nlp.pipeline:
             doc = component(doc)
-        return self._mentions(doc)
+        mentions = self._mentions(doc)
+        if origin is None:
+            return mentions
+        out = []
+        for m in mentions:
+            start, end = origin[m.start], origin[m.end - 1] + 1
+            out.append(Mention(m.entity, m.label, text[start:end], start, end))
+        return out
 
     def link_many(self, texts: Iterable[str], strict_case: bool = True) -> Iterable[list[Mention]]:
         for text in texts:

@@ -158,8 +158,11 @@ class KnowledgeBase:
             linker = self.linker
             about = self._about()
             try:
+                # The same source twice in one batch: the last one wins (whoosh cannot delete what
+                # the open writer added, so the earlier copy must never reach it).
+                batch = list({src.source: src for src in sources}.values())
                 with self.store.transaction():
-                    for src in sources:
+                    for src in batch:
                         self._ingest_one(src, linker, about, report)
                         if progress:
                             progress(1)
@@ -258,7 +261,8 @@ class KnowledgeBase:
         text = (text or "").strip()
         if not text:
             raise InputError("the query is empty: ask a question or give a few words")
-        k = k or self.settings.default_k
+        if k is None:
+            k = self.settings.default_k
         if k < 1 or k > 1000:
             raise InputError(f"k must be between 1 and 1000, got {k}")
         timings: dict[str, float] = {}
@@ -418,6 +422,7 @@ class KnowledgeBase:
 
     def stats(self) -> dict:
         with self.lock:
+            self._refresh_graph()
             return {"data_dir": str(self.root), **self.store.stats(), **self.graph.view.stats(),
                     "indexed_chunks": self.index.doc_count(), "synonym_groups": len(self.synonyms)}
 

@@ -1,0 +1,96 @@
+"""Shared fixtures: one small Chinese/English knowledge base built from `tests/data/kb/`.
+
+The fixture corpus (8 Markdown documents and a text file, plus a relation table) is small enough
+to build in well under a second once spaCy and jieba are loaded. Read-only tests share the
+session-scoped `kb`/`kb_dir`; a test that writes builds its own with `fresh_kb` in its tmp_path.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kg.settings import Settings
+
+DATA_DIR = Path(__file__).parent / "data" / "kb"
+FIXTURE_DOCS = DATA_DIR / "docs"
+FIXTURE_RELATIONS = DATA_DIR / "relations.csv"
+
+# The cross-document question of the fixture corpus: it names order-service (through its alias
+# 订单服务); its gold document, docs/infra/mysql-core.md, is English only and shares no word
+# with it, so only the relation order-service -dependsOn-> mysql-core can bring it in.
+CROSS_DOC_QUERY = "订单服务依赖哪些组件？"
+CROSS_DOC_GOLD = "docs/infra/mysql-core.md"
+
+
+def make_settings(data_dir: Path, **overrides) -> Settings:
+    return Settings(data_dir=data_dir, **overrides)
+
+
+def copy_fixture_corpus(root: Path) -> tuple[Path, Path]:
+    """Copy the fixture documents and relation table under `root`; returns (docs dir, relations.csv)."""
+    docs = root / "docs"
+    shutil.copytree(FIXTURE_DOCS, docs)
+    relations = root / "relations.csv"
+    shutil.copyfile(FIXTURE_RELATIONS, relations)
+    return docs, relations
+
+
+def build_kb(root: Path, **overrides):
+    """A knowledge base in root/kb from a copy of the fixture corpus in root/docs (open; caller closes)."""
+    from retrieval.pipeline import KnowledgeBase
+
+    docs, relations = copy_fixture_corpus(root)
+    kb = KnowledgeBase(make_settings(root / "kb", **overrides), create=True)
+    kb.import_file(relations)
+    kb.ingest_paths([docs])
+    return kb
+
+
+def relative_source(source: str, root: Path) -> str:
+    """A document's source (an absolute path) relative to the corpus root, e.g. 'docs/infra/nginx.md'."""
+    return Path(source).relative_to(root.resolve()).as_posix()
+
+
+@pytest.fixture(autouse=True)
+def _no_kg_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """KG_* variables of the shell running pytest must not leak into Settings()."""
+    for name in list(os.environ):
+        if name.startswith("KG_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="session")
+def kb_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Root of the shared corpus: root/docs (documents), root/relations.csv, root/kb (data dir)."""
+    root = tmp_path_factory.mktemp("shared")
+    build_kb(root).close()
+    return root
+
+
+@pytest.fixture(scope="session")
+def kb_dir(kb_root: Path) -> Path:
+    return kb_root / "kb"
+
+
+@pytest.fixture(scope="session")
+def kb(kb_dir: Path) -> Iterator:
+    """The shared knowledge base, opened once. Tests using it must not write to it."""
+    from retrieval.pipeline import KnowledgeBase
+
+    with KnowledgeBase(make_settings(kb_dir)) as opened:
+        yield opened
+
+
+@pytest.fixture
+def fresh_kb(tmp_path: Path) -> Iterator:
+    """A knowledge base of the fixture corpus of the test's own (tmp_path/docs, tmp_path/kb)."""
+    kb = build_kb(tmp_path)
+    try:
+        yield kb
+    finally:
+        kb.close()

@@ -1,0 +1,228 @@
+"""Files or texts -> (Document, [Chunk]): headings, line ranges, long paragraphs, stable ids, input errors."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kg.errors import InputError
+from retrieval.ingest import (
+    CHUNK_MAX,
+    chunk_document,
+    find_source_files,
+    read_source_file,
+    text_size,
+)
+from retrieval.types import SourceDocument
+
+MARKDOWN = """\
+# 订单服务手册
+
+订单服务负责下单和取消。
+超时为 800ms。
+
+## 部署
+
+order-service 部署在 trade 命名空间。
+
+副本数为 6。
+
+### 扩容
+
+高峰期扩到 12 个副本。
+
+```
+# this is code, not a heading
+kubectl scale deploy/order-service --replicas=12
+```
+
+## Rollback
+
+Roll back with `kubectl rollout undo`.
+"""
+
+
+def chunks_of(
+    text: str, source: str = "notes/manual.md", fmt: str = "md", title: str | None = None
+):
+    return chunk_document(SourceDocument(source=source, text=text, format=fmt, title=title))
+
+
+def test_first_level_one_heading_is_the_title_and_headings_make_section_paths():
+    doc, chunks = chunks_of(MARKDOWN)
+    assert doc.title == "订单服务手册"
+    assert [c.section for c in chunks] == ["", "部署", "部署 > 扩容", "Rollback"]
+    assert {c.title for c in chunks} == {"订单服务手册"}
+    assert doc.n_chunks == len(chunks) == 4
+    assert [c.ordinal for c in chunks] == [0, 1, 2, 3]
+
+
+def test_a_heading_inside_a_code_fence_stays_text():
+    _, chunks = chunks_of(MARKDOWN)
+    assert "# this is code, not a heading" in chunks[2].text
+    assert all("this is code" not in c.section for c in chunks)
+
+
+def test_line_ranges_point_at_the_chunk_text_in_the_source():
+    _, chunks = chunks_of(MARKDOWN)
+    lines = MARKDOWN.split("\n")
+    for chunk in chunks:
+        # Paragraphs of a chunk are joined by one blank line, as they are in this source.
+        assert "\n".join(lines[chunk.line_start - 1 : chunk.line_end]) == chunk.text
+    assert [(c.line_start, c.line_end) for c in chunks] == [(3, 4), (8, 10), (14, 19), (23, 23)]
+
+
+def test_windows_newlines_and_a_bom_keep_line_numbers():
+    _, unix = chunks_of(MARKDOWN)
+    _, windows = chunks_of("\ufeff" + MARKDOWN.replace("\n", "\r\n"))
+    assert [(c.line_start, c.line_end, c.text) for c in windows] == [
+        (c.line_start, c.line_end, c.text) for c in unix
+    ]
+
+
+def test_without_a_level_one_heading_the_title_is_the_file_name():
+    doc, chunks = chunks_of("## Only a section\n\nbody text\n", source="runbooks/redis-failover.md")
+    assert doc.title == "redis-failover"
+    assert chunks[0].section == "Only a section"
+
+
+def test_an_explicit_title_wins_over_the_heading():
+    doc, _ = chunks_of(MARKDOWN, title="Order service")
+    assert doc.title == "Order service"
+
+
+def test_plain_text_has_no_headings_and_a_short_first_line_is_its_title():
+    text = "Glossary\n\n# not a heading in a .txt\n\nzebrafish: the load-test environment.\n"
+    doc, chunks = chunks_of(text, source="a/notes.txt", fmt="txt")
+    assert doc.title == "Glossary"
+    assert {c.section for c in chunks} == {""}
+    assert "# not a heading in a .txt" in chunks[0].text
+
+
+def test_a_one_line_text_file_is_titled_by_its_file_name():
+    doc, _ = chunks_of("zebrafish is the load-test environment.", source="a/notes.txt", fmt="txt")
+    assert doc.title == "notes"
+
+
+def test_a_heading_keeps_a_trailing_hash_that_is_part_of_the_text():
+    # CommonMark: a closing sequence of '#' must follow a space; "C#" is the heading's text.
+    _, chunks = chunks_of("# Languages\n\n## 使用 C#\n\ntext\n\n## Closed ##\n\nmore\n")
+    assert [c.section for c in chunks] == ["使用 C#", "Closed"]
+
+
+def test_a_long_paragraph_is_split_at_sentence_ends():
+    sentences = [f"第{i}句说明连接池参数 maxPoolSize 需要按照峰值并发来估算。" for i in range(60)]
+    paragraph = "".join(sentences)
+    assert text_size(paragraph) > CHUNK_MAX
+    _, chunks = chunks_of(f"# 长文\n\n{paragraph}\n")
+    assert len(chunks) >= 2
+    assert "".join(c.text for c in chunks) == paragraph  # nothing lost, nothing repeated
+    for chunk in chunks:
+        assert text_size(chunk.text) <= CHUNK_MAX
+        assert chunk.text.startswith("第") and chunk.text.endswith("。")  # cut between sentences
+        # Pieces of one paragraph keep the paragraph's line range.
+        assert (chunk.line_start, chunk.line_end) == (3, 3)
+
+
+def test_text_after_a_long_paragraph_keeps_its_own_line_numbers():
+    paragraph = "".join(f"第{i}句说明连接池参数需要按照峰值并发来估算。" for i in range(80))
+    _, chunks = chunks_of(f"# 长文\n\n{paragraph}\n\n## 结论\n\n短的结尾段落。\n")
+    assert (chunks[-1].section, chunks[-1].text, chunks[-1].line_start, chunks[-1].line_end) == (
+        "结论",
+        "短的结尾段落。",
+        7,
+        7,
+    )
+
+
+def test_a_long_english_paragraph_keeps_its_words_apart():
+    paragraph = " ".join(
+        f"Sentence number {i} explains how the watchdog restarts the gateway." for i in range(40)
+    )
+    _, chunks = chunks_of(f"# Watchdog\n\n{paragraph}\n")
+    assert len(chunks) >= 2
+    rejoined = " ".join(c.text for c in chunks)
+    assert rejoined == paragraph
+    assert all(re.match(r"Sentence number \d+ ", c.text) for c in chunks)
+
+
+def test_same_input_gives_the_same_ids():
+    doc1, chunks1 = chunks_of(MARKDOWN)
+    doc2, chunks2 = chunks_of(MARKDOWN)
+    assert doc1.doc_id == doc2.doc_id
+    assert doc1.sha256 == doc2.sha256
+    assert [c.chunk_id for c in chunks1] == [c.chunk_id for c in chunks2]
+    assert len({c.chunk_id for c in chunks1}) == len(chunks1)
+
+
+def test_ids_depend_on_source_and_content():
+    doc, chunks = chunks_of(MARKDOWN)
+    other_source, other_chunks = chunks_of(MARKDOWN, source="notes/copy.md")
+    assert other_source.doc_id != doc.doc_id
+    assert not {c.chunk_id for c in chunks} & {c.chunk_id for c in other_chunks}
+    edited_doc, edited = chunks_of(MARKDOWN.replace("副本数为 6。", "副本数为 8。"))
+    assert edited_doc.doc_id == doc.doc_id  # same document, new version
+    assert edited_doc.sha256 != doc.sha256
+    changed = [
+        i for i, (a, b) in enumerate(zip(chunks, edited, strict=True)) if a.chunk_id != b.chunk_id
+    ]
+    assert changed == [1]  # only the chunk whose text changed gets a new id
+
+
+@pytest.mark.parametrize("text", ["", "   \n\n\t\n", "\ufeff\r\n"])
+def test_an_empty_document_is_an_input_error(text):
+    with pytest.raises(InputError) as error:
+        chunks_of(text, source="notes/empty.md")
+    assert str(error.value) == "notes/empty.md: the document is empty"
+    assert error.value.status == 400
+
+
+def test_a_document_that_is_only_a_title_is_one_chunk():
+    doc, chunks = chunks_of("# 只有标题\n")
+    assert doc.title == "只有标题"
+    assert [(c.text, c.line_start, c.line_end) for c in chunks] == [("只有标题", 1, 1)]
+
+
+def test_unsupported_suffix_names_the_file_and_the_supported_types(tmp_path):
+    pdf = tmp_path / "report.pdf"
+    pdf.write_bytes(b"%PDF-1.7")
+    with pytest.raises(InputError) as error:
+        find_source_files([pdf])
+    assert (
+        str(error.value)
+        == "report.pdf: unsupported file type '.pdf' (kgrag reads .markdown, .md, .text, .txt)"
+    )
+
+
+def test_a_missing_path_is_an_input_error(tmp_path):
+    with pytest.raises(InputError) as error:
+        find_source_files([tmp_path / "nowhere"])
+    assert str(error.value) == f"{tmp_path / 'nowhere'}: no such file or folder"
+
+
+def test_non_utf8_file_says_how_to_fix_it(tmp_path):
+    gbk = tmp_path / "旧笔记.md"
+    gbk.write_bytes("# 标题\n\n内容".encode("gbk"))
+    with pytest.raises(InputError) as error:
+        read_source_file(gbk)
+    assert (
+        str(error.value)
+        == "旧笔记.md: not UTF-8 text (byte 2); save the file as UTF-8 and ingest it again"
+    )
+
+
+def test_folders_are_walked_sorted_skipping_hidden_and_unsupported_files(tmp_path):
+    for name in ["b.md", "a/c.txt", "a/d.markdown", ".git/e.md", "a/.hidden.md", "f.pdf", "g.MD"]:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x", encoding="utf-8")
+    found = [p.relative_to(tmp_path).as_posix() for p in find_source_files([tmp_path])]
+    assert found == ["a/c.txt", "a/d.markdown", "b.md", "g.MD"]
+
+
+def test_read_source_file_strips_a_bom_and_takes_the_format_from_the_suffix(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_bytes("\ufeffhello".encode())
+    src = read_source_file(path, source="custom:notes")
+    assert (src.source, src.text, src.format) == ("custom:notes", "hello", "txt")

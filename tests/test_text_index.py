@@ -1,0 +1,214 @@
+"""The TextIndex contract, run against every implementation on disk (today: the whoosh backend)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from retrieval.analysis import query_terms
+from retrieval.textindex import TextIndex
+from retrieval.types import Chunk
+from retrieval.whoosh_index import WhooshIndex
+
+IMPLEMENTATIONS: dict[str, Callable[[Path], TextIndex]] = {"whoosh": WhooshIndex}
+
+
+class Opener:
+    """Opens (and reopens) one implementation's index in one folder; closes what is left open."""
+
+    def __init__(self, factory: Callable[[Path], TextIndex], path: Path) -> None:
+        self.factory, self.path = factory, path
+        self.open_indexes: list[TextIndex] = []
+
+    def __call__(self) -> TextIndex:
+        index = self.factory(self.path)
+        self.open_indexes.append(index)
+        return index
+
+    def close(self, index: TextIndex) -> None:
+        self.open_indexes.remove(index)
+        index.close()
+
+
+@pytest.fixture(params=sorted(IMPLEMENTATIONS))
+def open_index(request, tmp_path):
+    opener = Opener(IMPLEMENTATIONS[request.param], tmp_path / "index")
+    yield opener
+    for index in list(opener.open_indexes):
+        opener.close(index)
+
+
+def chunk(
+    chunk_id: str, text: str, title: str = "notes", section: str = "", doc_id: str = ""
+) -> Chunk:
+    return Chunk(
+        chunk_id, doc_id or "d-" + chunk_id, 0, title, section, text, 1, 1, "sha-" + chunk_id
+    )
+
+
+def search(index: TextIndex, text: str, limit: int = 10):
+    return index.search([(t, 1.0) for t in query_terms(text)], limit)
+
+
+def ids(hits) -> list[str]:
+    return [h.chunk_id for h in hits]
+
+
+CORPUS = [
+    chunk("c-lora", "LORA-02 的心跳间隔为 30 秒，看门狗超时阈值 120 秒。", title="LORA-02"),
+    chunk("c-nginx", "proxy_read_timeout is 60s for the report API.", title="nginx"),
+    chunk("c-pool", "数据库连接池 maxPoolSize 为 50。", title="连接池"),
+]
+
+
+def test_implements_the_protocol(open_index):
+    assert isinstance(open_index(), TextIndex)
+
+
+def test_added_chunks_are_searchable_after_commit(open_index):
+    index = open_index()
+    assert index.add_chunks(CORPUS) == 3
+    index.commit()
+    assert index.doc_count() == 3
+    assert ids(search(index, "LORA-02 心跳")) == ["c-lora"]
+    assert ids(search(index, "proxy_read_timeout")) == ["c-nginx"]
+    assert ids(search(index, "连接池")) == ["c-pool"]
+    assert search(index, "zebrafish") == []
+    assert index.search([], 10) == []
+
+
+def test_hits_report_the_terms_they_matched(open_index):
+    index = open_index()
+    index.add_chunks(CORPUS)
+    index.commit()
+    [hit] = search(index, "LORA-02 的心跳 zebrafish")
+    assert hit.chunk_id == "c-lora"
+    assert set(hit.terms) == {"lora-02", "lora", "02", "心跳"}
+    assert hit.score > 0
+
+
+def test_identifier_parts_match_the_whole_identifier(open_index):
+    index = open_index()
+    index.add_chunks(CORPUS)
+    index.commit()
+    assert ids(search(index, "read timeout")) == ["c-nginx"]
+
+
+def test_writes_are_invisible_until_commit_and_rollback_discards_them(open_index):
+    index = open_index()
+    index.add_chunks(CORPUS[:1])
+    assert search(index, "LORA-02") == []
+    index.commit()
+    index.add_chunks(CORPUS[1:])
+    index.rollback()
+    index.commit()
+    assert index.doc_count() == 1
+    assert search(index, "proxy_read_timeout") == []
+
+
+def test_a_term_in_the_title_ranks_above_the_same_term_in_the_body(open_index):
+    index = open_index()
+    index.add_chunks(
+        [
+            chunk(
+                "c-body",
+                "The gateway restarts when the watchdog fires; it then reconnects to the broker.",
+                title="gateway restarts",
+            ),
+            chunk(
+                "c-title",
+                "The gateway restarts when the timer fires; it then reconnects to the broker.",
+                title="watchdog",
+            ),
+        ]
+    )
+    index.commit()
+    assert ids(search(index, "watchdog")) == ["c-title", "c-body"]
+
+
+def test_a_lower_query_weight_ranks_lower(open_index):
+    index = open_index()
+    index.add_chunks(
+        [
+            chunk("c-db", "the db is backed up nightly"),
+            chunk("c-database", "the database is backed up nightly"),
+        ]
+    )
+    index.commit()
+    assert ids(index.search([("databas", 1.0), ("db", 0.6)], 10)) == ["c-database", "c-db"]
+    assert ids(index.search([("databas", 0.6), ("db", 1.0)], 10)) == ["c-db", "c-database"]
+
+
+def test_limit_caps_the_hits_best_first(open_index):
+    index = open_index()
+    index.add_chunks([chunk(f"c{i}", "timeout " * (i + 1) + "filler words here") for i in range(8)])
+    index.commit()
+    hits = search(index, "timeout", limit=3)
+    assert len(hits) == 3
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_delete_removes_chunks_from_search_and_counts(open_index):
+    index = open_index()
+    index.add_chunks(CORPUS)
+    index.commit()
+    assert index.delete_chunks(["c-lora", "c-missing"]) == 1
+    index.commit()
+    assert index.doc_count() == 2
+    assert search(index, "LORA-02") == []
+    assert ids(search(index, "proxy_read_timeout")) == ["c-nginx"]
+
+
+def test_adding_a_chunk_id_again_replaces_it(open_index):
+    index = open_index()
+    index.add_chunks(CORPUS)
+    index.commit()
+    index.add_chunks([chunk("c-nginx", "client_max_body_size is 20m.", title="nginx")])
+    index.commit()
+    assert index.doc_count() == 3
+    assert search(index, "proxy_read_timeout") == []
+    assert ids(search(index, "client_max_body_size")) == ["c-nginx"]
+
+
+def test_reopened_from_disk_the_index_has_the_same_content(open_index):
+    index = open_index()
+    index.add_chunks(CORPUS)
+    index.commit()
+    index.delete_chunks(["c-pool"])
+    index.commit()
+    before = [
+        (h.chunk_id, round(h.score, 6), h.terms)
+        for h in search(index, "LORA-02 proxy_read_timeout 连接池")
+    ]
+    open_index.close(index)
+
+    reopened = open_index()
+    assert reopened.doc_count() == 2
+    after = [
+        (h.chunk_id, round(h.score, 6), h.terms)
+        for h in search(reopened, "LORA-02 proxy_read_timeout 连接池")
+    ]
+    assert after == before
+    assert sorted(ids(search(reopened, "LORA-02 proxy_read_timeout 连接池"))) == [
+        "c-lora",
+        "c-nginx",
+    ]
+
+
+def test_an_empty_index_searches_and_counts_to_nothing(open_index):
+    index = open_index()
+    assert index.doc_count() == 0
+    assert search(index, "anything") == []
+    index.commit()  # committing without writes is harmless
+    assert index.doc_count() == 0
+
+
+def test_closing_twice_is_harmless(open_index):
+    # KnowledgeBase.close() (and so `with KnowledgeBase(...)` followed by close()) relies on it.
+    index = open_index()
+    index.add_chunks(CORPUS)
+    index.commit()
+    open_index.close(index)
+    index.close()
