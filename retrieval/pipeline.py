@@ -86,6 +86,7 @@ class KnowledgeBase:
         self._about_index: dict[str, list[str]] | None = None
         self._entity_weights: dict[str, float] | None = None
         self._relations = None
+        self._contexts: dict[str, list[tuple[str, frozenset[str]]]] = {}  # see _mention_contexts
 
     def close(self) -> None:
         self.index.close()
@@ -120,6 +121,7 @@ class KnowledgeBase:
     def _graph_changed(self) -> None:
         self.graph.invalidate()
         self._linker = self._about_index = self._entity_weights = self._relations = None
+        self._contexts = {}
 
     def _refresh_graph(self, progress: Progress | None = None) -> None:
         """Pick up edits made to graph.ttl outside kgrag (Protégé) and re-link; no re-indexing needed."""
@@ -171,6 +173,7 @@ class KnowledgeBase:
                 self.index.rollback()
                 raise
             self._entity_weights = None
+            self._contexts = {}
         report.seconds = time.perf_counter() - started
         return report
 
@@ -212,6 +215,7 @@ class KnowledgeBase:
                     if progress:
                         progress(len(chunks))
             self._entity_weights = None
+            self._contexts = {}
             return sum(len(c) for c in by_doc.values())
 
     def import_file(self, path: Path, progress: Progress | None = None, **options) -> dict:
@@ -333,23 +337,39 @@ class KnowledgeBase:
         qprefixes = {_prefix(t) for t in query_terms(question)}
 
         def fit(iri: str) -> dict[str, float]:
-            mentions = self.store.mentions_about(iri)
-            if not mentions:
-                return {}
-            own = {_prefix(t) for t in query_terms(self.graph.view.entities[iri].label)} if iri in self.graph.view.entities else set()
-            texts = {cid: c.text for cid, c in self.store.chunks(list({m[1] for m in mentions})).items()}
-            raw: dict[str, float] = {}
-            for position, (entity, chunk_id, start, end) in enumerate(mentions):
-                if entity in raw or entity == iri:
-                    continue
-                text = texts.get(chunk_id, "")
-                window = text[max(0, start - MENTION_WINDOW) : start] + " " + text[end : end + MENTION_WINDOW]
-                overlap = {_prefix(t) for t in query_terms(window)} & qprefixes - own
-                raw[entity] = (1.0 + len(overlap)) / (1.0 + 0.1 * len(raw))
+            contexts = self._mention_contexts(iri)
+            raw = {
+                entity: (1.0 + len(words & qprefixes)) / (1.0 + 0.1 * position)
+                for position, (entity, words) in enumerate(contexts)
+            }
             top = max(raw.values(), default=1.0)
             return {e: v / top for e, v in raw.items()}
 
         return fit
+
+    def _mention_contexts(self, iri: str) -> list[tuple[str, frozenset[str]]]:
+        """(entity, word prefixes around its first mention) for each entity the documents about `iri`
+        mention, in text order, without the words of `iri`'s own label. Independent of the question,
+        so cached until the next write."""
+        cached = self._contexts.get(iri)
+        if cached is not None:
+            return cached
+        mentions = self.store.mentions_about(iri)
+        own = {_prefix(t) for t in query_terms(self.graph.view.entities[iri].label)} if iri in self.graph.view.entities else set()
+        texts = {cid: c.text for cid, c in self.store.chunks(list({m[1] for m in mentions})).items()} if mentions else {}
+        seen: set[str] = set()
+        out = []
+        for entity, chunk_id, start, end in mentions:
+            if entity in seen or entity == iri:
+                continue
+            seen.add(entity)
+            text = texts.get(chunk_id, "")
+            window = text[max(0, start - MENTION_WINDOW) : start] + " " + text[end : end + MENTION_WINDOW]
+            out.append((entity, frozenset({_prefix(t) for t in query_terms(window)} - own)))
+        if len(self._contexts) > 50_000:
+            self._contexts.clear()
+        self._contexts[iri] = out
+        return out
 
     def _seed_weights(self, mentions: list[Mention]) -> dict[str, float]:
         """Seed weight = the entity's specificity, less when the question named it only by a short form."""
