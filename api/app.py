@@ -68,7 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.post("/query", response_model=QueryOut)
     def query(body: QueryIn, request: Request) -> dict:
-        return kb(request).query(body.query, k=body.k, mode=body.mode).to_json()
+        return kb(request).query(body.query, k=body.k, mode=body.mode, types=body.types).to_json()
 
     @app.post("/documents", response_model=IngestOut, status_code=201, dependencies=[Depends(require_token)])
     def add_document(body: DocumentIn, request: Request) -> dict:

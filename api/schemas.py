@@ -11,6 +11,7 @@ class QueryIn(BaseModel):
     query: str = Field(..., min_length=1, max_length=4000, description="The question or keywords.")
     k: int = Field(10, ge=1, le=200, description="How many hits to return.")
     mode: str = Field("full", pattern="^(full|bm25|graph)$", description="full, bm25 (text only) or graph only.")
+    types: list[str] | None = Field(None, description="Expand only to entities of these classes (or subclasses).")
 
 
 class HitOut(BaseModel):

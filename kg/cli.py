@@ -167,12 +167,13 @@ def import_(file: Path, skip_invalid: bool, rejects: Path | None, dry_run: bool,
 @click.option("-k", type=int, default=None, help="How many hits (default 10).")
 @click.option("--mode", type=click.Choice(["full", "bm25", "graph"]), default="full", show_default=True,
               help="full = text + graph; bm25 = text only; graph = graph only.")
+@click.option("--type", "types", multiple=True, help="Expand only to entities of this class or its subclasses (repeatable).")
 @data_dir_option
 @json_option
-def query(text: str, k: int | None, mode: str, data_dir: Path | None, as_json: bool) -> None:
+def query(text: str, k: int | None, mode: str, types: tuple[str, ...], data_dir: Path | None, as_json: bool) -> None:
     """Ranked passages for a question, each with why it was found."""
     with _open(data_dir) as kb:
-        result = kb.query(text, k=k, mode=mode)
+        result = kb.query(text, k=k, mode=mode, types=list(types) or None)
     if as_json:
         _echo_json(result.to_json())
         return

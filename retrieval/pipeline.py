@@ -259,7 +259,9 @@ class KnowledgeBase:
             return added
 
     # -- read path: link -> search -> expand -> fuse ----------------------------------------------
-    def query(self, text: str, k: int | None = None, mode: str = "full") -> QueryResult:
+    def query(self, text: str, k: int | None = None, mode: str = "full", types: Sequence[str] | None = None) -> QueryResult:
+        """Ranked chunks for a question. `types` (class names or labels) keeps graph expansion to
+        entities of those classes or their subclasses (rdfs:subClassOf), e.g. ["Service"]."""
         if mode not in MODES:
             raise InputError(f"unknown mode '{mode}' (use one of: {', '.join(MODES)})")
         text = (text or "").strip()
@@ -272,6 +274,7 @@ class KnowledgeBase:
         timings: dict[str, float] = {}
         with self.lock:
             self._refresh_graph()
+            wanted = self._resolve_types(types) if types else []
             t0 = time.perf_counter()
             mentions = self.linker.link(text) if mode != "bm25" else []
             t1 = time.perf_counter()
@@ -284,6 +287,8 @@ class KnowledgeBase:
                 cues = relation_cues(self.graph.vocab, self._relation_matcher().find_names(text))
                 entity_hits = expand_neighbours(self.graph.view, seeds, self.expansion, relation_boosts=cues,
                                                 text_neighbours=self._mention_fit(text))
+                if wanted:
+                    entity_hits = self._of_types(entity_hits, wanted, seeds)
                 text_scores = {}
                 if text_hits:
                     top = text_hits[0].score or 1.0
@@ -346,6 +351,24 @@ class KnowledgeBase:
             return {e: v / top for e, v in raw.items()}
 
         return fit
+
+    def _resolve_types(self, types: Sequence[str]) -> list[str]:
+        vocab = self.graph.vocab
+        wanted = []
+        for name in types:
+            cls = vocab.resolve_class(name)
+            if cls is None:
+                hint = vocab.suggest_classes(name)
+                raise InputError(f"unknown type '{name}'" + (f" (did you mean {', '.join(hint)}?)" if hint else ""))
+            wanted.append(cls.name)
+        return wanted
+
+    def _of_types(self, entity_hits, wanted: list[str], seeds) -> list:
+        vocab, entities = self.graph.vocab, self.graph.view.entities
+        return [
+            h for h in entity_hits
+            if h.entity in seeds or any(vocab.is_subclass(t, w) for t in entities[h.entity].types for w in wanted)
+        ]
 
     def _mention_contexts(self, iri: str) -> list[tuple[str, frozenset[str]]]:
         """(entity, word prefixes around its first mention) for each entity the documents about `iri`

@@ -371,3 +371,23 @@ def test_a_knowledge_base_reopened_from_disk_answers_the_same(tmp_path):
         (h["chunk_id"], h["why"]) for h in first["hits"]
     ]
     assert again["entities"] == first["entities"]
+
+
+def test_a_type_filter_keeps_expansion_to_that_class_and_its_subclasses(kb):
+    # order-service reaches mysql-core (Database), inventory-service (Service) and 交易团队 (Team).
+    # Database and Cache are subclasses of System; Service is too.
+    def reached(types):
+        result = kb.query("order-service", k=30, mode="graph", types=types)
+        return {h.why["graph"]["entity"] for h in result.hits if "graph" in h.why}
+
+    everything = reached(None)
+    assert {"mysql-core", "交易团队"} <= everything
+    databases = reached(["Database"])
+    assert "mysql-core" in databases and "交易团队" not in databases and "inventory-service" not in databases
+    systems = reached(["System"])  # rdfs:subClassOf: Database and Service are Systems, Team is not
+    assert {"mysql-core", "inventory-service"} <= systems and "交易团队" not in systems
+
+
+def test_an_unknown_type_filter_names_the_nearest_classes(kb):
+    with pytest.raises(InputError, match=r"unknown type 'Servce' \(did you mean Service"):
+        kb.query("redis", types=["Servce"])
