@@ -33,6 +33,7 @@ class Settings(BaseSettings):
     chunks_per_document: int = Field(2, ge=1, description="At most this many hits from one document.")
     text_agreement: float = Field(3.0, ge=0, description="How much a graph hit's own word match raises it among graph hits.")
     graph_confidence: float = Field(0.5, ge=0, description="Graph evidence joins the fusion only when its best score reaches this (0 = always).")
+    cued_seed_weight: float = Field(0.4, ge=0, le=1, description="Graph weight of a named entity's own documents when the question asks along a relation.")
     rrf_k: float = Field(60.0, gt=0, description="The k of reciprocal-rank fusion.")
     llm_model: str | None = Field(
         None, description="litellm model name (e.g. openai/gpt-4o-mini); unset = offline rules (KG_LLM_MODEL)."

@@ -293,8 +293,11 @@ class KnowledgeBase:
                 if text_hits:
                     top = text_hits[0].score or 1.0
                     text_scores = {h.chunk_id: h.score / top for h in text_hits}
-                graph_hits = chunks_for_entities(self.store, entity_hits, self.expansion, text_scores=text_scores,
-                                                 text_agreement=self.settings.text_agreement)
+                # A question that asks along a relation ("哪些应用会受波及", "who owns ...") wants the
+                # entities at the other end more than the one it names.
+                focus = {iri: self.settings.cued_seed_weight for iri in seeds} if cues else None
+                graph_hits = chunks_for_entities(self.store, entity_hits, self.expansion, entity_weights=focus,
+                                                 text_scores=text_scores, text_agreement=self.settings.text_agreement)
                 graph_hits = graph_hits[: self.settings.graph_candidates]
             t3 = time.perf_counter()
             fused = _cap_per_document(self._fuse(text_hits, graph_hits), self._doc_of(text_hits, graph_hits),
@@ -315,7 +318,9 @@ class KnowledgeBase:
         # document is about gets the graph; one naming a page title shared by fifty passages (so
         # every graph score is spread thin) is left to BM25. A partial weight would not do: in RRF
         # even a small second list reorders the flat top of the first.
-        top = max((h.evidence for h in graph_hits), default=0.0)
+        # Judged per hop: a neighbour two relations away is not less specific for being decayed.
+        decay = self.expansion.decay
+        top = max((h.evidence / decay ** len(h.path) for h in graph_hits), default=0.0)
         confident = top >= self.settings.graph_confidence
         weights = {"bm25": 1.0, "graph": self.settings.graph_weight if confident else 0.0}
         if self.settings.fusion == "rrf":
