@@ -17,12 +17,13 @@ from whoosh.analysis import Token, Tokenizer
 # porter2: whoosh's porter module mis-stems doubled consonants (running -> runn, logging -> logg).
 from whoosh.lang.porter2 import stem as _porter_stem
 
-__all__ = ["KgAnalyzer", "Term", "add_user_words", "analyze", "normalize_text", "query_terms"]
+__all__ = ["KgAnalyzer", "Term", "add_user_words", "analyze", "compound_terms", "normalize_text", "query_terms"]
 
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _RUN = re.compile(rf"[A-Za-z0-9](?:[A-Za-z0-9_.\-/+#]*[A-Za-z0-9+#])?|[{CJK}]+")
 _SEP = re.compile(r"[_.\-/]+")
 _CJK_ONLY = re.compile(rf"^[{CJK}]+$")
+_WORDLIKE = re.compile(rf"^[{CJK}]+$")  # what jieba's dictionary can usefully hold
 
 ENGLISH_STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how i if in
@@ -40,6 +41,15 @@ CHINESE_STOPWORDS = frozenset(
 Term = tuple[str, int]  # (term text, position)
 
 _jieba_lock = threading.Lock()
+# Words kgrag taught jieba (entity labels and aliases, synonyms). Only word-sized labels: a page
+# title or a sentence used as a label is not a word, and making it one hides its words from BM25.
+# At index time such a word also yields its in-dictionary sub-words (心跳间隔 -> 心跳, 间隔) so a
+# question that says only 心跳 still finds it; questions are not split (splitting both sides,
+# as jieba's search mode does, cost 5 points of R@5 on domainrag_zh, see bench/RESULTS.md).
+_USER_WORDS: set[str] = set()
+_COMPOUNDS: dict[str, set[str]] = {}  # sub-word -> user words containing it (query-side expansion)
+MAX_USER_WORD = 8
+INDEX_SUBWORDS = False
 
 
 @lru_cache(maxsize=1)
@@ -61,10 +71,16 @@ def add_user_words(words: Iterable[str]) -> int:
         for word in words:
             word = normalize_text(word).strip()
             # jieba's dictionary cannot hold spaces; ASCII-only words are kept whole anyway.
-            if len(word) < 2 or " " in word or not re.search(f"[{CJK}]", word):
+            if len(word) < 2 or len(word) > MAX_USER_WORD or not _WORDLIKE.match(word):
                 continue
-            if dt.FREQ.get(word):
+            if word in _USER_WORDS or dt.FREQ.get(word):
                 continue
+            _USER_WORDS.add(word)
+            for size in (2, 3):
+                for i in range(len(word) - size + 1):
+                    sub = word[i : i + size]
+                    if sub != word and dt.FREQ.get(sub):
+                        _COMPOUNDS.setdefault(sub, set()).add(word)
             dt.add_word(word, freq=max(dt.suggest_freq(word, tune=False), 5))
             added += 1
     return added
@@ -93,37 +109,34 @@ def _ascii_terms(token: str) -> list[str]:
     return terms
 
 
-def _cjk_words(run: str) -> Iterator[list[str]]:
-    """Yield, for each jieba word, the word followed by its in-dictionary 2/3-character sub-words.
-
-    The sub-words (what jieba's search mode adds) let `连接池` match `数据库连接池` on either side.
-    """
+def _cjk_words(run: str, for_index: bool) -> Iterator[list[str]]:
+    """jieba's accurate-mode words of a Chinese run (stop words dropped), each with the sub-words
+    that stand at the same position: for the index, those of a user word."""
     dt = _jieba()
-    freq = dt.FREQ
     for word in dt.cut(run, HMM=True):
         if word in CHINESE_STOPWORDS:
             continue
         group = [word]
-        n = len(word)
-        if n > 2:
+        if for_index and word in _USER_WORDS and INDEX_SUBWORDS:
+            n = len(word)
             for size in (2, 3):
-                if n <= size:
-                    continue
                 for i in range(n - size + 1):
                     sub = word[i : i + size]
-                    if freq.get(sub) and sub not in CHINESE_STOPWORDS:
+                    if sub != word and dt.FREQ.get(sub) and sub not in CHINESE_STOPWORDS and sub not in group:
                         group.append(sub)
         yield group
 
 
-def analyze(text: str) -> list[Term]:
-    """Index terms of `text` with sequential positions (alternatives share a position)."""
+def analyze(text: str, for_index: bool = False) -> list[Term]:
+    """Terms of `text` with sequential positions (alternatives share a position).
+
+    `for_index` adds the sub-words of user-dictionary words (see `_USER_WORDS`)."""
     out: list[Term] = []
     pos = 0
     for m in _RUN.finditer(normalize_text(text)):
         run = m.group()
         if _CJK_ONLY.match(run):
-            for group in _cjk_words(run):
+            for group in _cjk_words(run, for_index):
                 for term in group:
                     out.append((term, pos))
                 pos += 1
@@ -142,6 +155,17 @@ def query_terms(text: str) -> list[str]:
     for term, _ in analyze(text):
         seen.setdefault(term, None)
     return list(seen)
+
+
+def compound_terms(terms: list[str], limit: int = 2) -> list[str]:
+    """User-dictionary words that contain a query word: 心跳 -> 心跳间隔 (jieba keeps the compound
+    whole in the text, so the query word alone would not match it)."""
+    out: list[str] = []
+    for term in terms:
+        for word in sorted(_COMPOUNDS.get(term, ()))[:limit]:
+            if word not in terms and word not in out:
+                out.append(word)
+    return out
 
 
 class KgAnalyzer(Tokenizer):
@@ -167,7 +191,7 @@ class KgAnalyzer(Tokenizer):
         **kwargs,
     ) -> Iterator[Token]:
         token = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
-        for term, pos in analyze(value):
+        for term, pos in analyze(value, for_index=True):
             token.text = term
             token.boost = 1.0
             token.stopped = False

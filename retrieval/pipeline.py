@@ -17,7 +17,7 @@ from pathlib import Path
 from kg.errors import InputError, NotFoundError
 from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
-from retrieval.analysis import add_user_words, normalize_text, query_terms
+from retrieval.analysis import add_user_words, compound_terms, normalize_text, query_terms
 from retrieval.docstore import DocStore
 from retrieval.expand import ExpansionSettings, chunks_for_entities, expand_neighbours, relation_cues
 from retrieval.fusion import reciprocal_rank_fusion, weighted_score_fusion
@@ -32,6 +32,7 @@ MODES = ("full", "bm25", "graph")
 MARKER = "kgrag.json"
 SYNONYMS_FILE = "synonyms.txt"
 Progress = Callable[[int], None]
+COMPOUND_WEIGHT = 0.3  # 心跳间隔 for a question that says 心跳
 MENTION_WINDOW = 60  # characters each side of a mention that tell what the mention is about
 SHORT_FORM_WEIGHT = 0.6  # a seed linked through "Henry King" rather than "Henry King (director)"
 
@@ -276,9 +277,12 @@ class KnowledgeBase:
             self._refresh_graph()
             wanted = self._resolve_types(types) if types else []
             t0 = time.perf_counter()
-            mentions = self.linker.link(text) if mode != "bm25" else []
+            linker = self.linker  # also teaches jieba the entity labels, which the index was cut with
+            mentions = linker.link(text) if mode != "bm25" else []
             t1 = time.perf_counter()
-            terms = self.synonyms.expand(query_terms(text))
+            words = query_terms(text)
+            terms = self.synonyms.expand(words)
+            terms += [(w, COMPOUND_WEIGHT) for w in compound_terms(words) if w not in dict(terms)]
             text_hits = self.index.search(terms, self.settings.bm25_candidates) if mode != "graph" else []
             t2 = time.perf_counter()
             graph_hits, entity_hits = [], []

@@ -57,7 +57,7 @@ def ids(hits) -> list[str]:
 
 
 CORPUS = [
-    chunk("c-lora", "LORA-02 的心跳间隔为 30 秒，看门狗超时阈值 120 秒。", title="LORA-02"),
+    chunk("c-lora", "LORA-02 的心跳周期为 30 秒，看门狗超时阈值 120 秒。", title="LORA-02"),
     chunk("c-nginx", "proxy_read_timeout is 60s for the report API.", title="nginx"),
     chunk("c-pool", "数据库连接池 maxPoolSize 为 50。", title="连接池"),
 ]
