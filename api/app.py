@@ -54,7 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def kb(request: Request):
         return request.app.state.kb
 
-    def require_token(credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> None:
+    def require_token(credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> None:  # noqa: B008 - FastAPI idiom
         if not settings.api_token:
             return
         given = credentials.credentials if credentials else ""

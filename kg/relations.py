@@ -756,13 +756,12 @@ class _Plan:
         types = self._types_of(iri)
         if _INDIVIDUAL not in types:
             self._add((iri, _TYPE, _INDIVIDUAL))
-        if class_name is not None:
-            cls = URIRef(self.vocab.classes[class_name].iri)
+        cls = URIRef(self.vocab.classes[class_name].iri) if class_name is not None else _ENTITY
+        if cls != _ENTITY:
             self._add((iri, _TYPE, cls))
-            if cls != _ENTITY:
-                # kg:Entity is only the placeholder for "no type given": a real class replaces it,
-                # whichever row comes first.
-                self._remove((iri, _TYPE, _ENTITY))
+            # kg:Entity is only the placeholder for "no type given" (an empty cell or "Entity"):
+            # a real class replaces it, whichever row comes first.
+            self._remove((iri, _TYPE, _ENTITY))
         elif not types - {_INDIVIDUAL}:
             self._add((iri, _TYPE, _ENTITY))
         names = self._names_of(iri)

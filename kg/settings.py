@@ -29,12 +29,12 @@ class Settings(BaseSettings):
     min_graph_score: float = Field(0.05, ge=0, description="Graph hits scoring below this are dropped as unspecific.")
     hub_cap: int = Field(50, ge=1, description="Entities with more edges than this are not expanded through.")
     fusion: str = Field("rrf", pattern="^(score|rrf)$", description="score = weighted sum of normalised scores; rrf = reciprocal-rank fusion.")
-    graph_weight: float = Field(1.5, ge=0, description="Weight of graph evidence against text evidence in fusion.")
+    graph_weight: float = Field(2.5, ge=0, description="Weight of graph evidence against text evidence in fusion.")
     chunks_per_document: int = Field(2, ge=1, description="At most this many hits from one document.")
     text_agreement: float = Field(3.0, ge=0, description="How much a graph hit's own word match raises it among graph hits.")
     graph_confidence: float = Field(0.5, ge=0, description="Graph evidence joins the fusion only when its best score reaches this (0 = always).")
     cued_seed_weight: float = Field(0.4, ge=0, le=1, description="Graph weight of a named entity's own documents when the question asks along a relation.")
-    rrf_k: float = Field(60.0, gt=0, description="The k of reciprocal-rank fusion.")
+    rrf_k: float = Field(20.0, gt=0, description="The k of reciprocal-rank fusion.")
     llm_model: str | None = Field(
         None, description="litellm model name (e.g. openai/gpt-4o-mini); unset = offline rules (KG_LLM_MODEL)."
     )

@@ -64,6 +64,10 @@ class KnowledgeGraph:
         try:
             with os.fdopen(fd, "wb") as fh:
                 self.rdf.serialize(destination=fh, format="turtle")
+            # mkstemp makes the file private (0600); graph.ttl is meant to be opened in Protégé.
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
             os.replace(tmp, self.path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -102,7 +106,7 @@ class KnowledgeGraph:
             self.rdf, Path(path), self.vocab, skip_invalid=skip_invalid, dry_run=dry_run,
             rejects_path=rejects_path, progress=progress,
         )
-        if not dry_run and (report.new_entities or report.new_edges):
+        if not dry_run and (report.added_triples or report.removed_triples):
             self.save()
             self.invalidate()
         return report

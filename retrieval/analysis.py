@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from whoosh.analysis import Token, Tokenizer
+
 # porter2: whoosh's porter module mis-stems doubled consonants (running -> runn, logging -> logg).
 from whoosh.lang.porter2 import stem as _porter_stem
 

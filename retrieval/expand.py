@@ -60,12 +60,20 @@ def expand_neighbours(
     vocab = view.vocab
     # An entity keeps the score and path of the first (best-scoring) time it is reached, but is
     # walked again when reached in fewer hops, so a strong long path does not hide a short one.
-    walked: dict[str, int] = {}
+    # The walk state includes a running transitive chain, since reaching an entity partway along
+    # a partOf chain is not the same as reaching it after a plain relation.
+    walked: dict[tuple[str, str, int], int] = {}
+
+    def state(iri: str, run: int, last_rel: str) -> tuple[str, str, int]:
+        info = vocab.properties.get(last_rel.lstrip("^")) if last_rel else None
+        return (iri, last_rel, run) if info is not None and info.transitive else (iri, "", 0)
+
     while heap and len(best) < settings.max_entities:
         neg, _, iri, hops, run, last_rel, path = heapq.heappop(heap)
-        if hops >= walked.get(iri, settings.max_hops + 1):
+        key = state(iri, run, last_rel)
+        if hops >= walked.get(key, settings.max_hops + 1):
             continue
-        walked[iri] = hops
+        walked[key] = hops
         if iri not in best:
             best[iri] = EntityHit(iri, labels[iri].label, -neg, path)
         edges = view.neighbours(iri)
@@ -84,7 +92,10 @@ def expand_neighbours(
             info = vocab.properties.get(edge.relation.lstrip("^"))
             chained = bool(info and info.transitive and edge.relation == last_rel and run < settings.transitive_depth)
             next_hops = hops if chained else hops + 1
-            if next_hops > settings.max_hops or next_hops >= walked.get(edge.target, settings.max_hops + 1):
+            next_run = run + 1 if chained else 1
+            if next_hops > settings.max_hops or next_hops >= walked.get(
+                state(edge.target, next_run, edge.relation), settings.max_hops + 1
+            ):
                 continue
             weight = edge.weight * (relation_boosts.get(edge.asserted, 1.0) if relation_boosts else 1.0)
             score = -neg * min(1.0, weight) * (1.0 if chained else settings.decay)
@@ -93,7 +104,7 @@ def expand_neighbours(
             step = PathStep(labels[iri].label, edge.relation, labels[edge.target].label)
             heapq.heappush(
                 heap,
-                (-score, tie, edge.target, next_hops, run + 1 if chained else 1, edge.relation, path + (step,)),
+                (-score, tie, edge.target, next_hops, next_run, edge.relation, path + (step,)),
             )
             tie += 1
     return sorted(best.values(), key=lambda h: -h.score)

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from kg.errors import InputError, NotFoundError
@@ -19,7 +20,12 @@ from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
 from retrieval.analysis import add_user_words, compound_terms, normalize_text, query_terms
 from retrieval.docstore import DocStore
-from retrieval.expand import ExpansionSettings, chunks_for_entities, expand_neighbours, relation_cues
+from retrieval.expand import (
+    ExpansionSettings,
+    chunks_for_entities,
+    expand_neighbours,
+    relation_cues,
+)
 from retrieval.fusion import reciprocal_rank_fusion, weighted_score_fusion
 from retrieval.ingest import chunk_document, find_source_files, read_source_file
 from retrieval.synonyms import SynonymTable
@@ -34,6 +40,7 @@ SYNONYMS_FILE = "synonyms.txt"
 Progress = Callable[[int], None]
 COMPOUND_WEIGHT = 0.3  # 心跳间隔 for a question that says 心跳
 MENTION_WINDOW = 60  # characters each side of a mention that tell what the mention is about
+COMMON_PHRASE_WEIGHT = 0.5  # a common phrase that is the only entity of a question
 SHORT_FORM_WEIGHT = 0.6  # a seed linked through "Henry King" rather than "Henry King (director)"
 
 
@@ -229,7 +236,8 @@ class KnowledgeBase:
             if suffix == ".csv":
                 report = self.graph.import_relations(path, progress=progress, **options)
                 result = {"kind": "relations", "summary": report.summary(), "report": _report_json(report)}
-            elif suffix in (".ttl", ".owl", ".rdf", ".xml", ".nt", ".jsonld"):
+            elif suffix in (".ttl", ".owl", ".rdf", ".xml", ".nt", ".jsonld", ".ofn", ".omn", ".owx"):
+                # .ofn/.omn/.owx reach the loader only for it to refuse them with Protégé's save-as hint.
                 added = self.graph.merge_rdf(path)
                 result = {"kind": "rdf", "summary": f"{added} new triples", "triples_added": added}
             elif suffix == ".txt":
@@ -349,6 +357,7 @@ class KnowledgeBase:
         for entities mentioned early, then scaled so the best-fitting mention scores 1.
         """
         qprefixes = {_prefix(t) for t in query_terms(question)}
+        qprefixes |= relation_word_prefixes(qprefixes)
 
         def fit(iri: str) -> dict[str, float]:
             contexts = self._mention_contexts(iri)
@@ -404,15 +413,29 @@ class KnowledgeBase:
         return out
 
     def _seed_weights(self, mentions: list[Mention]) -> dict[str, float]:
-        """Seed weight = the entity's specificity, less when the question named it only by a short form."""
+        """Seed weight = the entity's specificity, less when the question named it only by a short
+        form; a lower-case common phrase ("place of birth") is no seed when the question also names
+        something else."""
         entities = self.graph.view.entities
         seeds: dict[str, float] = {}
+        phrases: dict[str, float] = {}
+        def is_exact(m: Mention) -> bool:
+            entity = entities.get(m.entity)
+            return entity is not None and _fold(m.surface) in {_fold(s) for s in (entity.label, *entity.aliases)}
+
+        # Where a surface is some entity's exact label, its short-form readings are dropped:
+        # "Wolfgang Fischer" is Wolfgang Fischer, not also Wolfgang Fischer (athlete).
+        exact_spans = {(m.start, m.end) for m in mentions if is_exact(m)}
         for m in mentions:
             entity = entities.get(m.entity)
-            exact = entity is not None and _fold(m.surface) in {_fold(s) for s in (entity.label, *entity.aliases)}
+            exact = is_exact(m)
+            if not exact and (m.start, m.end) in exact_spans:
+                continue
             weight = self._entity_weight(m.entity) * (1.0 if exact else SHORT_FORM_WEIGHT)
-
-            seeds[m.entity] = max(seeds.get(m.entity, 0.0), weight)
+            target = phrases if entity is not None and _common_phrase(m.surface, entity.label) else seeds
+            target[m.entity] = max(target.get(m.entity, 0.0), weight)
+        if not seeds:
+            return {iri: w * COMMON_PHRASE_WEIGHT for iri, w in phrases.items()}
         return seeds
 
     def _hits(self, fused, text_hits, graph_hits) -> list[Hit]:
@@ -479,8 +502,39 @@ class KnowledgeBase:
                     "indexed_chunks": self.index.doc_count(), "synonym_groups": len(self.synonyms)}
 
 
+def _common_phrase(surface: str, label: str) -> bool:
+    """"place of birth" typed in lower case where the label is capitalised ("Place of birth"):
+    a phrase of the question, not a name. Identifiers (digits, '-', '_') are never phrases."""
+    return (
+        " " in surface.strip()
+        and surface == surface.lower()
+        and label != label.lower()
+        and all(part.isalpha() for part in surface.split())
+    )
+
+
 def _prefix(term: str) -> str:
     return term[:5] if term.isascii() else term
+
+
+@lru_cache(maxsize=1)
+def _relation_word_groups() -> list[frozenset[str]]:
+    path = Path(__file__).with_name("data") / "relation_words.txt"
+    groups = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            groups.append(frozenset(_prefix(t) for word in line.split(",") for t in query_terms(word)))
+    return groups
+
+
+def relation_word_prefixes(prefixes: set[str]) -> set[str]:
+    """The other words of each relation-word group a question uses (husband -> wife, married ...)."""
+    out: set[str] = set()
+    for group in _relation_word_groups():
+        if group & prefixes:
+            out |= group
+    return out
 
 
 def _cap_per_document(fused, doc_of: dict[str, str], cap: int):

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.analysis import compound_terms, KgAnalyzer, add_user_words, analyze, normalize_text, query_terms
+from retrieval.analysis import (
+    KgAnalyzer,
+    add_user_words,
+    analyze,
+    compound_terms,
+    normalize_text,
+    query_terms,
+)
 
 
 def terms_at(text: str) -> dict[int, list[str]]:

@@ -14,7 +14,7 @@ from conftest import CROSS_DOC_GOLD, CROSS_DOC_QUERY, copy_fixture_corpus, relat
 
 from kg.cli import cli
 
-COMMANDS = {"init", "ingest", "import", "query", "entity", "stats", "serve", "demo", "eval"}
+COMMANDS = {"init", "ingest", "import", "query", "entity", "stats", "serve", "demo", "eval", "export", "ontology"}
 HIT_KEYS = {
     "rank",
     "doc_id",

@@ -755,6 +755,7 @@ def test_csv_round_trip_and_idempotent_import(
     assert set(graph) == snapshot and again.added_triples == 0
 
 
+@pytest.mark.slow  # ~30 s import + ~12 s re-import: rdflib's in-memory store adds ~460k triples
 def test_100k_rows(vocab: Vocabulary, tmp_path: Path) -> None:
     rng = random.Random(7)
     relations = sorted(vocab.properties)
