@@ -18,10 +18,11 @@ from whoosh.analysis import Token, Tokenizer
 # porter2: whoosh's porter module mis-stems doubled consonants (running -> runn, logging -> logg).
 from whoosh.lang.porter2 import stem as _porter_stem
 
-__all__ = ["KgAnalyzer", "Term", "add_user_words", "analyze", "compound_terms", "normalize_text", "query_terms"]
+__all__ = ["KgAnalyzer", "Term", "add_user_words", "analyze", "compound_terms", "fold_accents", "normalize_text", "query_terms"]
 
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_RUN = re.compile(rf"[A-Za-z0-9](?:[A-Za-z0-9_.\-/+#]*[A-Za-z0-9+#])?|[{CJK}]+")
+# ASCII identifiers; Chinese runs; words of other scripts (Cyrillic, Greek, ...) whole.
+_RUN = re.compile(rf"[A-Za-z0-9](?:[A-Za-z0-9_.\-/+#]*[A-Za-z0-9+#])?|[{CJK}]+|[^\W\d_A-Za-z{CJK}]+")
 _SEP = re.compile(r"[_.\-/]+")
 _CJK_ONLY = re.compile(rf"^[{CJK}]+$")
 _WORDLIKE = re.compile(rf"^[{CJK}]+$")  # what jieba's dictionary can usefully hold
@@ -92,6 +93,26 @@ def normalize_text(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
+class _AccentFolding(dict):
+    """str.translate table, filled on first sight of a character: a Latin letter with diacritics
+    becomes its base letter (ö -> o, ū -> u), one character for one, so offsets do not move."""
+
+    def __missing__(self, code: int):
+        char = chr(code)
+        base = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
+        value = base if len(base) == 1 and base.isascii() and base.isalpha() else None
+        self[code] = value if value is not None else code
+        return self[code]
+
+
+_ACCENTS = _AccentFolding()
+
+
+def fold_accents(text: str) -> str:
+    """Aschenbrödel -> Aschenbrodel; same length, CJK and ASCII untouched."""
+    return text if text.isascii() else text.translate(_ACCENTS)
+
+
 @lru_cache(maxsize=200_000)
 def _stem(word: str) -> str:
     return _porter_stem(word)
@@ -134,7 +155,7 @@ def analyze(text: str, for_index: bool = False) -> list[Term]:
     `for_index` adds the sub-words of user-dictionary words (see `_USER_WORDS`)."""
     out: list[Term] = []
     pos = 0
-    for m in _RUN.finditer(normalize_text(text)):
+    for m in _RUN.finditer(fold_accents(normalize_text(text))):
         run = m.group()
         if _CJK_ONLY.match(run):
             for group in _cjk_words(run, for_index):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import ahocorasick
 
-from retrieval.analysis import CJK, ENGLISH_STOPWORDS, normalize_text
+from retrieval.analysis import CJK, ENGLISH_STOPWORDS, fold_accents, normalize_text
 from retrieval.types import Mention
 
 __all__ = ["EntityLinker", "EntityMatcher", "MatchedSurface"]
@@ -30,7 +30,9 @@ _TOKEN = re.compile(rf"[A-Za-z0-9_]+|[{CJK}]|\S")
 
 
 def _fold(text: str) -> str:
-    """Lower-case without changing the length, so offsets in the folded text are offsets in `text`."""
+    """Lower-case, accents off (Akinoshū = akinoshu), without changing the length, so offsets in
+    the folded text are offsets in `text`."""
+    text = fold_accents(text)
     lowered = text.lower()
     if len(lowered) == len(text):
         return lowered

@@ -143,3 +143,9 @@ def test_labels_longer_than_a_word_are_not_taught_to_jieba():
     title = "二零二三年中国人民大学招生热点问答"
     add_user_words([title])
     assert title not in query_terms(title)
+
+
+def test_accented_and_non_latin_words_stay_whole_and_match_without_accents():
+    # Names like Aschenbrödel used to split at the ö; questions often omit the accent.
+    assert query_terms("Aschenbrödel") == query_terms("Aschenbrodel") == ["aschenbrodel"]
+    assert query_terms("Москва") == ["москва"]

@@ -146,3 +146,11 @@ def test_link_many_links_each_text_like_link(linker):
 def test_an_empty_matcher_finds_nothing():
     assert EntityMatcher([]).find("LORA-02") == []
     assert EntityLinker([], {}).link("LORA-02") == []
+
+
+def test_a_label_with_accents_links_a_question_typed_without_them():
+    from retrieval.linking import EntityLinker
+
+    linker = EntityLinker([("Akinoshū Kenji", "e:kenji")], {"e:kenji": "Akinoshū Kenji"})
+    [mention] = linker.link("Where was Akinoshu Kenji born?")
+    assert (mention.entity, mention.surface, mention.start) == ("e:kenji", "Akinoshu Kenji", 10)
