@@ -27,6 +27,21 @@ CROSS_DOC_QUERY = "订单服务依赖哪些组件？"
 CROSS_DOC_GOLD = "docs/infra/mysql-core.md"
 
 
+# The keys of one hit in `kg query --json` and POST /query.
+HIT_KEYS = {
+    "rank",
+    "doc_id",
+    "title",
+    "chunk_id",
+    "text",
+    "score",
+    "why",
+    "source",
+    "section",
+    "lines",
+}
+
+
 def make_settings(data_dir: Path, **overrides) -> Settings:
     return Settings(data_dir=data_dir, **overrides)
 

@@ -5,24 +5,19 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import pytest
-from conftest import CROSS_DOC_GOLD, CROSS_DOC_QUERY, build_kb, make_settings, relative_source
+from conftest import (
+    CROSS_DOC_GOLD,
+    CROSS_DOC_QUERY,
+    HIT_KEYS,
+    build_kb,
+    make_settings,
+    relative_source,
+)
 from fastapi.testclient import TestClient
 
 from api.app import create_app
 from ontology import entity_iri
 
-HIT_KEYS = {
-    "rank",
-    "doc_id",
-    "title",
-    "chunk_id",
-    "text",
-    "score",
-    "why",
-    "source",
-    "section",
-    "lines",
-}
 TOKEN = "s3cret-token"
 
 

@@ -10,23 +10,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import CROSS_DOC_GOLD, CROSS_DOC_QUERY, copy_fixture_corpus, relative_source
+from conftest import CROSS_DOC_GOLD, CROSS_DOC_QUERY, HIT_KEYS, copy_fixture_corpus, relative_source
 
 from kg.cli import cli
 
 COMMANDS = {"init", "ingest", "import", "query", "entity", "stats", "serve", "demo", "eval", "export", "ontology"}
-HIT_KEYS = {
-    "rank",
-    "doc_id",
-    "title",
-    "chunk_id",
-    "text",
-    "score",
-    "why",
-    "source",
-    "section",
-    "lines",
-}
 
 
 def kg(*args: str, env: dict | None = None):
