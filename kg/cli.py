@@ -152,7 +152,13 @@ def import_(file: Path, skip_invalid: bool, rejects: Path | None, dry_run: bool,
     with _open(data_dir, create=True) as kb:
         total = sum(1 for _ in file.open("rb")) if file.suffix.lower() == ".csv" else None
         with _Progress(total, "importing", quiet or as_json or (total or 0) < 5000) as bar:
-            result = kb.import_file(file, progress=bar, **options)
+            done = [0]
+
+            def advance(rows_done: int) -> None:  # the importer reports a running total
+                bar(rows_done - done[0])
+                done[0] = rows_done
+
+            result = kb.import_file(file, progress=advance, **options)
     if as_json:
         _echo_json(result)
     else:
