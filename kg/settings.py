@@ -20,6 +20,7 @@ class Settings(BaseSettings):
     )
     default_k: int = Field(10, ge=1, le=200, description="Hits returned by a query when k is not given.")
     title_boost: float = Field(1.0, ge=0, description="Weight of a word in the document title against one in the body.")
+    gram_weight: float = Field(0.5, ge=0, description="Weight of Chinese character-pair matches against word matches (0 = off).")
     max_df_ratio: float = Field(0.1, gt=0, le=1, description="Query words in more than this share of chunks are skipped (speed).")
     bm25_candidates: int = Field(200, ge=1, description="Chunks taken from the text index before fusion.")
     graph_candidates: int = Field(50, ge=1, description="Chunks taken from graph expansion before fusion.")

@@ -18,7 +18,7 @@ from whoosh.analysis import Token, Tokenizer
 # porter2: whoosh's porter module mis-stems doubled consonants (running -> runn, logging -> logg).
 from whoosh.lang.porter2 import stem as _porter_stem
 
-__all__ = ["KgAnalyzer", "Term", "add_user_words", "analyze", "compound_terms", "fold_accents", "normalize_text", "query_terms"]
+__all__ = ["GramAnalyzer", "KgAnalyzer", "Term", "cjk_bigrams", "add_user_words", "analyze", "compound_terms", "fold_accents", "normalize_text", "query_terms"]
 
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # ASCII identifiers; Chinese runs; words of other scripts (Cyrillic, Greek, ...) whole.
@@ -190,6 +190,23 @@ def compound_terms(terms: list[str], limit: int = 2) -> list[str]:
     return out
 
 
+_CJK_RUN = re.compile(rf"[{CJK}]+")
+
+
+def cjk_bigrams(text: str) -> list[str]:
+    """Overlapping character pairs of every Chinese run (a lone character stands for itself).
+
+    A second view of Chinese text that does not depend on where jieba cuts: a name that jieba
+    splits one way in the question and another way in the passage still shares its pairs."""
+    grams: list[str] = []
+    for run in _CJK_RUN.findall(normalize_text(text)):
+        if len(run) == 1:
+            grams.append(run)
+        else:
+            grams.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return grams
+
+
 class KgAnalyzer(Tokenizer):
     """whoosh analyzer around `analyze`. Lives in an importable module because whoosh pickles it."""
 
@@ -224,4 +241,24 @@ class KgAnalyzer(Tokenizer):
             if chars:
                 token.startchar = start_char
                 token.endchar = start_char
+            yield token
+
+
+class GramAnalyzer(KgAnalyzer):
+    """whoosh analyzer for the `grams` field: `cjk_bigrams`, positions in order."""
+
+    def __call__(self, value: str, positions: bool = False, chars: bool = False, keeporiginal: bool = False,  # type: ignore[override]
+                 removestops: bool = True, start_pos: int = 0, start_char: int = 0, tokenize: bool = True,
+                 mode: str = "", **kwargs) -> Iterator[Token]:
+        token = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
+        for pos, gram in enumerate(cjk_bigrams(value)):
+            token.text = gram
+            token.boost = 1.0
+            token.stopped = False
+            if keeporiginal:
+                token.original = gram
+            if positions:
+                token.pos = start_pos + pos
+            if chars:
+                token.startchar = token.endchar = start_char
             yield token

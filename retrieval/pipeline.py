@@ -18,7 +18,13 @@ from pathlib import Path
 from kg.errors import InputError, NotFoundError
 from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
-from retrieval.analysis import add_user_words, compound_terms, normalize_text, query_terms
+from retrieval.analysis import (
+    add_user_words,
+    cjk_bigrams,
+    compound_terms,
+    normalize_text,
+    query_terms,
+)
 from retrieval.docstore import DocStore
 from retrieval.expand import (
     ExpansionSettings,
@@ -291,7 +297,8 @@ class KnowledgeBase:
             words = query_terms(text)
             terms = self.synonyms.expand(words)
             terms += [(w, COMPOUND_WEIGHT) for w in compound_terms(words) if w not in dict(terms)]
-            text_hits = self.index.search(terms, self.settings.bm25_candidates) if mode != "graph" else []
+            grams = [(g, self.settings.gram_weight) for g in dict.fromkeys(cjk_bigrams(text))] if self.settings.gram_weight else []
+            text_hits = self.index.search(terms, self.settings.bm25_candidates, grams=grams) if mode != "graph" else []
             t2 = time.perf_counter()
             graph_hits, entity_hits = [], []
             if mentions:

@@ -23,10 +23,17 @@ class TextIndex(Protocol):
     def commit(self, optimize: bool = False) -> None:
         """Make the writes visible to searches (and merge segments after a bulk load)."""
 
-    def search(self, terms: Sequence[WeightedTerm], limit: int, fields: dict[str, float] | None = None) -> list[TextHit]:
+    def search(
+        self,
+        terms: Sequence[WeightedTerm],
+        limit: int,
+        fields: dict[str, float] | None = None,
+        grams: Sequence[WeightedTerm] = (),
+    ) -> list[TextHit]:
         """Best chunks for an OR of the weighted terms, best first, with the terms each matched.
 
-        `fields` (name -> boost) restricts the search, e.g. to titles only."""
+        `fields` (name -> boost) restricts the search, e.g. to titles only; `grams` (Chinese
+        character pairs) add to the score of the chunks the terms found."""
 
     def doc_count(self) -> int: ...
 

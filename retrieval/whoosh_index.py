@@ -11,7 +11,7 @@ from whoosh import scoring
 from whoosh.fields import ID, TEXT, Schema
 from whoosh.query import Or, Term
 
-from retrieval.analysis import KgAnalyzer
+from retrieval.analysis import GramAnalyzer, KgAnalyzer
 from retrieval.types import Chunk, TextHit
 
 __all__ = ["WhooshIndex", "FIELD_BOOSTS"]
@@ -30,6 +30,7 @@ def _schema() -> Schema:
         title=TEXT(analyzer=analyzer, phrase=False),
         section=TEXT(analyzer=analyzer, phrase=False),
         body=TEXT(analyzer=analyzer, phrase=False),
+        grams=TEXT(analyzer=GramAnalyzer(), phrase=False),
     )
 
 
@@ -44,6 +45,7 @@ class WhooshIndex:
             self.ix = whoosh_index.create_in(self.path, _schema())
         self.field_boosts = dict(field_boosts or FIELD_BOOSTS)
         self.max_df_ratio = max_df_ratio
+        self._has_grams = "grams" in self.ix.schema.names()  # indexes made before the field existed lack it
         self._weighting = scoring.BM25F(B=0.75, K1=1.2)
         self._lock = threading.Lock()
         self._closed = False
@@ -62,13 +64,13 @@ class WhooshIndex:
         with self._lock:
             writer = self._w()
             for chunk in chunks:
-                writer.update_document(
-                    chunk_id=chunk.chunk_id,
-                    doc_id=chunk.doc_id,
-                    title=chunk.title,
-                    section=chunk.section,
+                fields = dict(
+                    chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, title=chunk.title, section=chunk.section,
                     body=chunk.text,
                 )
+                if self._has_grams:
+                    fields["grams"] = chunk.title + "\n" + chunk.text
+                writer.update_document(**fields)
                 n += 1
         return n
 
@@ -98,41 +100,54 @@ class WhooshIndex:
 
     # -- reads -------------------------------------------------------------------------------
     def search(
-        self, terms: Sequence[tuple[str, float]], limit: int, fields: dict[str, float] | None = None
+        self,
+        terms: Sequence[tuple[str, float]],
+        limit: int,
+        fields: dict[str, float] | None = None,
+        grams: Sequence[tuple[str, float]] = (),
     ) -> list[TextHit]:
+        """BM25F over the word fields for `terms`, plus the `grams` field for Chinese character pairs."""
         fields = {f: b for f, b in (fields or self.field_boosts).items() if b > 0}
-        rare, common = self._split_by_frequency(terms)
-        if not rare:
-            return []
+        rare, common = self._split_by_frequency(terms, "body")
         clauses = [Term(field, term, boost=weight * boost) for term, weight in rare for field, boost in fields.items()]
+        # Character pairs re-score the candidates the words found, from cached posting scores;
+        # as query clauses they would triple whoosh's query time for little extra recall.
+        gram_common = list(grams) if self._has_grams else []
+        if not clauses:
+            return []
         results = self._searcher.search(Or(clauses), limit=limit, terms=True)
         found = []
         for hit in results:
-            matched = {t.decode("utf-8") if isinstance(t, bytes) else t for _, t in hit.matched_terms()}
+            matched = {
+                t.decode("utf-8") if isinstance(t, bytes) else t for f, t in hit.matched_terms() if f != "grams"
+            }
             found.append([hit.docnum, hit["chunk_id"], float(hit.score), matched])
-        if common and found:
+        if found and (common or gram_common):
             self._add_common_terms(found, common, fields)
+            self._add_common_terms(found, gram_common, {"grams": 1.0}, report=False)
             found.sort(key=lambda f: -f[2])
         return [TextHit(chunk_id=cid, score=score, terms=tuple(sorted(matched))) for _, cid, score, matched in found]
 
-    def _split_by_frequency(self, terms: Sequence[tuple[str, float]]):
+    def _split_by_frequency(self, terms: Sequence[tuple[str, float]], field: str):
         """(rare, common): common terms are in more than `max_df_ratio` of the chunks.
 
         Common terms still count (BM25 gives them a small idf, not none), but whoosh walks a
         term's whole posting list in Python, so they only score the candidates the rare terms
         found (`_add_common_terms`) instead of selecting candidates. At least two terms stay rare.
         """
+        if not terms:
+            return [], []
         n = self._searcher.doc_count()
         if n < 50:
             return list(terms), []
-        df = {t: self._searcher.doc_frequency("body", t) for t, _ in terms}
+        df = {t: self._searcher.doc_frequency(field, t) for t, _ in terms}
         rare = [(t, w) for t, w in terms if df[t] <= self.max_df_ratio * n]
         if len(rare) < 2:
             rare = sorted(terms, key=lambda tw: df[tw[0]])[:2]
         chosen = {t for t, _ in rare}
         return rare, [(t, w) for t, w in terms if t not in chosen and df[t] > 0]
 
-    def _add_common_terms(self, found: list, common, fields: dict[str, float]) -> None:
+    def _add_common_terms(self, found: list, common, fields: dict[str, float], report: bool = True) -> None:
         """Add the exact whoosh BM25F score of each common term to the candidates that contain it."""
         for term, weight in common:
             for field, boost in fields.items():
@@ -141,7 +156,8 @@ class WhooshIndex:
                     score = scores.get(entry[0])
                     if score is not None:
                         entry[2] += score * weight * boost
-                        entry[3].add(term)
+                        if report:
+                            entry[3].add(term)
 
     def _term_scores(self, field: str, term: str) -> dict[int, float]:
         """docnum -> BM25F score of one term, for the whole posting list; cached until the next commit.

@@ -8,6 +8,7 @@ from retrieval.analysis import (
     KgAnalyzer,
     add_user_words,
     analyze,
+    cjk_bigrams,
     compound_terms,
     normalize_text,
     query_terms,
@@ -149,3 +150,7 @@ def test_accented_and_non_latin_words_stay_whole_and_match_without_accents():
     # Names like Aschenbrödel used to split at the ö; questions often omit the accent.
     assert query_terms("Aschenbrödel") == query_terms("Aschenbrodel") == ["aschenbrodel"]
     assert query_terms("Москва") == ["москва"]
+
+
+def test_cjk_bigrams_are_the_character_pairs_of_each_chinese_run():
+    assert cjk_bigrams("数据库连接 nginx 池") == ["数据", "据库", "库连", "连接", "池"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.analysis import query_terms
+from retrieval.analysis import cjk_bigrams, query_terms
 from retrieval.textindex import TextIndex
 from retrieval.types import Chunk
 from retrieval.whoosh_index import WhooshIndex
@@ -212,3 +212,20 @@ def test_closing_twice_is_harmless(open_index):
     index.commit()
     open_index.close(index)
     index.close()
+
+
+def test_chinese_character_pairs_rescue_a_word_that_jieba_cut_differently(open_index):
+    # jieba keeps 门票价格 whole in the question but the passage writes 门票 价格: by words alone
+    # the chunk that repeats 冬奥会 wins; its character pairs 门票/价格 bring the right one first.
+    index = open_index()
+    index.add_chunks([
+        chunk("c-volunteers", "冬奥会 冬奥会 志愿者 招募", title="新闻"),
+        chunk("c-tickets", "冬奥会 门票 价格 公布 了", title="新闻"),
+    ])
+    index.commit()
+    question = "冬奥会门票价格"
+    words = [(t, 1.0) for t in query_terms(question)]
+    assert "门票价格" in dict(words)
+    assert ids(index.search(words, 10))[0] == "c-volunteers"
+    with_pairs = index.search(words, 10, grams=[(g, 0.5) for g in cjk_bigrams(question)])
+    assert ids(with_pairs) == ["c-tickets", "c-volunteers"]
