@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Fused", "reciprocal_rank_fusion", "weighted_score_fusion"]
+__all__ = ["Fused", "cap_per_document", "fuse_hits", "reciprocal_rank_fusion", "weighted_score_fusion"]
 
 
 @dataclass
@@ -63,3 +63,46 @@ def weighted_score_fusion(
             entry.ranks[name] = rank
             entry.score += w * score / top
     return sorted(fused.values(), key=lambda f: (-f.score, min(f.ranks.values()), f.id))
+
+
+def fuse_hits(
+    text_hits: Sequence,
+    graph_hits: Sequence,
+    *,
+    method: str = "rrf",
+    graph_weight: float = 1.0,
+    graph_confidence: float = 0.0,
+    decay: float = 0.5,
+    rrf_k: float = 60.0,
+) -> list[Fused]:
+    """BM25 hits and graph hits (each with `chunk_id` and `score`) -> one ranking.
+
+    Graph evidence counts only when it is specific: a question naming an entity that one
+    document is about gets the graph; one naming a page title shared by fifty passages (so
+    every graph score is spread thin) is left to BM25. A partial weight would not do: in RRF
+    even a small second list reorders the flat top of the first. Specificity is judged per hop
+    (`evidence / decay ** hops`): a neighbour two relations away is not less specific for being
+    decayed.
+    """
+    top = max((h.evidence / decay ** len(h.path) for h in graph_hits), default=0.0)
+    weights = {"bm25": 1.0, "graph": graph_weight if top >= graph_confidence else 0.0}
+    if method == "rrf":
+        return reciprocal_rank_fusion(
+            {"bm25": [h.chunk_id for h in text_hits], "graph": [h.chunk_id for h in graph_hits]}, weights, k=rrf_k
+        )
+    return weighted_score_fusion(
+        {"bm25": [(h.chunk_id, h.score) for h in text_hits], "graph": [(h.chunk_id, h.score) for h in graph_hits]},
+        weights,
+    )
+
+
+def cap_per_document(fused: Sequence[Fused], doc_of: Mapping[str, str], cap: int) -> list[Fused]:
+    """At most `cap` chunks of one document: a long document should not push every other one out."""
+    seen: dict[str, int] = {}
+    out = []
+    for item in fused:
+        doc = doc_of.get(item.id, item.id)
+        seen[doc] = seen.get(doc, 0) + 1
+        if seen[doc] <= cap:
+            out.append(item)
+    return out

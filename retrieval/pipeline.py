@@ -7,12 +7,10 @@ step is a call into its own stage module.
 from __future__ import annotations
 
 import json
-import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from kg.errors import InputError, NotFoundError
@@ -32,10 +30,12 @@ from retrieval.expand import (
     expand_neighbours,
     relation_cues,
 )
-from retrieval.fusion import reciprocal_rank_fusion, weighted_score_fusion
+from retrieval.explain import build_hits, entities_json
+from retrieval.fusion import cap_per_document, fuse_hits
 from retrieval.ingest import chunk_document, find_source_files, read_source_file
+from retrieval.seeds import GraphEvidence, fold_label
 from retrieval.synonyms import SynonymTable
-from retrieval.types import Chunk, Hit, Mention, QueryResult, SourceDocument
+from retrieval.types import Chunk, QueryResult, SourceDocument
 from retrieval.whoosh_index import WhooshIndex
 
 __all__ = ["IngestReport", "KnowledgeBase", "MODES"]
@@ -45,9 +45,6 @@ MARKER = "kgrag.json"
 SYNONYMS_FILE = "synonyms.txt"
 Progress = Callable[[int], None]
 COMPOUND_WEIGHT = 0.3  # 心跳间隔 for a question that says 心跳
-MENTION_WINDOW = 60  # characters each side of a mention that tell what the mention is about
-COMMON_PHRASE_WEIGHT = 0.5  # a common phrase that is the only entity of a question
-SHORT_FORM_WEIGHT = 0.6  # a seed linked through "Henry King" rather than "Henry King (director)"
 
 
 @dataclass
@@ -67,10 +64,6 @@ class IngestReport:
             f"{self.added} new, {self.updated} updated, {self.unchanged} unchanged document(s); "
             f"{self.chunks_indexed} chunks indexed in {self.seconds:.1f} s"
         )
-
-
-def _fold(text: str) -> str:
-    return " ".join(normalize_text(text).casefold().split())
 
 
 class KnowledgeBase:
@@ -98,9 +91,8 @@ class KnowledgeBase:
                                            min_score=settings.min_graph_score)
         self._linker = None
         self._about_index: dict[str, list[str]] | None = None
-        self._entity_weights: dict[str, float] | None = None
+        self.evidence = GraphEvidence(self.store, self.graph)
         self._relations = None
-        self._contexts: dict[str, list[tuple[str, frozenset[str]]]] = {}  # see _mention_contexts
 
     def close(self) -> None:
         self.index.close()
@@ -134,8 +126,8 @@ class KnowledgeBase:
 
     def _graph_changed(self) -> None:
         self.graph.invalidate()
-        self._linker = self._about_index = self._entity_weights = self._relations = None
-        self._contexts = {}
+        self._linker = self._about_index = self._relations = None
+        self.evidence.invalidate()
 
     def _refresh_graph(self, progress: Progress | None = None) -> None:
         """Pick up edits made to graph.ttl outside kgrag (Protégé) and re-link; no re-indexing needed."""
@@ -148,17 +140,9 @@ class KnowledgeBase:
         if self._about_index is None:
             index: dict[str, list[str]] = {}
             for surface, iri in self.graph.view.surfaces():
-                index.setdefault(_fold(surface), []).append(iri)
+                index.setdefault(fold_label(surface), []).append(iri)
             self._about_index = index
         return self._about_index
-
-    def _entity_weight(self, iri: str) -> float:
-        """Specificity of an entity: rarely mentioned entities say more about a query (an IDF)."""
-        if self._entity_weights is None:
-            counts = self.store.mention_counts()
-            n = max(1, self.store.stats()["chunks"])
-            self._entity_weights = {e: math.log(1 + n / (1 + c)) / math.log(1 + n) for e, c in counts.items()}
-        return self._entity_weights.get(iri, 1.0)
 
     # -- write path: ingest -> index -> link ---------------------------------------------------
     def ingest_paths(self, paths: Sequence[Path], progress: Progress | None = None) -> IngestReport:
@@ -186,8 +170,7 @@ class KnowledgeBase:
             except BaseException:
                 self.index.rollback()
                 raise
-            self._entity_weights = None
-            self._contexts = {}
+            self.evidence.invalidate()
         report.seconds = time.perf_counter() - started
         return report
 
@@ -213,7 +196,7 @@ class KnowledgeBase:
     def _link_document(self, doc_id: str, title: str, chunks: Sequence[Chunk], linker, about) -> None:
         for chunk, mentions in zip(chunks, linker.link_many(c.text for c in chunks), strict=True):
             self.store.put_mentions(chunk.chunk_id, mentions)
-        self.store.put_about(doc_id, about.get(_fold(title), ()))
+        self.store.put_about(doc_id, about.get(fold_label(title), ()))
 
     def relink(self, progress: Progress | None = None) -> int:
         """Recompute every chunk's entity mentions (after the graph gained or lost labels)."""
@@ -228,8 +211,7 @@ class KnowledgeBase:
                     self._link_document(doc_id, chunks[0].title, chunks, linker, about)
                     if progress:
                         progress(len(chunks))
-            self._entity_weights = None
-            self._contexts = {}
+            self.evidence.invalidate()
             return sum(len(c) for c in by_doc.values())
 
     def import_file(self, path: Path, progress: Progress | None = None, **options) -> dict:
@@ -302,10 +284,10 @@ class KnowledgeBase:
             t2 = time.perf_counter()
             graph_hits, entity_hits = [], []
             if mentions:
-                seeds = self._seed_weights(mentions)
+                seeds = self.evidence.seed_weights(mentions)
                 cues = relation_cues(self.graph.vocab, self._relation_matcher().find_names(text))
                 entity_hits = expand_neighbours(self.graph.view, seeds, self.expansion, relation_boosts=cues,
-                                                text_neighbours=self._mention_fit(text))
+                                                text_neighbours=self.evidence.mention_fit(text))
                 if wanted:
                     entity_hits = self._of_types(entity_hits, wanted, seeds)
                 text_scores = {}
@@ -319,63 +301,22 @@ class KnowledgeBase:
                                                  text_scores=text_scores, text_agreement=self.settings.text_agreement)
                 graph_hits = graph_hits[: self.settings.graph_candidates]
             t3 = time.perf_counter()
-            fused = _cap_per_document(self._fuse(text_hits, graph_hits), self._doc_of(text_hits, graph_hits),
-                                      self.settings.chunks_per_document)[:k]
-            hits = self._hits(fused, text_hits, graph_hits)
+            fused = fuse_hits(
+                text_hits, graph_hits, method=self.settings.fusion, graph_weight=self.settings.graph_weight,
+                graph_confidence=self.settings.graph_confidence, decay=self.expansion.decay, rrf_k=self.settings.rrf_k,
+            )
+            doc_of = self.store.chunk_documents(list({h.chunk_id for h in text_hits} | {h.chunk_id for h in graph_hits}))
+            fused = cap_per_document(fused, doc_of, self.settings.chunks_per_document)[:k]
+            hits = build_hits(self.store, self.graph.view.entities, fused, text_hits, graph_hits)
             t4 = time.perf_counter()
         timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3)
         return QueryResult(
             query=text,
-            entities=_entities_json(mentions, entity_hits),
+            entities=entities_json(mentions, entity_hits),
             hits=hits,
             mode=mode,
             timings_ms={k_: round(v, 2) for k_, v in timings.items()},
         )
-
-    def _fuse(self, text_hits, graph_hits):
-        # Graph evidence counts only when it is specific: a question naming an entity that one
-        # document is about gets the graph; one naming a page title shared by fifty passages (so
-        # every graph score is spread thin) is left to BM25. A partial weight would not do: in RRF
-        # even a small second list reorders the flat top of the first.
-        # Judged per hop: a neighbour two relations away is not less specific for being decayed.
-        decay = self.expansion.decay
-        top = max((h.evidence / decay ** len(h.path) for h in graph_hits), default=0.0)
-        confident = top >= self.settings.graph_confidence
-        weights = {"bm25": 1.0, "graph": self.settings.graph_weight if confident else 0.0}
-        if self.settings.fusion == "rrf":
-            return reciprocal_rank_fusion(
-                {"bm25": [h.chunk_id for h in text_hits], "graph": [h.chunk_id for h in graph_hits]},
-                weights, k=self.settings.rrf_k,
-            )
-        return weighted_score_fusion(
-            {"bm25": [(h.chunk_id, h.score) for h in text_hits], "graph": [(h.chunk_id, h.score) for h in graph_hits]},
-            weights,
-        )
-
-    def _doc_of(self, text_hits, graph_hits) -> dict[str, str]:
-        ids = list({h.chunk_id for h in text_hits} | {h.chunk_id for h in graph_hits})
-        return self.store.chunk_documents(ids)
-
-    def _mention_fit(self, question: str):
-        """For expansion: entity -> {entity its documents mention: how well that mention fits the question}.
-
-        Fit = the question's words found around the mention (within MENTION_WINDOW characters,
-        compared on 5-character prefixes so "director" meets "directed"), with a mild preference
-        for entities mentioned early, then scaled so the best-fitting mention scores 1.
-        """
-        qprefixes = {_prefix(t) for t in query_terms(question)}
-        qprefixes |= relation_word_prefixes(qprefixes)
-
-        def fit(iri: str) -> dict[str, float]:
-            contexts = self._mention_contexts(iri)
-            raw = {
-                entity: (1.0 + len(words & qprefixes)) / (1.0 + 0.1 * position)
-                for position, (entity, words) in enumerate(contexts)
-            }
-            top = max(raw.values(), default=1.0)
-            return {e: v / top for e, v in raw.items()}
-
-        return fit
 
     def _resolve_types(self, types: Sequence[str]) -> list[str]:
         vocab = self.graph.vocab
@@ -394,87 +335,6 @@ class KnowledgeBase:
             h for h in entity_hits
             if h.entity in seeds or any(vocab.is_subclass(t, w) for t in entities[h.entity].types for w in wanted)
         ]
-
-    def _mention_contexts(self, iri: str) -> list[tuple[str, frozenset[str]]]:
-        """(entity, word prefixes around its first mention) for each entity the documents about `iri`
-        mention, in text order, without the words of `iri`'s own label. Independent of the question,
-        so cached until the next write."""
-        cached = self._contexts.get(iri)
-        if cached is not None:
-            return cached
-        mentions = self.store.mentions_about(iri)
-        own = {_prefix(t) for t in query_terms(self.graph.view.entities[iri].label)} if iri in self.graph.view.entities else set()
-        texts = {cid: c.text for cid, c in self.store.chunks(list({m[1] for m in mentions})).items()} if mentions else {}
-        seen: set[str] = set()
-        out = []
-        for entity, chunk_id, start, end in mentions:
-            if entity in seen or entity == iri:
-                continue
-            seen.add(entity)
-            text = texts.get(chunk_id, "")
-            window = text[max(0, start - MENTION_WINDOW) : start] + " " + text[end : end + MENTION_WINDOW]
-            out.append((entity, frozenset({_prefix(t) for t in query_terms(window)} - own)))
-        if len(self._contexts) > 50_000:
-            self._contexts.clear()
-        self._contexts[iri] = out
-        return out
-
-    def _seed_weights(self, mentions: list[Mention]) -> dict[str, float]:
-        """Seed weight = the entity's specificity, less when the question named it only by a short
-        form; a lower-case common phrase ("place of birth") is no seed when the question also names
-        something else."""
-        entities = self.graph.view.entities
-        seeds: dict[str, float] = {}
-        phrases: dict[str, float] = {}
-        def is_exact(m: Mention) -> bool:
-            entity = entities.get(m.entity)
-            return entity is not None and _fold(m.surface) in {_fold(s) for s in (entity.label, *entity.aliases)}
-
-        # Where a surface is some entity's exact label, its short-form readings are dropped:
-        # "Wolfgang Fischer" is Wolfgang Fischer, not also Wolfgang Fischer (athlete).
-        exact_spans = {(m.start, m.end) for m in mentions if is_exact(m)}
-        for m in mentions:
-            entity = entities.get(m.entity)
-            exact = is_exact(m)
-            if not exact and (m.start, m.end) in exact_spans:
-                continue
-            weight = self._entity_weight(m.entity) * (1.0 if exact else SHORT_FORM_WEIGHT)
-            target = phrases if entity is not None and _common_phrase(m.surface, entity.label) else seeds
-            target[m.entity] = max(target.get(m.entity, 0.0), weight)
-        if not seeds:
-            return {iri: w * COMMON_PHRASE_WEIGHT for iri, w in phrases.items()}
-        return seeds
-
-    def _hits(self, fused, text_hits, graph_hits) -> list[Hit]:
-        chunks = self.store.chunks([f.id for f in fused])
-        sources = self.store.doc_sources([c.doc_id for c in chunks.values()])
-        by_text = {h.chunk_id: h for h in text_hits}
-        by_graph = {h.chunk_id: h for h in graph_hits}
-        labels = self.graph.view.entities
-        hits = []
-        for rank, f in enumerate(fused, start=1):
-            chunk = chunks.get(f.id)
-            if chunk is None:
-                continue
-            why: dict = {}
-            if f.id in by_text:
-                t = by_text[f.id]
-                why["bm25"] = {"rank": f.ranks["bm25"], "score": round(t.score, 3), "terms": list(t.terms)}
-            if f.id in by_graph:
-                g = by_graph[f.id]
-                label = labels[g.entity].label if g.entity in labels else g.entity
-                why["graph"] = {
-                    "rank": f.ranks["graph"],
-                    "score": round(g.score, 4),
-                    "entity": label,
-                    "via": g.via,
-                    "path": _path_text(label, g.path, g.via),
-                }
-            hits.append(
-                Hit(rank, chunk.doc_id, chunk.title, chunk.chunk_id, chunk.text, round(f.score, 5),
-                    sources.get(chunk.doc_id, ""), chunk.section, (chunk.line_start, chunk.line_end), why)
-            )
-        return hits
 
     # -- inspection -------------------------------------------------------------------------------
     def entity(self, key: str) -> dict:
@@ -509,53 +369,6 @@ class KnowledgeBase:
                     "indexed_chunks": self.index.doc_count(), "synonym_groups": len(self.synonyms)}
 
 
-def _common_phrase(surface: str, label: str) -> bool:
-    """"place of birth" typed in lower case where the label is capitalised ("Place of birth"):
-    a phrase of the question, not a name. Identifiers (digits, '-', '_') are never phrases."""
-    return (
-        " " in surface.strip()
-        and surface == surface.lower()
-        and label != label.lower()
-        and all(part.isalpha() for part in surface.split())
-    )
-
-
-def _prefix(term: str) -> str:
-    return term[:5] if term.isascii() else term
-
-
-@lru_cache(maxsize=1)
-def _relation_word_groups() -> list[frozenset[str]]:
-    path = Path(__file__).with_name("data") / "relation_words.txt"
-    groups = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            groups.append(frozenset(_prefix(t) for word in line.split(",") for t in query_terms(word)))
-    return groups
-
-
-def relation_word_prefixes(prefixes: set[str]) -> set[str]:
-    """The other words of each relation-word group a question uses (husband -> wife, married ...)."""
-    out: set[str] = set()
-    for group in _relation_word_groups():
-        if group & prefixes:
-            out |= group
-    return out
-
-
-def _cap_per_document(fused, doc_of: dict[str, str], cap: int):
-    """At most `cap` chunks of one document: a long document should not push every other one out."""
-    seen: dict[str, int] = {}
-    out = []
-    for item in fused:
-        doc = doc_of.get(item.id, item.id)
-        seen[doc] = seen.get(doc, 0) + 1
-        if seen[doc] <= cap:
-            out.append(item)
-    return out
-
-
 class _NameMatcher:
     def __init__(self, matcher) -> None:
         self.matcher = matcher
@@ -571,24 +384,6 @@ def _docs(store: DocStore, chunk_ids: list[str]) -> list[dict]:
             doc = store.document(chunk.doc_id)
             seen[chunk.doc_id] = {"doc_id": chunk.doc_id, "title": chunk.title, "source": doc.source if doc else ""}
     return list(seen.values())
-
-
-def _path_text(label: str, path, via: str) -> str:
-    end = "document about it" if via == "about" else "mentioned in chunk"
-    if not path:
-        return f"query: {label} → {end}"
-    parts = [path[0].source] + [f"{step.relation} → {step.target}" for step in path]
-    return "query: " + " → ".join(parts) + f" → {end}"
-
-
-def _entities_json(mentions: list[Mention], entity_hits) -> list[dict]:
-    out, seen = [], set()
-    for m in mentions:
-        if m.entity in seen:
-            continue
-        seen.add(m.entity)
-        out.append({"id": m.entity, "label": m.label, "surface": m.surface, "start": m.start, "end": m.end})
-    return out
 
 
 def _report_json(report) -> dict:

@@ -1,0 +1,68 @@
+"""Fused ranking + the BM25 and graph hits behind it -> `Hit`s that say why each chunk is there."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from retrieval.docstore import DocStore
+from retrieval.fusion import Fused
+from retrieval.types import EntityHit, GraphHit, Hit, Mention, PathStep, TextHit
+
+__all__ = ["build_hits", "entities_json", "path_text"]
+
+
+def build_hits(
+    store: DocStore,
+    entities: Mapping,
+    fused: Sequence[Fused],
+    text_hits: Sequence[TextHit],
+    graph_hits: Sequence[GraphHit],
+) -> list[Hit]:
+    chunks = store.chunks([f.id for f in fused])
+    sources = store.doc_sources([c.doc_id for c in chunks.values()])
+    by_text = {h.chunk_id: h for h in text_hits}
+    by_graph = {h.chunk_id: h for h in graph_hits}
+    hits = []
+    for rank, f in enumerate(fused, start=1):
+        chunk = chunks.get(f.id)
+        if chunk is None:
+            continue
+        why: dict = {}
+        if f.id in by_text:
+            t = by_text[f.id]
+            why["bm25"] = {"rank": f.ranks["bm25"], "score": round(t.score, 3), "terms": list(t.terms)}
+        if f.id in by_graph:
+            g = by_graph[f.id]
+            label = entities[g.entity].label if g.entity in entities else g.entity
+            why["graph"] = {
+                "rank": f.ranks["graph"],
+                "score": round(g.score, 4),
+                "entity": label,
+                "via": g.via,
+                "path": path_text(label, g.path, g.via),
+            }
+        hits.append(
+            Hit(rank, chunk.doc_id, chunk.title, chunk.chunk_id, chunk.text, round(f.score, 5),
+                sources.get(chunk.doc_id, ""), chunk.section, (chunk.line_start, chunk.line_end), why)
+        )
+    return hits
+
+
+def path_text(label: str, path: Sequence[PathStep], via: str) -> str:
+    """`query: 订单服务 → dependsOn → redis-cluster → mentioned in chunk`."""
+    end = "document about it" if via == "about" else "mentioned in chunk"
+    if not path:
+        return f"query: {label} → {end}"
+    parts = [path[0].source] + [f"{step.relation} → {step.target}" for step in path]
+    return "query: " + " → ".join(parts) + f" → {end}"
+
+
+def entities_json(mentions: Sequence[Mention], entity_hits: Sequence[EntityHit] = ()) -> list[dict]:
+    """The entities the question names, once each, in order of appearance."""
+    out, seen = [], set()
+    for m in mentions:
+        if m.entity in seen:
+            continue
+        seen.add(m.entity)
+        out.append({"id": m.entity, "label": m.label, "surface": m.surface, "start": m.start, "end": m.end})
+    return out

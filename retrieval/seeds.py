@@ -1,0 +1,161 @@
+"""Question mentions -> seed weights, and an entity's documents -> which entity they mention the question is after.
+
+The two judgements graph expansion needs from the text. How much each entity the question names
+counts: its specificity (an IDF over mentions), less for a short form ("Henry King" for "Henry
+King (director)") or a lower-case common phrase ("place of birth"). And among the entities the
+documents about an entity mention, which the question asks about: the words around each mention
+("directed by Y" for "the director of X"), with relation words that name the same relation from
+either end (`data/relation_words.txt`: husband/wife/married, director/directed, ...).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+from kg.store import KnowledgeGraph
+from retrieval.analysis import normalize_text, query_terms
+from retrieval.docstore import DocStore
+from retrieval.types import Mention
+
+__all__ = ["GraphEvidence", "fold_label", "relation_word_prefixes"]
+
+MENTION_WINDOW = 60  # characters each side of a mention that tell what the mention is about
+COMMON_PHRASE_WEIGHT = 0.5  # a common phrase that is the only entity of a question
+SHORT_FORM_WEIGHT = 0.6  # a seed linked through "Henry King" rather than "Henry King (director)"
+
+
+def fold_label(text: str) -> str:
+    """A label as compared with a title or a typed surface: NFKC, case-folded, single spaces."""
+    return " ".join(normalize_text(text).casefold().split())
+
+
+class GraphEvidence:
+    """Per knowledge base, with caches that `invalidate()` clears after every write."""
+
+    def __init__(self, store: DocStore, graph: KnowledgeGraph) -> None:
+        self.store = store
+        self.graph = graph
+        self._weights: dict[str, float] | None = None
+        self._contexts: dict[str, list[tuple[str, frozenset[str]]]] = {}
+
+    def invalidate(self) -> None:
+        self._weights = None
+        self._contexts = {}
+
+    def entity_weight(self, iri: str) -> float:
+        """Specificity of an entity: rarely mentioned entities say more about a query (an IDF)."""
+        if self._weights is None:
+            counts = self.store.mention_counts()
+            n = max(1, self.store.stats()["chunks"])
+            self._weights = {e: math.log(1 + n / (1 + c)) / math.log(1 + n) for e, c in counts.items()}
+        return self._weights.get(iri, 1.0)
+
+    def seed_weights(self, mentions: list[Mention]) -> dict[str, float]:
+        """Seed weight = the entity's specificity, less when the question named it only by a short
+        form; a lower-case common phrase ("place of birth") is no seed when the question also names
+        something else."""
+        entities = self.graph.view.entities
+
+        def is_exact(m: Mention) -> bool:
+            entity = entities.get(m.entity)
+            return entity is not None and fold_label(m.surface) in {fold_label(s) for s in (entity.label, *entity.aliases)}
+
+        # Where a surface is some entity's exact label, its short-form readings are dropped:
+        # "Wolfgang Fischer" is Wolfgang Fischer, not also Wolfgang Fischer (athlete).
+        exact_spans = {(m.start, m.end) for m in mentions if is_exact(m)}
+        seeds: dict[str, float] = {}
+        phrases: dict[str, float] = {}
+        for m in mentions:
+            entity = entities.get(m.entity)
+            exact = is_exact(m)
+            if not exact and (m.start, m.end) in exact_spans:
+                continue
+            weight = self.entity_weight(m.entity) * (1.0 if exact else SHORT_FORM_WEIGHT)
+            target = phrases if entity is not None and _common_phrase(m.surface, entity.label) else seeds
+            target[m.entity] = max(target.get(m.entity, 0.0), weight)
+        if not seeds:
+            return {iri: w * COMMON_PHRASE_WEIGHT for iri, w in phrases.items()}
+        return seeds
+
+    def mention_fit(self, question: str) -> Callable[[str], dict[str, float]]:
+        """For expansion: entity -> {entity its documents mention: how well that mention fits the question}.
+
+        Fit = the question's words found around the mention (within MENTION_WINDOW characters,
+        compared on 5-character prefixes so "director" meets "directed"), with a mild preference
+        for entities mentioned early, then scaled so the best-fitting mention scores 1.
+        """
+        qprefixes = {_prefix(t) for t in query_terms(question)}
+        qprefixes |= relation_word_prefixes(qprefixes)
+
+        def fit(iri: str) -> dict[str, float]:
+            raw = {
+                entity: (1.0 + len(words & qprefixes)) / (1.0 + 0.1 * position)
+                for position, (entity, words) in enumerate(self._mention_contexts(iri))
+            }
+            top = max(raw.values(), default=1.0)
+            return {e: v / top for e, v in raw.items()}
+
+        return fit
+
+    def _mention_contexts(self, iri: str) -> list[tuple[str, frozenset[str]]]:
+        """(entity, word prefixes around its first mention) for each entity the documents about `iri`
+        mention, in text order, without the words of `iri`'s own label. Independent of the question,
+        so cached until the next write."""
+        cached = self._contexts.get(iri)
+        if cached is not None:
+            return cached
+        entities = self.graph.view.entities
+        mentions = self.store.mentions_about(iri)
+        own = {_prefix(t) for t in query_terms(entities[iri].label)} if iri in entities else set()
+        texts = {cid: c.text for cid, c in self.store.chunks(list({m[1] for m in mentions})).items()} if mentions else {}
+        seen: set[str] = set()
+        out = []
+        for entity, chunk_id, start, end in mentions:
+            if entity in seen or entity == iri:
+                continue
+            seen.add(entity)
+            text = texts.get(chunk_id, "")
+            window = text[max(0, start - MENTION_WINDOW) : start] + " " + text[end : end + MENTION_WINDOW]
+            out.append((entity, frozenset({_prefix(t) for t in query_terms(window)} - own)))
+        if len(self._contexts) > 50_000:
+            self._contexts.clear()
+        self._contexts[iri] = out
+        return out
+
+
+def _common_phrase(surface: str, label: str) -> bool:
+    """"place of birth" typed in lower case where the label is capitalised ("Place of birth"):
+    a phrase of the question, not a name. Identifiers (digits, '-', '_') are never phrases."""
+    return (
+        " " in surface.strip()
+        and surface == surface.lower()
+        and label != label.lower()
+        and all(part.isalpha() for part in surface.split())
+    )
+
+
+def _prefix(term: str) -> str:
+    return term[:5] if term.isascii() else term
+
+
+@lru_cache(maxsize=1)
+def _relation_word_groups() -> list[frozenset[str]]:
+    path = Path(__file__).with_name("data") / "relation_words.txt"
+    groups = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            groups.append(frozenset(_prefix(t) for word in line.split(",") for t in query_terms(word)))
+    return groups
+
+
+def relation_word_prefixes(prefixes: set[str]) -> set[str]:
+    """The other words of each relation-word group a question uses (husband -> wife, married ...)."""
+    out: set[str] = set()
+    for group in _relation_word_groups():
+        if group & prefixes:
+            out |= group
+    return out
