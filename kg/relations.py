@@ -15,20 +15,18 @@ from __future__ import annotations
 
 import codecs
 import csv
-import hashlib
 import io
 import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 
 import rdflib
-from rdflib import OWL, RDF, RDFS, SKOS, XSD, BNode, Literal, URIRef
+from rdflib import OWL, RDF, RDFS, SKOS, BNode, Literal, URIRef
 
 from kg.errors import RelationTableError
-from ontology import ENT, KG, Vocabulary, entity_iri
+from ontology import KG, Vocabulary
 
 __all__ = [
     "ALLOWED_COLUMNS",
@@ -468,6 +466,10 @@ def apply_relation_rows(
     graph: rdflib.Graph, rows: Iterable[RelationRow], vocab: Vocabulary
 ) -> ImportReport:
     """Write checked rows into `graph`; rows that cannot be applied are reported, the rest written."""
+    from kg.relations_plan import (
+        _Plan,  # written after the reader; it imports the row types from here
+    )
+
     plan = _Plan(graph, list(rows), vocab, file="")
     plan.run()
     plan.commit()
@@ -486,6 +488,10 @@ def import_relation_table(
 ) -> ImportReport:
     """Read, check and import a relation table: all rows or (with problems) none, unless skip_invalid."""
     table = read_relation_table(path, vocab)
+    from kg.relations_plan import (
+        _Plan,  # written after the reader; it imports the row types from here
+    )
+
     plan = _Plan(graph, table.rows, vocab, file=table.name, progress=progress)
     plan.run()
     problems = sorted(table.problems + plan.rejected, key=lambda p: p.line)
@@ -537,387 +543,3 @@ def _row_fields(row: RelationRow, header: list[str]) -> list[str]:
         "note": row.note or "",
     }
     return [values.get(_column_key(cell), "") for cell in header]
-
-
-class _Plan:
-    """Every triple an import would add or remove, worked out against the graph without changing it.
-
-    `added` / `removed` are an overlay on the graph (`_has` reads through it), so rows later in
-    the table see what earlier rows will write, and a dry run or a refused import is free.
-    """
-
-    def __init__(
-        self,
-        graph: rdflib.Graph,
-        rows: list[RelationRow],
-        vocab: Vocabulary,
-        *,
-        file: str,
-        progress: Callable[[int], None] | None = None,
-    ) -> None:
-        self.graph, self.rows, self.vocab, self.file, self.progress = (
-            graph,
-            rows,
-            vocab,
-            file,
-            progress,
-        )
-        self.added: dict[Triple, None] = {}  # dicts, not sets: a deterministic write order
-        self.removed: dict[Triple, None] = {}
-        self.rejected: list[RowProblem] = []
-        self.applied = self.new_entities = self.new_edges = 0
-        self.unchanged_edges = self.updated_edges = 0
-        # Everything read from the graph is read here, in a few scans: at 100k rows, one rdflib
-        # query per row and entity costs more than the whole import.
-        self._by_label, self._by_alias, self._labels_of = _label_index(graph)
-        self._types: dict[URIRef | BNode, set] = {}
-        for subject, cls in graph.subject_objects(_TYPE):
-            self._types.setdefault(subject, set()).add(cls)
-        self._alias_owner: dict[str, str] = {}  # alias -> the label it is an alias of
-        self._alias_line: dict[str, int] = {}
-        for row in rows:
-            for label, aliases in (
-                (row.source, row.source_aliases),
-                (row.target, row.target_aliases),
-            ):
-                for alias in aliases:
-                    if alias not in self._alias_owner:
-                        self._alias_owner[alias] = label.strip()
-                        self._alias_line[alias] = row.line
-        self._minted: dict[str, URIRef] = {}
-        self._mint_label: dict[URIRef, str] = {}
-        self._created: set[URIRef] = set()
-        # Minted IRIs the graph knows nothing about: no need to ask the graph about them.
-        self._fresh: set[URIRef | BNode] = set()
-        self._done: set[tuple] = set()  # (iri, label, class, aliases) already applied
-        self._names: dict[URIRef, set[str]] = {}
-        self._values: dict[tuple, list] = {}  # (axiom, predicate) -> objects, once axioms are read
-        self._axioms: dict[Triple, BNode | URIRef] | None = None
-
-    def run(self) -> None:
-        for done, row in enumerate(self.rows, 1):
-            self._apply(row)
-            if self.progress is not None and done % _PROGRESS_EVERY == 0:
-                self.progress(done)
-        if self.progress is not None:
-            self.progress(len(self.rows))
-
-    def commit(self) -> None:
-        try:
-            for triple in self.removed:
-                self.graph.remove(triple)
-            self.graph.addN((s, p, o, self.graph) for s, p, o in self.added)
-        except BaseException:
-            # Put the graph back as it was: an import is all or nothing, even when interrupted.
-            for triple in self.added:
-                self.graph.remove(triple)
-            for triple in self.removed:
-                self.graph.add(triple)
-            raise
-
-    def report(self, *, dry_run: bool, encoding: str) -> ImportReport:
-        return ImportReport(
-            rows=self.applied,
-            new_entities=self.new_entities,
-            new_edges=self.new_edges,
-            unchanged_edges=self.unchanged_edges,
-            rejected=list(self.rejected),
-            dry_run=dry_run,
-            encoding=encoding,
-            updated_edges=self.updated_edges,
-            added_triples=len(self.added),
-            removed_triples=len(self.removed),
-        )
-
-    # -- one row
-
-    def _apply(self, row: RelationRow) -> None:
-        prop = self.vocab.properties.get(row.relation)
-        if prop is None:
-            return self._reject(
-                row, "relation", row.relation, f"relation '{row.relation}' is not in the ontology"
-            )
-        for column in ("source_type", "target_type"):
-            name = getattr(row, column)
-            if name is not None and name not in self.vocab.classes:
-                return self._reject(
-                    row, column, name, f"{column} '{name}' is not a class in the ontology"
-                )
-        if not row.source.strip() or not row.target.strip():
-            return self._reject(row, "", "", "every row needs a source, a relation and a target")
-        s, o = self._resolve(row.source), self._resolve(row.target)
-        if s == o:
-            return self._reject(
-                row,
-                "target",
-                row.target,
-                f"'{row.source}' and '{row.target}' name the same entity (one is an alias of the "
-                "other); a relation must connect two different entities",
-            )
-        for label, iri, aliases, column in (
-            (row.source, s, row.source_aliases, "source_aliases"),
-            (row.target, o, row.target_aliases, "target_aliases"),
-        ):
-            for alias in aliases:
-                problem = self._alias_problem(alias, label.strip(), iri)
-                if problem:
-                    return self._reject(row, column, alias, problem)
-        self._entity(s, row.source, row.source_type, row.source_aliases)
-        self._entity(o, row.target, row.target_type, row.target_aliases)
-        edge = (s, URIRef(prop.iri), o)
-        existed = self._has(edge)
-        if not existed:
-            self._add(edge)
-            self.new_edges += 1
-        annotated = self._annotate(edge, row.weight, row.note)
-        if existed and annotated:
-            self.updated_edges += 1
-        elif existed:
-            self.unchanged_edges += 1
-        self.applied += 1
-
-    def _reject(self, row: RelationRow, column: str, value: str, message: str) -> None:
-        self.rejected.append(RowProblem(row.line, column, value, message, self.file))
-
-    def _resolve(self, label: str) -> URIRef:
-        """An existing entity named `label`, the entity whose alias it is in this table, or a new IRI."""
-        path = [label.strip()]
-        while True:
-            label = path[-1]
-            iri = self._by_label.get(label) or self._by_alias.get(label)
-            if iri is not None:
-                return iri
-            owner = self._alias_owner.get(label)
-            if owner is None:
-                return self._mint(label)
-            if owner in path:  # a and b are each other's aliases: one entity, whichever comes first
-                return self._mint(min(path[path.index(owner) :]))
-            path.append(owner)
-
-    def _alias_problem(self, alias: str, label: str, iri: URIRef) -> str | None:
-        """Why `alias` cannot be written for the entity `label` / `iri`, if it cannot.
-
-        An alias that named two entities would resolve differently on the next import, so it is
-        refused rather than written twice.
-        """
-        owner = self._alias_owner.get(alias, label)
-        if owner != label:
-            line = self._alias_line[alias]
-            return (
-                f"alias '{alias}' is already an alias of '{owner}' (line {line}); an alias can name "
-                "only one entity"
-            )
-        existing = self._by_label.get(alias) or self._by_alias.get(alias)
-        if existing is not None and existing != iri:
-            name = self.graph.value(existing, _LABEL) or existing
-            return (
-                f"alias '{alias}' already names another entity in the graph, '{name}'; an alias can "
-                "name only one entity: remove it from this row"
-            )
-        return None
-
-    def _mint(self, label: str) -> URIRef:
-        if label in self._minted:
-            return self._minted[label]
-        iri = entity_iri(label)
-        if self._iri_taken(iri, label):
-            # "a b" and "a_b" share a readable IRI; the label's hash keeps them apart, repeatably.
-            iri = URIRef(f"{iri}-{hashlib.sha1(label.encode()).hexdigest()[:8]}")
-            if (iri, None, None) not in self.graph:
-                self._fresh.add(iri)
-        self._minted[label] = iri
-        self._mint_label[iri] = label
-        return iri
-
-    def _iri_taken(self, iri: URIRef, label: str) -> bool:
-        """True if `iri` already stands for an entity with another label; notes fresh IRIs."""
-        if iri in self._mint_label:
-            return self._mint_label[iri] != label
-        if (iri, None, None) not in self.graph:
-            self._fresh.add(iri)
-            return False
-        labels = {str(lit).strip() for lit in self.graph.objects(iri, _LABEL)}
-        return bool(labels) and label not in labels
-
-    def _entity(
-        self, iri: URIRef, label: str, class_name: str | None, aliases: tuple[str, ...]
-    ) -> None:
-        # Applying the same entity facts again is a no-op (the plan only grows): skip the work.
-        key = (iri, label, class_name, aliases)
-        if key in self._done:
-            return
-        self._done.add(key)
-        primary = self._mint_label.get(iri)
-        if primary is not None and iri not in self._created:
-            self._created.add(iri)
-            if iri in self._fresh:
-                self.new_entities += 1
-            self._add((iri, _LABEL, Literal(primary)))
-        types = self._types_of(iri)
-        if _INDIVIDUAL not in types:
-            self._add((iri, _TYPE, _INDIVIDUAL))
-        cls = URIRef(self.vocab.classes[class_name].iri) if class_name is not None else _ENTITY
-        if cls != _ENTITY:
-            self._add((iri, _TYPE, cls))
-            # kg:Entity is only the placeholder for "no type given" (an empty cell or "Entity"):
-            # a real class replaces it, whichever row comes first.
-            self._remove((iri, _TYPE, _ENTITY))
-        elif not types - {_INDIVIDUAL}:
-            self._add((iri, _TYPE, _ENTITY))
-        names = self._names_of(iri)
-        if label.strip() not in names:
-            aliases = (label.strip(), *aliases)  # a table alias used as a source or target
-        for alias in aliases:
-            if alias not in names:
-                self._add((iri, _ALT_LABEL, Literal(alias)))
-
-    def _names_of(self, iri: URIRef) -> set[str]:
-        """The entity's rdfs:labels (an alias equal to one of them is not written)."""
-        if iri not in self._names:
-            names = set(self._labels_of.get(iri, ()))
-            if iri in self._mint_label:
-                names.add(self._mint_label[iri])
-            self._names[iri] = names
-        return self._names[iri]
-
-    def _annotate(self, edge: Triple, weight: float | None, note: str | None) -> bool:
-        """Set the edge's kg:weight / rdfs:comment on its owl:Axiom; True if anything changed."""
-        if weight is None and note is None:
-            return False
-        if self._axioms is None:
-            self._axioms, values = _axiom_index(self.graph)
-            self._values.update(values)
-        axiom = self._axioms.get(edge)
-        changed = False
-        if axiom is None:
-            key = " ".join(str(term) for term in edge).encode()
-            axiom = BNode(f"ax{hashlib.sha1(key).hexdigest()[:24]}")
-            self._axioms[edge] = axiom
-            self._fresh.add(axiom)
-            for predicate, value in (
-                (_TYPE, _AXIOM),
-                (_SOURCE, edge[0]),
-                (_PROPERTY, edge[1]),
-                (_TARGET, edge[2]),
-            ):
-                self._add((axiom, predicate, value))
-            changed = True
-        if weight is not None:
-            literal = Literal(format(Decimal(repr(weight)), "f"), datatype=XSD.decimal)
-            changed |= self._set_value(axiom, _WEIGHT, literal, _same_number)
-        if note is not None:
-            changed |= self._set_value(axiom, _COMMENT, Literal(note), _same_text)
-        return changed
-
-    def _set_value(self, subject, predicate, value, same: Callable[[object, object], bool]) -> bool:
-        key = (subject, predicate)
-        current = self._values.setdefault(key, [])
-        if len(current) == 1 and same(current[0], value):
-            return False
-        for old in current:
-            self._remove((subject, predicate, old))
-        self._add((subject, predicate, value))
-        self._values[key] = [value]
-        return True
-
-    # -- the overlay
-
-    def _types_of(self, iri: URIRef) -> set:
-        return self._types.setdefault(iri, set())
-
-    def _has(self, triple: Triple) -> bool:
-        if triple in self.added:
-            return True
-        if triple[0] in self._fresh or triple in self.removed:
-            return False
-        return triple in self.graph
-
-    def _add(self, triple: Triple) -> None:
-        if triple[1] == _TYPE:
-            self._types_of(triple[0]).add(triple[2])  # type: ignore[arg-type]
-        if triple in self.removed:
-            del self.removed[triple]
-        elif not self._has(triple):
-            self.added[triple] = None
-
-    def _remove(self, triple: Triple) -> None:
-        if triple[1] == _TYPE:
-            self._types_of(triple[0]).discard(triple[2])  # type: ignore[arg-type]
-        if triple in self.added:
-            del self.added[triple]
-        elif triple in self.graph and triple not in self.removed:
-            self.removed[triple] = None
-
-
-def _label_index(
-    graph: rdflib.Graph,
-) -> tuple[dict[str, URIRef], dict[str, URIRef], dict[URIRef, set[str]]]:
-    """rdfs:label -> entity, skos:altLabel -> entity, entity -> its rdfs:labels; once per import.
-
-    Only entities count (owl:NamedIndividuals and kgrag's own entity IRIs), so a row naming
-    "service" does not land on the class of that name. If several entities share a name, the
-    one with the IRI kgrag would mint wins, then the smallest IRI: the same choice every run.
-    """
-    individuals = set(graph.subjects(_TYPE, _INDIVIDUAL))
-    own_prefix = str(ENT)
-    labels_of: dict[URIRef, set[str]] = {}
-    indexes = []
-    for predicate in (_LABEL, _ALT_LABEL):
-        found: dict[str, URIRef] = {}
-        for subject, label in graph.subject_objects(predicate):
-            if not isinstance(subject, URIRef) or not isinstance(label, Literal):
-                continue
-            if subject not in individuals and not subject.startswith(own_prefix):
-                continue
-            key = str(label).strip()
-            if not key:
-                continue
-            if key not in found or _preferred(subject, found[key], key):
-                found[key] = subject
-            if predicate == _LABEL:
-                labels_of.setdefault(subject, set()).add(key)
-        indexes.append(found)
-    return indexes[0], indexes[1], labels_of
-
-
-def _preferred(new: URIRef, old: URIRef, label: str) -> bool:
-    minted = entity_iri(label)
-    if old == minted or new == minted:
-        return new == minted
-    return str(new) < str(old)
-
-
-def _axiom_index(graph: rdflib.Graph) -> tuple[dict[Triple, BNode | URIRef], dict[tuple, list]]:
-    """(source, property, target) -> its owl:Axiom, and the axioms' kg:weight / rdfs:comment values."""
-    axioms = set(graph.subjects(_TYPE, _AXIOM))
-    parts = [
-        {a: o for a, o in graph.subject_objects(predicate) if a in axioms}
-        for predicate in (_SOURCE, _PROPERTY, _TARGET)
-    ]
-    index: dict[Triple, BNode | URIRef] = {}
-    for axiom in sorted(axioms):  # sorted: the same axiom wins every run if an edge has two
-        edge = tuple(part.get(axiom) for part in parts)
-        if None not in edge:
-            index.setdefault(edge, axiom)  # type: ignore[arg-type]
-    values: dict[tuple, list] = {}
-    for predicate in (_WEIGHT, _COMMENT):
-        for axiom, value in graph.subject_objects(predicate):
-            if axiom in axioms:
-                values.setdefault((axiom, predicate), []).append(value)
-    return index, values
-
-
-def _same_number(a: object, b: object) -> bool:
-    try:
-        return float(a) == float(b)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return False
-
-
-def _same_text(a: object, b: object) -> bool:
-    return (
-        isinstance(a, Literal)
-        and isinstance(b, Literal)
-        and str(a) == str(b)
-        and a.language == b.language
-    )
