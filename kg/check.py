@@ -21,7 +21,7 @@ import rdflib
 from rdflib import DCTERMS, FOAF, OWL, PROV, RDF, RDFS, SDO, SKOS, XSD, BNode, Literal, URIRef
 from rdflib.namespace import DC
 
-from kg.graph import _entity_subjects, _pick_label
+from kg.graph import entity_subjects, pick_label
 from ontology import ENT, KG, Vocabulary, local_name
 
 __all__ = ["CODES", "Finding", "check_ontology"]
@@ -126,7 +126,7 @@ class _Checker:
         own = {str(ns): p for p, ns in _OWN_PREFIXES.items()}
         bound = {str(ns): p for p, ns in graph.namespaces() if p and str(ns) not in own}
         self.prefixes = sorted({**bound, **own}.items(), key=lambda x: -len(x[0]))
-        self.entities = _entity_subjects(graph, vocab)
+        self.entities = entity_subjects(graph, vocab)
         self.class_names: dict[object, str] = {
             URIRef(c.iri): c.name for c in vocab.classes.values()
         }
@@ -159,7 +159,7 @@ class _Checker:
     def name(self, term: object) -> str:
         """'label' for an entity (or anything labelled), a prefixed name or <IRI> otherwise."""
         if term in self.labels:
-            return f"'{_pick_label(self.labels[term], '')}'"
+            return f"'{pick_label(self.labels[term], '')}'"
         return self.term(term)
 
     def term(self, term: object) -> str:

@@ -31,7 +31,7 @@ import rdflib
 from rdflib import OWL, RDF, RDFS, SKOS, Literal, URIRef
 from rdflib.term import Node
 
-from kg.graph import _entity_subjects, _pick_label
+from kg.graph import entity_subjects, pick_label
 from kg.relations import ALIAS_SEPARATOR, ALLOWED_COLUMNS
 from ontology import KG, Vocabulary, entity_iri, local_name
 
@@ -132,7 +132,7 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 def _entities(graph: rdflib.Graph, vocab: Vocabulary, warn: Warn) -> dict[Node, _Entity]:
     """Every entity with its label, aliases and classes: the graph view's rule, in a few scans."""
-    subjects = _entity_subjects(graph, vocab)
+    subjects = entity_subjects(graph, vocab)
     names: dict[Node, dict[Node, list[Literal]]] = {s: {} for s in subjects}
     for predicate in (RDFS.label, SKOS.prefLabel, SKOS.altLabel):
         for s, value in graph.subject_objects(predicate):
@@ -142,7 +142,7 @@ def _entities(graph: rdflib.Graph, vocab: Vocabulary, warn: Warn) -> dict[Node, 
     for iri, found in names.items():
         labels = found.get(RDFS.label, []) + found.get(SKOS.prefLabel, [])
         # The importer strips every cell; a label it would change is written as it will be read.
-        label = _pick_label(labels, "").strip() or unquote(local_name(str(iri))) or str(iri)
+        label = pick_label(labels, "").strip() or unquote(local_name(str(iri))) or str(iri)
         entity = _Entity(iri, label)
         for name in sorted({str(n).strip() for n in labels + found.get(SKOS.altLabel, [])}):
             if name == label:

@@ -17,7 +17,7 @@ from rdflib import OWL, RDF, RDFS, SKOS, BNode, Graph, Literal, URIRef
 
 from ontology import KG, Vocabulary, local_name
 
-__all__ = ["Edge", "Entity", "GraphView"]
+__all__ = ["Edge", "Entity", "GraphView", "entity_subjects", "pick_label"]
 
 REVERSE_WITHOUT_INVERSE = 0.5
 _QUALIFIER = re.compile(r"\s*[(（][^()（）]*[)）]\s*$")  # walking an edge backwards that the ontology gives no inverse for
@@ -47,7 +47,7 @@ class Edge:
     edge_weight: float = 1.0
 
 
-def _entity_subjects(g: Graph, vocab: Vocabulary) -> set:
+def entity_subjects(g: Graph, vocab: Vocabulary) -> set:
     class_iris = {URIRef(c.iri) for c in vocab.classes.values()}
     subjects = set(g.subjects(RDF.type, OWL.NamedIndividual))
     for cls in class_iris:
@@ -57,7 +57,7 @@ def _entity_subjects(g: Graph, vocab: Vocabulary) -> set:
     return {s for s in subjects if isinstance(s, URIRef) and s not in schema}
 
 
-def _pick_label(literals: list[Literal], fallback: str) -> str:
+def pick_label(literals: list[Literal], fallback: str) -> str:
     if not literals:
         return fallback
     # Prefer an untagged label, then Chinese, then English, then anything; stable order.
@@ -76,12 +76,12 @@ class GraphView:
     @classmethod
     def from_rdf(cls, g: Graph, vocab: Vocabulary) -> GraphView:
         view = cls(vocab)
-        subjects = _entity_subjects(g, vocab)
+        subjects = entity_subjects(g, vocab)
         class_names = {URIRef(c.iri): c.name for c in vocab.classes.values()}
         for s in subjects:
             labels = [o for o in g.objects(s, RDFS.label) if isinstance(o, Literal)]
             labels += [o for o in g.objects(s, SKOS.prefLabel) if isinstance(o, Literal)]
-            label = _pick_label(labels, local_name(s))
+            label = pick_label(labels, local_name(s))
             aliases = {str(x) for x in labels} | {
                 str(o) for o in g.objects(s, SKOS.altLabel) if isinstance(o, Literal)
             }
