@@ -230,6 +230,7 @@ def render(results: list[dict], args) -> str:
         "kg eval ../shared/bench/2wiki_dev         # one set, full pipeline (add --mode bm25 for the text index alone)",
         "python bench/baselines.py ../shared/bench/2wiki_dev --system all",
         "python bench/latency.py                   # demo knowledge base latency",
+        "python bench/ontology_ablation.py [--dataset ../shared/bench/2wiki_dev]",
         "```",
         "",
     ]
