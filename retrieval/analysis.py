@@ -216,6 +216,9 @@ class KgAnalyzer(Tokenizer):
     def __hash__(self) -> int:
         return hash(type(self).__name__)
 
+    def terms(self, value: str) -> list[Term]:
+        return analyze(value, for_index=True)
+
     def __call__(  # type: ignore[override]
         self,
         value: str,
@@ -230,7 +233,7 @@ class KgAnalyzer(Tokenizer):
         **kwargs,
     ) -> Iterator[Token]:
         token = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
-        for term, pos in analyze(value, for_index=True):
+        for term, pos in self.terms(value):
             token.text = term
             token.boost = 1.0
             token.stopped = False
@@ -247,18 +250,5 @@ class KgAnalyzer(Tokenizer):
 class GramAnalyzer(KgAnalyzer):
     """whoosh analyzer for the `grams` field: `cjk_bigrams`, positions in order."""
 
-    def __call__(self, value: str, positions: bool = False, chars: bool = False, keeporiginal: bool = False,  # type: ignore[override]
-                 removestops: bool = True, start_pos: int = 0, start_char: int = 0, tokenize: bool = True,
-                 mode: str = "", **kwargs) -> Iterator[Token]:
-        token = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
-        for pos, gram in enumerate(cjk_bigrams(value)):
-            token.text = gram
-            token.boost = 1.0
-            token.stopped = False
-            if keeporiginal:
-                token.original = gram
-            if positions:
-                token.pos = start_pos + pos
-            if chars:
-                token.startchar = token.endchar = start_char
-            yield token
+    def terms(self, value: str) -> list[Term]:
+        return [(gram, pos) for pos, gram in enumerate(cjk_bigrams(value))]
