@@ -340,7 +340,7 @@ DEMO_QUESTIONS = [
 @cli.command()
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=Path(".kgrag-demo"),
               show_default=True, help="Where to build the demo knowledge base.")
-@click.option("-k", type=int, default=3, show_default=True, help="Hits shown per question.")
+@click.option("-k", type=int, default=5, show_default=True, help="Hits shown per question.")
 @quiet_option
 def demo(data_dir: Path, k: int, quiet: bool) -> None:
     """Build the bundled demo knowledge base, answer a few questions, and run its self-check."""
