@@ -152,9 +152,6 @@ class GraphView:
     def neighbours(self, iri: str) -> list[Edge]:
         return self.adjacency.get(iri, [])
 
-    def degree(self, iri: str) -> int:
-        return len(self.adjacency.get(iri, ()))
-
     def resolve(self, key: str) -> Entity | None:
         """An entity by IRI, by exact label, or by local name of its IRI."""
         if key in self.entities:

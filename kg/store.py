@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from rdflib import OWL, RDF, RDFS, SKOS, Graph, Literal
+from rdflib import OWL, RDF, RDFS, SKOS, Graph, Literal, URIRef
 
 from kg.errors import InputError
 from kg.graph import GraphView
@@ -139,7 +139,7 @@ class KnowledgeGraph:
                 continue
             iri = entity_iri(label)
             self.rdf.add((iri, RDF.type, OWL.NamedIndividual))
-            self.rdf.add((iri, RDF.type, _uri(cls.iri)))
+            self.rdf.add((iri, RDF.type, URIRef(cls.iri)))
             self.rdf.add((iri, RDFS.label, Literal(label)))
             known.add(label)
             added += 1
@@ -147,12 +147,6 @@ class KnowledgeGraph:
             self.save()
             self.invalidate()
         return added
-
-
-def _uri(iri: str):
-    from rdflib import URIRef
-
-    return URIRef(iri)
 
 
 def _bind_prefixes(g: Graph) -> None:

@@ -170,15 +170,6 @@ class DocStore:
         )
         return [(r[0], r[1]) for r in rows]
 
-    def entities_mentioned_about(self, entity: str, limit: int = 50) -> list[tuple[str, int]]:
-        """Entities mentioned in the documents about `entity`, most mentioned first (the text's own links)."""
-        rows = self.db.execute(
-            "SELECT m.entity, COUNT(*) AS n FROM about a JOIN chunks c USING (doc_id) JOIN mentions m USING (chunk_id)"
-            " WHERE a.entity = ? AND m.entity != ? GROUP BY m.entity ORDER BY n DESC, m.entity LIMIT ?",
-            (entity, entity, limit),
-        )
-        return [(r[0], r[1]) for r in rows]
-
     def mentions_about(self, entity: str, limit: int = 200) -> list[tuple[str, str, int, int]]:
         """(entity, chunk id, start, end) of mentions in the documents about `entity`, in text order."""
         rows = self.db.execute(
@@ -191,9 +182,6 @@ class DocStore:
     def mention_count(self, entity: str) -> int:
         """How many chunks mention the entity."""
         return self.db.execute("SELECT COUNT(DISTINCT chunk_id) FROM mentions WHERE entity = ?", (entity,)).fetchone()[0]
-
-    def mentions_in(self, chunk_id: str) -> list[tuple[str, str]]:
-        return list(self.db.execute("SELECT DISTINCT entity, surface FROM mentions WHERE chunk_id = ?", (chunk_id,)))
 
     def mention_counts(self) -> dict[str, int]:
         """Entity -> number of chunks that mention it (its 'document frequency')."""
