@@ -11,6 +11,7 @@ precomputed dataclasses, and resolves the names and labels people type (`depends
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import unicodedata
 from collections import deque
@@ -178,6 +179,15 @@ def _parse_error_detail(error: Exception, path: Path, fmt: str) -> str:
         except Exception as again:
             return _parse_error_detail(again, path, "turtle")
         return str(error)
+    if fmt == "json-ld":
+        # rdflib decodes with orjson when it is installed, whose messages differ from the standard
+        # library's; re-decode with `json` so the report is the same on every machine.
+        try:
+            json.loads(path.read_text(encoding="utf-8-sig"))
+        except json.JSONDecodeError as again:
+            return f"line {again.lineno}, column {again.colno}: {again.msg}"
+        except (OSError, UnicodeDecodeError):
+            pass
     match = re.search(r"at line (\d+) of <[^>]*>:\nBad syntax \((.*?)\) at \^", str(error), re.S)
     if match:
         return f"line {match.group(1)}: {match.group(2)}"
