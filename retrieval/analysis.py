@@ -65,6 +65,9 @@ def _jieba():
     return jieba.dt
 
 
+_VOCABULARY_VERSION = 0
+
+
 def add_user_words(words: Iterable[str]) -> int:
     """Teach jieba the entity labels/aliases and synonyms so they come out as single words."""
     dt = _jieba()
@@ -85,7 +88,15 @@ def add_user_words(words: Iterable[str]) -> int:
                         _COMPOUNDS.setdefault(sub, set()).add(word)
             dt.add_word(word, freq=max(dt.suggest_freq(word, tune=False), 5))
             added += 1
+        if added:
+            global _VOCABULARY_VERSION
+            _VOCABULARY_VERSION += 1
     return added
+
+
+def vocabulary_version() -> int:
+    """Changes whenever `add_user_words` teaches jieba a word: text analyzed before may now cut differently."""
+    return _VOCABULARY_VERSION
 
 
 def normalize_text(text: str) -> str:

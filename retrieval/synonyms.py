@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kg.errors import InputError
-from retrieval.analysis import query_terms
+from retrieval.analysis import query_terms, vocabulary_version
 
 __all__ = ["SynonymTable", "SYNONYM_WEIGHT"]
 
@@ -17,19 +17,30 @@ class SynonymTable:
 
     def __init__(self, groups: list[list[str]] | None = None) -> None:
         self.groups: list[list[str]] = []
-        self._by_term: dict[str, list[int]] = {}
+        self._by_term: dict[str, list[int]] | None = None
+        self._analyzed_at = -1
         for group in groups or []:
             self.add_group(group)
 
     def add_group(self, group: list[str]) -> None:
         terms = [t.strip() for t in group if t.strip()]
-        if len(terms) < 2:
-            return
-        index = len(self.groups)
-        self.groups.append(terms)
-        for term in terms:
-            for analyzed in query_terms(term):
-                self._by_term.setdefault(analyzed, []).append(index)
+        if len(terms) >= 2:
+            self.groups.append(terms)
+            self._by_term = None
+
+    def _lookup(self) -> dict[str, list[int]]:
+        """Analyzed term -> groups. Built when first needed and again whenever jieba learned new
+        words: a table read before the entity labels were taught would cut 熔断降级 into 熔断 + 降级
+        and never match the question's 熔断降级."""
+        if self._by_term is None or self._analyzed_at != vocabulary_version():
+            self._analyzed_at = vocabulary_version()
+            by_term: dict[str, list[int]] = {}
+            for index, group in enumerate(self.groups):
+                for term in group:
+                    for analyzed in query_terms(term):
+                        by_term.setdefault(analyzed, []).append(index)
+            self._by_term = by_term
+        return self._by_term
 
     @classmethod
     def read(cls, path: Path) -> SynonymTable:
@@ -54,8 +65,9 @@ class SynonymTable:
     def expand(self, terms: list[str]) -> list[tuple[str, float]]:
         """The query's own terms at weight 1, plus the analyzed terms of their synonyms."""
         weighted: dict[str, float] = {t: 1.0 for t in terms}
+        lookup = self._lookup()
         for term in terms:
-            for index in self._by_term.get(term, ()):
+            for index in lookup.get(term, ()):
                 for synonym in self.groups[index]:
                     for analyzed in query_terms(synonym):
                         weighted.setdefault(analyzed, SYNONYM_WEIGHT)
