@@ -32,6 +32,9 @@ class QueryOut(BaseModel):
     mode: str
     entities: list[dict]
     hits: list[HitOut]
+    followup: dict | None = Field(
+        None, description="The second search (query, bridge names, the chunk they came from) when round one was not enough."
+    )
     timings_ms: dict
 
 

@@ -189,6 +189,8 @@ def _print_result(result, max_text: int = 160) -> None:
     ents = ", ".join(f"{e['label']}" + (f" ({e['surface']})" if e["surface"] != e["label"] else "") for e in result.entities)
     click.echo(click.style(f"query: {result.query}", bold=True))
     click.echo(f"entities: {ents or '(none linked)'}")
+    if result.followup:
+        click.echo(f"second round: also searched for {', '.join(result.followup['bridge'])} (named by hit 1)")
     if not result.hits:
         click.echo("nothing found: no passage matches these words or entities")
         return
@@ -203,6 +205,8 @@ def _print_result(result, max_text: int = 160) -> None:
             reasons.append(f"bm25 #{hit.why['bm25']['rank']} ({', '.join(hit.why['bm25']['terms'][:6])})")
         if "graph" in hit.why:
             reasons.append(f"graph #{hit.why['graph']['rank']}: {hit.why['graph']['path']}")
+        if "followup" in hit.why:
+            reasons.append(f"second round #{hit.why['followup']['rank']} ({', '.join(hit.why['followup']['terms'][:6])})")
         click.echo("    why: " + " | ".join(reasons))
 
 

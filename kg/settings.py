@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     graph_confidence: float = Field(0.5, ge=0, description="Graph evidence joins the fusion only when its best score reaches this (0 = always).")
     cued_seed_weight: float = Field(0.4, ge=0, le=1, description="Graph weight of a named entity's own documents when the question asks along a relation.")
     rrf_k: float = Field(20.0, gt=0, description="The k of reciprocal-rank fusion.")
+    followup: bool = Field(True, description="Search a second time, with the names the best hit adds, when no top hit came through a relation.")
+    followup_weight: float = Field(1.0, ge=0, description="Weight of the follow-up search's ranks against round one's when they are merged.")
     llm_model: str | None = Field(
         None, description="litellm model name (e.g. openai/gpt-4o-mini); unset = offline rules (KG_LLM_MODEL)."
     )

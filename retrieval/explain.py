@@ -17,21 +17,23 @@ def build_hits(
     fused: Sequence[Fused],
     text_hits: Sequence[TextHit],
     graph_hits: Sequence[GraphHit],
+    followup_hits: Sequence[TextHit] = (),
 ) -> list[Hit]:
     chunks = store.chunks([f.id for f in fused])
     sources = store.doc_sources([c.doc_id for c in chunks.values()])
     by_text = {h.chunk_id: h for h in text_hits}
     by_graph = {h.chunk_id: h for h in graph_hits}
+    by_followup = {h.chunk_id: h for h in followup_hits}
     hits = []
     for rank, f in enumerate(fused, start=1):
         chunk = chunks.get(f.id)
         if chunk is None:
             continue
         why: dict = {}
-        if f.id in by_text:
+        if f.id in by_text and "bm25" in f.ranks:
             t = by_text[f.id]
             why["bm25"] = {"rank": f.ranks["bm25"], "score": round(t.score, 3), "terms": list(t.terms)}
-        if f.id in by_graph:
+        if f.id in by_graph and "graph" in f.ranks:
             g = by_graph[f.id]
             label = entities[g.entity].label if g.entity in entities else g.entity
             why["graph"] = {
@@ -41,6 +43,9 @@ def build_hits(
                 "via": g.via,
                 "path": path_text(label, g.path, g.via),
             }
+        if f.id in by_followup and "followup" in f.ranks:
+            t = by_followup[f.id]
+            why["followup"] = {"rank": f.ranks["followup"], "score": round(t.score, 3), "terms": list(t.terms)}
         hits.append(
             Hit(rank, chunk.doc_id, chunk.title, chunk.chunk_id, chunk.text, round(f.score, 5),
                 sources.get(chunk.doc_id, ""), chunk.section, (chunk.line_start, chunk.line_end), why)

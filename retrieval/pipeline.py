@@ -31,6 +31,7 @@ from retrieval.expand import (
     relation_cues,
 )
 from retrieval.explain import build_hits, entities_json
+from retrieval.followup import BRIDGE_WEIGHT, FollowUp, bridge_names, merge_rounds, needs_followup
 from retrieval.fusion import cap_per_document, fuse_hits
 from retrieval.ingest import chunk_document, find_source_files, read_source_file
 from retrieval.seeds import GraphEvidence, fold_label
@@ -45,6 +46,7 @@ MARKER = "kgrag.json"
 SYNONYMS_FILE = "synonyms.txt"
 Progress = Callable[[int], None]
 COMPOUND_WEIGHT = 0.3  # 心跳间隔 for a question that says 心跳
+FOLLOWUP_TOP = 5  # round one is judged on this many hits
 
 
 @dataclass
@@ -306,17 +308,49 @@ class KnowledgeBase:
                 graph_confidence=self.settings.graph_confidence, decay=self.expansion.decay, rrf_k=self.settings.rrf_k,
             )
             doc_of = self.store.chunk_documents(list({h.chunk_id for h in text_hits} | {h.chunk_id for h in graph_hits}))
-            fused = cap_per_document(fused, doc_of, self.settings.chunks_per_document)[:k]
-            hits = build_hits(self.store, self.graph.view.entities, fused, text_hits, graph_hits)
+            fused = cap_per_document(fused, doc_of, self.settings.chunks_per_document)
             t4 = time.perf_counter()
-        timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3)
+            followup, second_hits = None, []
+            if mode == "full" and self.settings.followup:
+                followup, fused, second_hits = self._follow_up(text, fused, graph_hits, grams)
+            hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits)
+            t5 = time.perf_counter()
+        timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3,
+                       followup=(t5 - t4) * 1e3)
         return QueryResult(
             query=text,
             entities=entities_json(mentions, entity_hits),
             hits=hits,
             mode=mode,
             timings_ms={k_: round(v, 2) for k_, v in timings.items()},
+            followup=followup.to_json() if followup else None,
         )
+
+    def _follow_up(self, text: str, fused: list, graph_hits: list, grams: list):
+        """Round two (`retrieval.followup`), when round one's best hit is a first hop and not the end:
+        the question names that hit's subject (its title), no top hit came through a relation, and
+        the hit's lead names something the question does not. The second search drops the first
+        hop's name, adds those names, and is merged below the hit."""
+        related = {h.chunk_id for h in graph_hits if h.path}
+        if not needs_followup([f.id for f in fused[:FOLLOWUP_TOP]], related):
+            return None, fused, []
+        top = self.store.chunks([fused[0].id]).get(fused[0].id)
+        words = query_terms(text)
+        subject = set(query_terms(top.title)) if top else set()
+        hop = subject & set(words)
+        bridge = bridge_names(text, top.title, top.text) if hop else []
+        if not bridge:
+            return None, fused, []
+        asked = self.synonyms.expand([t for t in words if t not in hop])
+        added = [t for t in query_terms(" ".join(bridge)) if t not in subject and t not in dict(asked)]
+        terms = asked + [(t, BRIDGE_WEIGHT) for t in added]
+        second = self.index.search(terms, self.settings.bm25_candidates, grams=grams)
+        doc_of = self.store.chunk_documents([f.id for f in fused] + [h.chunk_id for h in second])
+        merged = merge_rounds(fused, [h.chunk_id for h in second], doc_of, weight=self.settings.followup_weight,
+                              k=self.settings.rrf_k)
+        merged = cap_per_document(merged, doc_of, self.settings.chunks_per_document)
+        followup = FollowUp(f"{text} {' '.join(bridge)}", bridge, top.chunk_id, [t for t in words if t in hop])
+        return followup, merged, second
 
     def _resolve_types(self, types: Sequence[str]) -> list[str]:
         vocab = self.graph.vocab

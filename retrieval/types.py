@@ -126,6 +126,7 @@ class QueryResult:
     hits: list[Hit]
     mode: str = "full"
     timings_ms: dict = field(default_factory=dict)
+    followup: dict | None = None  # the second round's query, when round one was not enough
 
     def to_json(self) -> dict:
         return {
@@ -133,5 +134,6 @@ class QueryResult:
             "mode": self.mode,
             "entities": self.entities,
             "hits": [h.to_json() for h in self.hits],
+            "followup": self.followup,
             "timings_ms": self.timings_ms,
         }

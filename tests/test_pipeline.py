@@ -209,7 +209,7 @@ def test_hits_are_ranked_and_carry_their_document(kb, kb_root):
     assert "\n".join(lines[top.lines[0] - 1 : top.lines[1]]) == top.text
     assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
     assert {e["label"] for e in result.entities} == {"LORA-02", "心跳间隔"}
-    assert set(result.timings_ms) == {"link", "bm25", "graph", "fuse"}
+    assert set(result.timings_ms) == {"link", "bm25", "graph", "fuse", "followup"}
 
 
 def test_graph_mode_uses_only_the_graph(kb):
