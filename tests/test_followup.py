@@ -53,6 +53,9 @@ def test_bridge_names_come_from_the_lead_and_skip_what_the_question_has():
         "North Central College"
     ]
     assert bridge_names("订单服务依赖哪些组件？", "订单服务", "订单服务依赖库存服务和支付网关。") == []
+    # A Chinese question: Latin capitals in the page are codes, not names to follow.
+    assert bridge_names("中法学院TFS4的平均分是多少？", "招生问答", "考试分 TFS4 和 TFS8，由 Campus France 组织。") == []
+    assert bridge_names("What is the TFS4 average?", "FAQ", "The TFS4 test is run by Campus France.") == ["Campus France"]
 
 
 def test_needs_followup_only_when_no_top_hit_came_through_a_relation():
