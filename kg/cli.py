@@ -163,6 +163,8 @@ def import_(file: Path, skip_invalid: bool, rejects: Path | None, dry_run: bool,
         _echo_json(result)
     else:
         click.echo(result["summary"])
+        if result.get("chunks_reindexed"):
+            click.echo(f"re-indexed {result['chunks_reindexed']} chunk(s) that contain new Chinese labels or synonyms")
         for line in result.get("report", {}).get("rejected", []):
             click.echo(f"  rejected {line}", err=True)
 

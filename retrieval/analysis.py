@@ -94,6 +94,12 @@ def add_user_words(words: Iterable[str]) -> int:
     return added
 
 
+def taught_words(words: Iterable[str]) -> set[str]:
+    """The ones among `words` that jieba knows only because `add_user_words` taught them: text
+    containing them is cut differently than before they were taught."""
+    return {w for w in (normalize_text(w).strip() for w in words) if w in _USER_WORDS}
+
+
 def vocabulary_version() -> int:
     """Changes whenever `add_user_words` teaches jieba a word: text analyzed before may now cut differently."""
     return _VOCABULARY_VERSION

@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS about (
     PRIMARY KEY (doc_id, entity)
 );
 CREATE INDEX IF NOT EXISTS about_entity ON about(entity);
+CREATE TABLE IF NOT EXISTS index_words (word TEXT PRIMARY KEY);
 """
 
 
@@ -91,6 +92,13 @@ class DocStore:
     def clear_links(self) -> None:
         self.db.execute("DELETE FROM mentions")
         self.db.execute("DELETE FROM about")
+
+    def add_index_words(self, words: Iterable[str]) -> None:
+        self.db.executemany("INSERT OR IGNORE INTO index_words VALUES (?)", [(w,) for w in words])
+
+    def index_words(self) -> set[str]:
+        """The user-dictionary words the text index was cut with (see `KnowledgeBase._sync_index_words`)."""
+        return {row[0] for row in self.db.execute("SELECT word FROM index_words")}
 
     # -- reads ----------------------------------------------------------------------------------
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:

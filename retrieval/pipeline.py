@@ -22,6 +22,7 @@ from retrieval.analysis import (
     compound_terms,
     normalize_text,
     query_terms,
+    taught_words,
 )
 from retrieval.docstore import DocStore
 from retrieval.expand import (
@@ -95,6 +96,7 @@ class KnowledgeBase:
         self._about_index: dict[str, list[str]] | None = None
         self.evidence = GraphEvidence(self.store, self.graph)
         self._relations = None
+        self.reindexed = 0  # chunks the last relink re-indexed (see _sync_index_words)
 
     def close(self) -> None:
         self.index.close()
@@ -158,6 +160,7 @@ class KnowledgeBase:
         started = time.perf_counter()
         with self.lock:
             linker = self.linker
+            self._sync_index_words()  # older chunks first, so that every chunk is cut the same way
             about = self._about()
             try:
                 # The same source twice in one batch: the last one wins (whoosh cannot delete what
@@ -214,7 +217,35 @@ class KnowledgeBase:
                     if progress:
                         progress(len(chunks))
             self.evidence.invalidate()
+            self.reindexed = self._sync_index_words()
             return sum(len(c) for c in by_doc.values())
+
+    def _sync_index_words(self) -> int:
+        """Re-index the chunks that contain a word jieba was taught after they were indexed.
+
+        A label added after its documents were ingested (`kg import relations.csv` after `kg
+        ingest`) cuts the question's 熔断降级 whole while the index holds 熔断 + 降级, so BM25 never
+        matched it. Chunks are found with one Aho-Corasick pass; nothing else is re-indexed.
+        """
+        view = self.graph.view
+        self.linker  # noqa: B018 - teaches jieba this knowledge base's labels and synonyms
+        current = taught_words([s for s, _ in view.surfaces()] + self.synonyms.words())
+        new = current - self.store.index_words()
+        if not new:
+            return 0
+        import ahocorasick
+
+        automaton = ahocorasick.Automaton()
+        for word in new:
+            automaton.add_word(word, word)
+        automaton.make_automaton()
+        stale = [c for c in self.store.iter_chunks()
+                 if next(automaton.iter(normalize_text(f"{c.title}\n{c.section}\n{c.text}")), None) is not None]
+        if stale:
+            self.index.add_chunks(stale)
+            self.index.commit()
+        self.store.add_index_words(new)
+        return len(stale)
 
     def import_file(self, path: Path, progress: Progress | None = None, **options) -> dict:
         """A relation table (.csv), an RDF/OWL file (.ttl .owl .rdf .nt) or a synonym table (.txt)."""
@@ -239,7 +270,8 @@ class KnowledgeBase:
                     target.write_text(existing + "".join(line + "\n" for line in new_lines), encoding="utf-8")
                 self.synonyms = SynonymTable.read(target)
                 add_user_words(self.synonyms.words())
-                return {"kind": "synonyms", "summary": f"{len(new_lines)} new synonym groups", "groups_added": len(new_lines)}
+                return {"kind": "synonyms", "summary": f"{len(new_lines)} new synonym groups", "groups_added": len(new_lines),
+                        "chunks_reindexed": self._sync_index_words()}
             else:
                 raise InputError(
                     f"{path.name}: cannot import '{suffix}' files: give a relation table (.csv), an ontology "
@@ -248,6 +280,7 @@ class KnowledgeBase:
             if not options.get("dry_run"):
                 self._graph_changed()
                 result["chunks_relinked"] = self.relink()
+                result["chunks_reindexed"] = self.reindexed
             return result
 
     def add_entities(self, labels: Iterable[str], type_name: str = "Topic") -> int:
