@@ -32,7 +32,14 @@ from retrieval.expand import (
     relation_cues,
 )
 from retrieval.explain import build_hits, entities_json
-from retrieval.followup import BRIDGE_WEIGHT, FollowUp, bridge_names, merge_rounds, needs_followup
+from retrieval.followup import (
+    BRIDGE_WEIGHT,
+    FollowUp,
+    bridge_names,
+    merge_rounds,
+    named_subject,
+    needs_followup,
+)
 from retrieval.fusion import cap_per_document, fuse_hits
 from retrieval.ingest import chunk_document, find_source_files, read_source_file
 from retrieval.seeds import GraphEvidence, fold_label
@@ -361,7 +368,7 @@ class KnowledgeBase:
 
     def _follow_up(self, text: str, fused: list, graph_hits: list, grams: list):
         """Round two (`retrieval.followup`), when round one's best hit is a first hop and not the end:
-        the question names that hit's subject (its title), no top hit came through a relation, and
+        the question names that hit's subject (its whole title), no top hit came through a relation, and
         the hit's lead names something the question does not. The second search drops the first
         hop's name, adds those names, and is merged below the hit."""
         related = {h.chunk_id for h in graph_hits if h.path}
@@ -370,7 +377,7 @@ class KnowledgeBase:
         top = self.store.chunks([fused[0].id]).get(fused[0].id)
         words = query_terms(text)
         subject = set(query_terms(top.title)) if top else set()
-        hop = subject & set(words)
+        hop = named_subject(words, top.title) if top else set()
         bridge = bridge_names(text, top.title, top.text) if hop else []
         if not bridge:
             return None, fused, []

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.followup import bridge_names, merge_rounds, needs_followup
+from retrieval.analysis import query_terms
+from retrieval.followup import bridge_names, merge_rounds, named_subject, needs_followup
 from retrieval.fusion import Fused
 from retrieval.types import SourceDocument
 from tests.conftest import CROSS_DOC_QUERY, make_settings
@@ -56,6 +57,14 @@ def test_bridge_names_come_from_the_lead_and_skip_what_the_question_has():
     # A Chinese question: Latin capitals in the page are codes, not names to follow.
     assert bridge_names("中法学院TFS4的平均分是多少？", "招生问答", "考试分 TFS4 和 TFS8，由 Campus France 组织。") == []
     assert bridge_names("What is the TFS4 average?", "FAQ", "The TFS4 test is run by Campus France.") == ["Campus France"]
+
+
+def test_the_question_must_name_the_best_hits_subject_whole():
+    words = query_terms(QUESTION)
+    assert named_subject(words, "Bubye River") == {"buby", "river"}
+    assert named_subject(query_terms("Where is Monster Trucks set?"), "Monster Trucks (film)") == {"monster", "truck"}
+    assert named_subject(words, "Roaring River") == set()  # "river" alone names nothing
+    assert named_subject(query_terms("Which product principle favours small changes?"), "product/product-principles.md") == set()
 
 
 def test_needs_followup_only_when_no_top_hit_came_through_a_relation():
