@@ -103,7 +103,6 @@ class KnowledgeBase:
         self._about_index: dict[str, list[str]] | None = None
         self.evidence = GraphEvidence(self.store, self.graph)
         self._relations = None
-        self.reindexed = 0  # chunks the last relink re-indexed (see _sync_index_words)
 
     def close(self) -> None:
         self.index.close()
@@ -141,10 +140,12 @@ class KnowledgeBase:
         self.evidence.invalidate()
 
     def _refresh_graph(self, progress: Progress | None = None) -> None:
-        """Pick up edits made to graph.ttl outside kgrag (Protégé) and re-link; no re-indexing needed."""
+        """Pick up edits made to graph.ttl outside kgrag (Protégé): re-link, and re-index only the chunks
+        that contain a new Chinese label (see `_sync_index_words`)."""
         if self.graph.refresh_if_changed():
             self._graph_changed()
             self.relink(progress)
+            self._sync_index_words()
 
     def _about(self) -> dict[str, list[str]]:
         """Folded label/alias -> entities, to decide which entity a document title is about."""
@@ -224,7 +225,6 @@ class KnowledgeBase:
                     if progress:
                         progress(len(chunks))
             self.evidence.invalidate()
-            self.reindexed = self._sync_index_words()
             return sum(len(c) for c in by_doc.values())
 
     def _sync_index_words(self) -> int:
@@ -287,7 +287,7 @@ class KnowledgeBase:
             if not options.get("dry_run"):
                 self._graph_changed()
                 result["chunks_relinked"] = self.relink()
-                result["chunks_reindexed"] = self.reindexed
+                result["chunks_reindexed"] = self._sync_index_words()
             return result
 
     def add_entities(self, labels: Iterable[str], type_name: str = "Topic") -> int:
