@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,6 +66,15 @@ def build_kb(root: Path, **overrides):
     kb.import_file(relations)
     kb.ingest_paths([docs])
     return kb
+
+
+def kg_in_new_process(*args: str, cwd: Path) -> str:
+    """Run the real CLI in a process of its own (jieba's dictionary is per process) and return its stdout."""
+    done = subprocess.run(
+        [sys.executable, "-m", "kg.cli", *args], cwd=cwd, capture_output=True, text=True, encoding="utf-8", check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def relative_source(source: str, root: Path) -> str:

@@ -9,17 +9,9 @@ process per command, as a user runs it.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-
-def _kg(*args: str, cwd: Path) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "kg.cli", *args], cwd=cwd, capture_output=True, text=True, encoding="utf-8", check=False
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+from tests.conftest import kg_in_new_process as _kg
 
 
 def _bm25_terms(question: str, cwd: Path, kb: list[str]) -> dict[str, list[str]]:

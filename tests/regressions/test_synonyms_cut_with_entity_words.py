@@ -10,9 +10,9 @@ in new processes.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.conftest import kg_in_new_process as _kg
 
 DOC = """# 熔断降级
 
@@ -23,13 +23,6 @@ RULES = """# Sentinel 规则
 circuit breaker 规则：慢调用比例超过 50% 时打开，半开探测间隔 10s。
 """
 
-
-def _kg(*args: str, cwd: Path) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "kg.cli", *args], cwd=cwd, capture_output=True, text=True, encoding="utf-8", check=False
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def test_a_fresh_process_expands_synonyms_of_entity_labels(tmp_path: Path) -> None:
