@@ -247,6 +247,15 @@ def _check_header(header: list[str], name: str) -> list[str]:
     raise RelationTableError(message)
 
 
+def _unresolved(subject: str, name_kind: str, candidates, suggestions, not_known: str, fix: str) -> str:
+    """Why a relation or class cell resolves to nothing: ambiguous label, near miss, or unknown."""
+    if len(candidates) > 1:
+        return f"{subject} is ambiguous: it is a label of {_quoted(candidates, ' and ')}; write the {name_kind} instead"
+    if suggestions:
+        return f"{subject} {not_known} (did you mean '{suggestions[0]}'?)"
+    return f"{subject} {not_known}; {fix}"
+
+
 def _quoted(values: Iterable[str], separator: str = ", ") -> str:
     return separator.join(f"'{v}'" for v in values)
 
@@ -332,51 +341,29 @@ class _RowChecker:
         self.bad_fields[line] = fields
 
     def _relation(self, text: str, problem: Callable[[str, str, str], None]) -> str | None:
-        if not text:
-            return None
-        info = self.vocab.resolve_property(text)
-        if info is not None:
-            return info.name
-        candidates = self.vocab.property_candidates(text)
-        if len(candidates) > 1:
-            message = (
-                f"relation '{text}' is ambiguous: it is a label of {_quoted(candidates, ' and ')}; "
-                "write the relation's name instead"
-            )
-        elif suggestions := self.vocab.suggest_properties(text):
-            message = f"relation '{text}' is not in the ontology (did you mean '{suggestions[0]}'?)"
-        else:
-            known = sorted(self.vocab.properties)
-            listed = ", ".join(known[:8]) + (", ..." if len(known) > 8 else "")
-            message = (
-                f"relation '{text}' is not in the ontology; use a relation of the ontology "
-                f"({listed}) or declare it there as an owl:ObjectProperty"
-            )
-        problem("relation", text, message)
+        info = self.vocab.resolve_property(text) if text else None
+        if info is not None or not text:
+            return info.name if info else None
+        known = sorted(self.vocab.properties)
+        listed = ", ".join(known[:8]) + (", ..." if len(known) > 8 else "")
+        problem("relation", text, _unresolved(
+            f"relation '{text}'", "relation's name", self.vocab.property_candidates(text),
+            self.vocab.suggest_properties(text), "is not in the ontology",
+            f"use a relation of the ontology ({listed}) or declare it there as an owl:ObjectProperty",
+        ))
         return None
 
     def _class(
         self, text: str, column: str, problem: Callable[[str, str, str], None]
     ) -> str | None:
-        if not text:
-            return None
-        info = self.vocab.resolve_class(text)
-        if info is not None:
-            return info.name
-        candidates = self.vocab.class_candidates(text)
-        if len(candidates) > 1:
-            message = (
-                f"{column} '{text}' is ambiguous: it is a label of {_quoted(candidates, ' and ')}; "
-                "write the class's name instead"
-            )
-        elif suggestions := self.vocab.suggest_classes(text):
-            message = f"{column} '{text}' is not a class in the ontology (did you mean '{suggestions[0]}'?)"
-        else:
-            message = (
-                f"{column} '{text}' is not a class in the ontology; leave it empty, use a class of "
-                "the ontology, or declare it there as an owl:Class"
-            )
-        problem(column, text, message)
+        info = self.vocab.resolve_class(text) if text else None
+        if info is not None or not text:
+            return info.name if info else None
+        problem(column, text, _unresolved(
+            f"{column} '{text}'", "class's name", self.vocab.class_candidates(text),
+            self.vocab.suggest_classes(text), "is not a class in the ontology",
+            "leave it empty, use a class of the ontology, or declare it there as an owl:Class",
+        ))
         return None
 
     def _weight(self, text: str, problem: Callable[[str, str, str], None]) -> float | None:
