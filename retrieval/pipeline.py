@@ -23,6 +23,7 @@ from retrieval.analysis import (
     normalize_text,
     query_terms,
     taught_words,
+    vocabulary_version,
 )
 from retrieval.docstore import DocStore
 from retrieval.expand import (
@@ -103,6 +104,7 @@ class KnowledgeBase:
         self._about_index: dict[str, list[str]] | None = None
         self.evidence = GraphEvidence(self.store, self.graph)
         self._relations = None
+        self._index_words_synced: tuple | None = None  # (jieba vocabulary, graph) state of the last sync
 
     def close(self) -> None:
         self.index.close()
@@ -236,8 +238,14 @@ class KnowledgeBase:
         """
         view = self.graph.view
         self.linker  # noqa: B018 - teaches jieba this knowledge base's labels and synonyms
+        # The view itself, not its id: a rebuilt view may reuse a freed one's address.
+        state = (vocabulary_version(), view, len(self.synonyms))
+        last = self._index_words_synced
+        if last is not None and last[1] is view and last[::2] == state[::2]:
+            return 0  # nothing taught and no graph change since the last sync: skip the work per ingest
         current = taught_words([s for s, _ in view.surfaces()] + self.synonyms.words())
         new = current - self.store.index_words()
+        self._index_words_synced = state
         if not new:
             return 0
         import ahocorasick
@@ -352,7 +360,7 @@ class KnowledgeBase:
             t4 = time.perf_counter()
             followup, second_hits = None, []
             if mode == "full" and self.settings.followup:
-                followup, fused, second_hits = self._follow_up(text, fused, graph_hits, grams)
+                followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams)
             hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits)
             t5 = time.perf_counter()
         timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3,
@@ -366,7 +374,7 @@ class KnowledgeBase:
             followup=followup.to_json() if followup else None,
         )
 
-    def _follow_up(self, text: str, fused: list, graph_hits: list, grams: list):
+    def _follow_up(self, text: str, words: list[str], fused: list, graph_hits: list, grams: list):
         """Round two (`retrieval.followup`), when round one's best hit is a first hop and not the end:
         the question names that hit's subject (its whole title), no top hit came through a relation, and
         the hit's lead names something the question does not. The second search drops the first
@@ -375,7 +383,6 @@ class KnowledgeBase:
         if not needs_followup([f.id for f in fused[:FOLLOWUP_TOP]], related):
             return None, fused, []
         top = self.store.chunks([fused[0].id]).get(fused[0].id)
-        words = query_terms(text)
         subject = set(query_terms(top.title)) if top else set()
         hop = named_subject(words, top.title) if top else set()
         bridge = bridge_names(text, top.title, top.text) if hop else []
