@@ -1,23 +1,18 @@
-"""HTTP requests -> KnowledgeBase calls -> JSON: `create_app(settings)` builds the FastAPI app."""
+"""HTTP requests -> KnowledgeBase calls -> JSON: `create_app(settings)` builds the FastAPI app from the routers in `api.routes`."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from contextlib import asynccontextmanager
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from api.schemas import DocumentIn, IngestOut, QueryIn, QueryOut
+from api.routes import documents, entities, health, query
 from kg.errors import AuthError, KgError
 from kg.settings import Settings, get_settings
 
 __all__ = ["create_app"]
-
-_bearer = HTTPBearer(auto_error=False)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -39,6 +34,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Graph- and ontology-augmented retrieval: ranked passages that say why they were found.",
         lifespan=lifespan,
     )
+    app.state.settings = settings
 
     @app.exception_handler(KgError)
     async def _kg_error(request: Request, exc: KgError) -> JSONResponse:
@@ -51,41 +47,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         body = {"error": {"type": "InputError", "message": "invalid request body", "problems": problems}}
         return JSONResponse(body, status_code=422)
 
-    def kb(request: Request):
-        return request.app.state.kb
-
-    def require_token(credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> None:  # noqa: B008 - FastAPI idiom
-        if not settings.api_token:
-            return
-        given = credentials.credentials if credentials else ""
-        if not hmac.compare_digest(given.encode(), settings.api_token.encode()):
-            raise AuthError("a valid bearer token is required for this endpoint (Authorization: Bearer <KG_API_TOKEN>)")
-
-    @app.get("/health")
-    def health(request: Request) -> dict:
-        stats = kb(request).stats()
-        return {"status": "ok", "documents": stats["documents"], "entities": stats["entities"]}
-
-    @app.post("/query", response_model=QueryOut)
-    def query(body: QueryIn, request: Request) -> dict:
-        return kb(request).query(body.query, k=body.k, mode=body.mode, types=body.types).to_json()
-
-    @app.post("/documents", response_model=IngestOut, status_code=201, dependencies=[Depends(require_token)])
-    def add_document(body: DocumentIn, request: Request) -> dict:
-        from retrieval.types import SourceDocument
-
-        source = body.source or "api:" + hashlib.sha256(body.text.encode("utf-8")).hexdigest()[:16]
-        report = kb(request).ingest_documents(
-            [SourceDocument(source=source, text=body.text, format=body.format, title=body.title)]
-        )
-        return {k: getattr(report, k) for k in IngestOut.model_fields}
-
-    @app.get("/entities/{key:path}")
-    def get_entity(key: str, request: Request) -> dict:
-        return kb(request).entity(key)
-
-    @app.get("/stats")
-    def stats(request: Request) -> dict:
-        return kb(request).stats()
-
+    for module in (health, query, documents, entities):
+        app.include_router(module.router)
     return app

@@ -1,4 +1,4 @@
-"""Benchmark folder in -> the two baselines users copy from blog posts (SQLite FTS5 over jieba tokens, bm25s over jieba tokens), scored with retrieval.metrics, out as a table and JSON.
+"""Benchmark folder in -> the two baselines users copy from blog posts (SQLite FTS5 over jieba tokens, bm25s over jieba tokens), scored with retrieval.eval.metrics, out as a table and JSON.
 
 Both baselines see exactly the same tokens (`tokenize`): jieba accurate mode over title +
 text, lowercased, whitespace/punctuation tokens dropped. Neither sees the graph, the
@@ -26,8 +26,8 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from kg.errors import KgError  # noqa: E402
-from retrieval.datasets import Dataset, load_dataset  # noqa: E402
-from retrieval.metrics import QuestionResult, format_table, summarize  # noqa: E402
+from retrieval.eval.datasets import Dataset, load_dataset  # noqa: E402
+from retrieval.eval.metrics import QuestionResult, format_table, summarize  # noqa: E402
 
 TOP_K = 10
 SYSTEMS = ("fts5", "bm25s")

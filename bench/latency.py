@@ -27,8 +27,8 @@ if str(REPO_ROOT) not in sys.path:  # run as a script from a checkout without in
 
 from kg.errors import KgError  # noqa: E402
 from kg.settings import Settings  # noqa: E402
-from retrieval.datasets import read_questions  # noqa: E402
-from retrieval.metrics import percentile  # noqa: E402
+from retrieval.eval.datasets import read_questions  # noqa: E402
+from retrieval.eval.metrics import percentile  # noqa: E402
 
 DEMO_DIR = REPO_ROOT / "kg" / "demo"
 MODES = ("full", "bm25")

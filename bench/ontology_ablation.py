@@ -25,8 +25,8 @@ from rdflib import OWL, RDF, RDFS, SKOS  # noqa: E402
 
 from kg.settings import Settings  # noqa: E402
 from ontology import KG, load_rdf  # noqa: E402
-from retrieval.evaluate import evaluate_kb  # noqa: E402
-from retrieval.metrics import format_table  # noqa: E402
+from retrieval.eval.evaluate import evaluate_kb  # noqa: E402
+from retrieval.eval.metrics import format_table  # noqa: E402
 from retrieval.pipeline import KnowledgeBase  # noqa: E402
 from retrieval.types import SourceDocument  # noqa: E402
 
@@ -47,7 +47,7 @@ def strip_semantics(graph_path: Path) -> int:
 
 def build_dataset_kb(root: Path, data_dir: Path) -> tuple[KnowledgeBase, Path]:
     """A benchmark folder as a knowledge base, the way `kg eval` builds it; questions with gold as doc ids."""
-    from retrieval.datasets import load_dataset
+    from retrieval.eval.datasets import load_dataset
 
     dataset = load_dataset(root, drop_empty_gold=True)
     kb = KnowledgeBase(Settings(data_dir=data_dir), create=True)

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from retrieval.datasets import load_dataset  # noqa: E402
-from retrieval.evaluate import evaluate_dataset  # noqa: E402
+from retrieval.eval.datasets import load_dataset  # noqa: E402
+from retrieval.eval.evaluate import evaluate_dataset  # noqa: E402
 
 SETS = ["2wiki_dev", "hotpotqa_train100", "musique_train100", "gitlab_handbook_dev", "domainrag_zh_dev", "rgb_zh_dev"]
 # What each set is judged on, the target, and published anchors (bench README).
@@ -64,7 +64,7 @@ def run_demo(repeat: int = 3) -> dict:
 
     import latency
 
-    from retrieval.evaluate import evaluate_kb
+    from retrieval.eval.evaluate import evaluate_kb
 
     with tempfile.TemporaryDirectory(prefix="kgrag-demo-bench-") as tmp:
         kb, build = latency.build_demo(Path(tmp) / "kb")
@@ -85,7 +85,7 @@ def run_ablation(bench: Path) -> dict:
     import latency
     import ontology_ablation as ab
 
-    from retrieval.evaluate import evaluate_kb
+    from retrieval.eval.evaluate import evaluate_kb
 
     out = {}
     targets = {"demo": None, "2wiki_dev": bench / "2wiki_dev"}

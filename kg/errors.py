@@ -1,19 +1,15 @@
-"""One exception tree for kgrag: every failure a user can cause is a `KgError` with an HTTP status.
+"""kgrag's exception tree, as the rest of the code imports it (defined in `ontology.errors`, the lowest layer, so the ontology loader needs nothing from above)."""
 
-    KgError (500)
-    ├── InputError (400)            bad request data, bad file contents
-    │   ├── RelationTableError      relations.csv problems, one line each
-    │   ├── OntologyFormatError     a file rdflib cannot read faithfully (OWL/XML, Manchester, ...)
-    │   └── QuestionSetError        a malformed questions.jsonl line
-    ├── AuthError (401)             missing or wrong bearer token
-    ├── NotFoundError (404)         unknown entity, document or knowledge base
-    └── ConfigError (500)           a setting that cannot work (bad data dir, ...)
-
-The API turns any of them into `{"error": {"type", "message"}}` with `status`; the CLI prints
-`error: <message>` and exits with `exit_code`.
-"""
-
-from __future__ import annotations
+from ontology.errors import (
+    AuthError,
+    ConfigError,
+    InputError,
+    KgError,
+    NotFoundError,
+    OntologyFormatError,
+    QuestionSetError,
+    RelationTableError,
+)
 
 __all__ = [
     "AuthError",
@@ -25,54 +21,3 @@ __all__ = [
     "QuestionSetError",
     "RelationTableError",
 ]
-
-
-class KgError(Exception):
-    status: int = 500
-    exit_code: int = 1
-
-    def __init__(self, message: str, *, problems: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        # Itemised details (e.g. one line per bad CSV row) kept apart from the headline.
-        self.problems: list[str] = list(problems or [])
-
-    def __str__(self) -> str:
-        if not self.problems:
-            return self.message
-        return self.message + "\n" + "\n".join(f"  {p}" for p in self.problems)
-
-    def to_json(self) -> dict:
-        body: dict = {"type": type(self).__name__, "message": self.message}
-        if self.problems:
-            body["problems"] = self.problems
-        return {"error": body}
-
-
-class InputError(KgError):
-    status = 400
-    exit_code = 2
-
-
-class RelationTableError(InputError):
-    pass
-
-
-class OntologyFormatError(InputError):
-    pass
-
-
-class QuestionSetError(InputError):
-    pass
-
-
-class AuthError(KgError):
-    status = 401
-
-
-class NotFoundError(KgError):
-    status = 404
-
-
-class ConfigError(KgError):
-    status = 500

@@ -16,7 +16,15 @@ from pathlib import Path
 from kg.errors import InputError, NotFoundError
 from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
-from retrieval.analysis import (
+from retrieval.catalog.docstore import DocStore
+from retrieval.graph.expand import (
+    ExpansionSettings,
+    chunks_for_entities,
+    expand_neighbours,
+    relation_cues,
+)
+from retrieval.graph.seeds import GraphEvidence, fold_label
+from retrieval.index.analysis import (
     add_user_words,
     cjk_bigrams,
     compound_terms,
@@ -25,15 +33,11 @@ from retrieval.analysis import (
     taught_words,
     vocabulary_version,
 )
-from retrieval.docstore import DocStore
-from retrieval.expand import (
-    ExpansionSettings,
-    chunks_for_entities,
-    expand_neighbours,
-    relation_cues,
-)
-from retrieval.explain import build_hits, entities_json
-from retrieval.followup import (
+from retrieval.index.synonyms import SynonymTable
+from retrieval.index.whoosh_index import WhooshIndex
+from retrieval.ingest.chunking import chunk_document, find_source_files, read_source_file
+from retrieval.rank.explain import build_hits, entities_json
+from retrieval.rank.followup import (
     BRIDGE_WEIGHT,
     FollowUp,
     bridge_names,
@@ -41,12 +45,8 @@ from retrieval.followup import (
     named_subject,
     needs_followup,
 )
-from retrieval.fusion import cap_per_document, fuse_hits
-from retrieval.ingest import chunk_document, find_source_files, read_source_file
-from retrieval.seeds import GraphEvidence, fold_label
-from retrieval.synonyms import SynonymTable
+from retrieval.rank.fusion import cap_per_document, fuse_hits
 from retrieval.types import Chunk, QueryResult, SourceDocument
-from retrieval.whoosh_index import WhooshIndex
 
 __all__ = ["IngestReport", "KnowledgeBase", "MODES"]
 
@@ -120,7 +120,7 @@ class KnowledgeBase:
     @property
     def linker(self):
         if self._linker is None:
-            from retrieval.linking import EntityLinker
+            from retrieval.graph.linking import EntityLinker
 
             view = self.graph.view
             add_user_words([s for s, _ in view.surfaces()] + self.synonyms.words())
@@ -130,7 +130,7 @@ class KnowledgeBase:
     def _relation_matcher(self):
         """Matches the labels and cue words (skos:altLabel) of the ontology's properties in a question."""
         if self._relations is None:
-            from retrieval.linking import EntityMatcher
+            from retrieval.graph.linking import EntityMatcher
 
             surfaces = [(label, p.name) for p in self.graph.vocab.properties.values() for label in p.labels]
             self._relations = _NameMatcher(EntityMatcher(surfaces))
@@ -375,7 +375,7 @@ class KnowledgeBase:
         )
 
     def _follow_up(self, text: str, words: list[str], fused: list, graph_hits: list, grams: list):
-        """Round two (`retrieval.followup`), when round one's best hit is a first hop and not the end:
+        """Round two (`retrieval.rank.followup`), when round one's best hit is a first hop and not the end:
         the question names that hit's subject (its whole title), no top hit came through a relation, and
         the hit's lead names something the question does not. The second search drops the first
         hop's name, adds those names, and is merged below the hit."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.analysis import (
+from retrieval.index.analysis import (
     KgAnalyzer,
     add_user_words,
     analyze,

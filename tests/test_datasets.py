@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kg.errors import InputError, QuestionSetError
-from retrieval.datasets import (
+from retrieval.eval.datasets import (
     Passage,
     Question,
     load_dataset,

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from kg.cli import cli
-from retrieval.evaluate import evaluate_dataset
+from retrieval.eval.evaluate import evaluate_dataset
 
 CORPUS = [
     {"id": "p1", "title": "order-service", "text": "订单服务负责下单、取消和订单查询。"},

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.analysis import query_terms
-from retrieval.followup import bridge_names, merge_rounds, named_subject, needs_followup
-from retrieval.fusion import Fused
+from retrieval.index.analysis import query_terms
+from retrieval.rank.followup import bridge_names, merge_rounds, named_subject, needs_followup
+from retrieval.rank.fusion import Fused
 from retrieval.types import SourceDocument
 from tests.conftest import CROSS_DOC_QUERY, make_settings
 

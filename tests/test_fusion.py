@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from retrieval.fusion import reciprocal_rank_fusion, weighted_score_fusion
+from retrieval.rank.fusion import reciprocal_rank_fusion, weighted_score_fusion
 
 
 def test_rrf_hand_computed_example():

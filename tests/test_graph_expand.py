@@ -12,7 +12,7 @@ from rdflib import Graph, URIRef
 from kg.graph import GraphView
 from kg.relations import import_relation_table
 from ontology import BASE_ONTOLOGY_PATH, KG, Vocabulary, entity_iri, load_rdf
-from retrieval.expand import ExpansionSettings, expand_neighbours
+from retrieval.graph.expand import ExpansionSettings, expand_neighbours
 
 RELATIONS = """\
 source,relation,target,source_type,target_type,weight

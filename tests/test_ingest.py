@@ -7,7 +7,7 @@ import re
 import pytest
 
 from kg.errors import InputError
-from retrieval.ingest import (
+from retrieval.ingest.chunking import (
     CHUNK_MAX,
     chunk_document,
     find_source_files,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.linking import EntityLinker, EntityMatcher
+from retrieval.graph.linking import EntityLinker, EntityMatcher
 
 ENTITIES = {
     "e:lora02": ("LORA-02", ["LoRa 网关"]),
@@ -149,7 +149,7 @@ def test_an_empty_matcher_finds_nothing():
 
 
 def test_a_label_with_accents_links_a_question_typed_without_them():
-    from retrieval.linking import EntityLinker
+    from retrieval.graph.linking import EntityLinker
 
     linker = EntityLinker([("Akinoshū Kenji", "e:kenji")], {"e:kenji": "Akinoshū Kenji"})
     [mention] = linker.link("Where was Akinoshu Kenji born?")

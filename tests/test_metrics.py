@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.metrics import (
+from retrieval.eval.metrics import (
     QuestionResult,
     all_recall_at_k,
     format_table,

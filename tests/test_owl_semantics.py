@@ -14,7 +14,7 @@ from rdflib import OWL, RDF, RDFS, BNode, Literal, URIRef
 from kg.graph import GraphView
 from kg.store import KnowledgeGraph
 from ontology import BASE_ONTOLOGY_PATH, ENT, KG, Vocabulary, load_rdf
-from retrieval.expand import ExpansionSettings, expand_neighbours
+from retrieval.graph.expand import ExpansionSettings, expand_neighbours
 
 DATA = Path(__file__).parent / "data"
 BASE = tuple(load_rdf(BASE_ONTOLOGY_PATH))

@@ -11,7 +11,7 @@ from rdflib import OWL, RDF, RDFS, SKOS, Literal, URIRef
 from kg.errors import InputError, NotFoundError, RelationTableError
 from kg.store import GRAPH_FILE
 from ontology import entity_iri, load_rdf
-from retrieval.analysis import query_terms
+from retrieval.index.analysis import query_terms
 from retrieval.pipeline import KnowledgeBase
 from retrieval.types import SourceDocument
 

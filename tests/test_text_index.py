@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.analysis import cjk_bigrams, query_terms
-from retrieval.textindex import TextIndex
+from retrieval.index.analysis import cjk_bigrams, query_terms
+from retrieval.index.textindex import TextIndex
+from retrieval.index.whoosh_index import WhooshIndex
 from retrieval.types import Chunk
-from retrieval.whoosh_index import WhooshIndex
 
 IMPLEMENTATIONS: dict[str, Callable[[Path], TextIndex]] = {"whoosh": WhooshIndex}
 

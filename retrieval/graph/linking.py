@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import ahocorasick
 
-from retrieval.analysis import CJK, ENGLISH_STOPWORDS, fold_accents, normalize_text
+from retrieval.index.analysis import CJK, ENGLISH_STOPWORDS, fold_accents, normalize_text
 from retrieval.types import Mention
 
 __all__ = ["EntityLinker", "EntityMatcher", "MatchedSurface"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from retrieval.docstore import DocStore
-from retrieval.fusion import Fused
+from retrieval.catalog.docstore import DocStore
+from retrieval.rank.fusion import Fused
 from retrieval.types import EntityHit, GraphHit, Hit, Mention, PathStep, TextHit
 
 __all__ = ["build_hits", "entities_json", "path_text"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kg.errors import InputError
-from retrieval.analysis import query_terms, vocabulary_version
+from retrieval.index.analysis import query_terms, vocabulary_version
 
 __all__ = ["SynonymTable", "SYNONYM_WEIGHT"]
 

@@ -1,15 +1,4 @@
-"""Relation-table import: a relations.csv (source,relation,target,...) and a Vocabulary in, entities and typed edges in an rdflib Graph (plus an ImportReport) out.
-
-Reading (`read_relation_table`) checks every row and collects every problem with its line and a
-fix; applying (`apply_relation_rows`) first plans all triples against the graph without touching
-it, then writes them in one go, so a failed import leaves the graph as it was and a second import
-of the same table adds nothing. What is written is the contract the graph view and Protégé read:
-
-    <entity> a owl:NamedIndividual , <class> ; rdfs:label "label" ; skos:altLabel "alias" .
-    <source> <property> <target> .
-    [] a owl:Axiom ; owl:annotatedSource <source> ; owl:annotatedProperty <property> ;
-       owl:annotatedTarget <target> ; kg:weight "0.5"^^xsd:decimal ; rdfs:comment "note" .
-"""
+"""Reading a relation table: a relations.csv in, checked `RelationRow`s and every `RowProblem` with its line and a fix out."""
 
 from __future__ import annotations
 
@@ -19,129 +8,20 @@ import io
 import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import rdflib
-from rdflib import OWL, RDF, RDFS, SKOS, BNode, Literal, URIRef
-
 from kg.errors import RelationTableError
-from ontology import KG, Vocabulary
-
-__all__ = [
-    "ALLOWED_COLUMNS",
-    "ImportReport",
-    "RelationRow",
-    "RelationTable",
-    "RowProblem",
-    "apply_relation_rows",
-    "import_relation_table",
-    "read_relation_table",
-]
-
-REQUIRED_COLUMNS = ("source", "relation", "target")
-OPTIONAL_COLUMNS = (
-    "source_type",
-    "target_type",
-    "source_aliases",
-    "target_aliases",
-    "weight",
-    "note",
+from kg.relations.model import (
+    ALIAS_SEPARATOR,
+    ALLOWED_COLUMNS,
+    OPTIONAL_COLUMNS,
+    PROBLEM_COLUMN,
+    REQUIRED_COLUMNS,
+    RelationRow,
+    RelationTable,
+    RowProblem,
 )
-ALLOWED_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
-# The rejects file adds this column; it is accepted and ignored so that a fixed rejects file
-# can be imported again as it is.
-PROBLEM_COLUMN = "problem"
-ALIAS_SEPARATOR = "|"
-_PROGRESS_EVERY = 5000
-
-Triple = tuple[URIRef | BNode, URIRef, URIRef | BNode | Literal]
-# rdflib namespace attribute access is slow enough to show at 100k rows: look terms up once.
-_TYPE, _LABEL, _ALT_LABEL, _COMMENT = RDF.type, RDFS.label, SKOS.altLabel, RDFS.comment
-_INDIVIDUAL, _AXIOM, _ENTITY, _WEIGHT = OWL.NamedIndividual, OWL.Axiom, KG.Entity, KG.weight
-_SOURCE, _PROPERTY, _TARGET = OWL.annotatedSource, OWL.annotatedProperty, OWL.annotatedTarget
-
-
-@dataclass(frozen=True)
-class RelationRow:
-    line: int
-    source: str
-    relation: str  # the resolved property's local name
-    target: str
-    source_type: str | None  # resolved class local names
-    target_type: str | None
-    source_aliases: tuple[str, ...] = ()
-    target_aliases: tuple[str, ...] = ()
-    weight: float | None = None
-    note: str | None = None
-
-
-@dataclass(frozen=True)
-class RowProblem:
-    line: int
-    column: str  # "" when the problem is the row as a whole
-    value: str
-    message: str
-    file: str = ""
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.file else f"line {self.line}"
-        return f"{where}: {self.message}"
-
-
-@dataclass
-class RelationTable:
-    name: str
-    rows: list[RelationRow]
-    problems: list[RowProblem]
-    encoding: str
-    header: list[str] = field(default_factory=list)  # as written in the file
-    # Original fields of rows with problems, by line, for the rejects file.
-    bad_fields: dict[int, list[str]] = field(default_factory=dict)
-
-
-@dataclass
-class ImportReport:
-    rows: int
-    new_entities: int
-    new_edges: int
-    unchanged_edges: int
-    rejected: list[RowProblem]
-    dry_run: bool
-    encoding: str
-    updated_edges: int = 0  # already present, but the row brought a new weight or note
-    added_triples: int = 0
-    removed_triples: int = 0  # only kg:Entity placeholders replaced by a real class, old weights
-
-    def summary(self) -> str:
-        bad_rows = len({p.line for p in self.rejected})
-        if self.rows == 0 and bad_rows:
-            text = f"nothing imported: all {_count(bad_rows, 'row')} had problems"
-        elif self.rows == 0:
-            text = "nothing to import: the table has no rows"
-        elif self.added_triples == 0 and self.removed_triples == 0:
-            nothing = "nothing would change" if self.dry_run else "nothing changed"
-            text = f"{nothing}: all {_count(self.rows, 'row')} were already in the graph"
-        else:
-            verb = "would import" if self.dry_run else "imported"
-            text = (
-                f"{verb} {_count(self.rows, 'row')}: {_count(self.new_entities, 'new entity', 'new entities')}, "
-                f"{_count(self.new_edges, 'new edge')}, {self.unchanged_edges} already present"
-            )
-            if self.updated_edges:
-                text += f", {self.updated_edges} with a new weight or note"
-        if bad_rows and self.rows:
-            text += f"; {_count(bad_rows, 'bad row')} skipped"
-        if self.encoding == "gbk":
-            text += (
-                '; the file was read as GBK (save it as "CSV UTF-8" to be sure of the characters)'
-            )
-        return f"dry run: {text}" if self.dry_run else text
-
-
-def _count(n: int, singular: str, plural: str | None = None) -> str:
-    return f"{n} {singular if n == 1 else (plural or singular + 's')}"
-
+from ontology import Vocabulary
 
 # ---------------------------------------------------------------- reading
 
@@ -446,87 +326,3 @@ def _without_line(row: RelationRow) -> tuple:
     )
 
 
-# ---------------------------------------------------------------- applying
-
-
-def apply_relation_rows(
-    graph: rdflib.Graph, rows: Iterable[RelationRow], vocab: Vocabulary
-) -> ImportReport:
-    """Write checked rows into `graph`; rows that cannot be applied are reported, the rest written."""
-    from kg.relations_plan import (
-        _Plan,  # written after the reader; it imports the row types from here
-    )
-
-    plan = _Plan(graph, list(rows), vocab, file="")
-    plan.run()
-    plan.commit()
-    return plan.report(dry_run=False, encoding="")
-
-
-def import_relation_table(
-    graph: rdflib.Graph,
-    path: Path,
-    vocab: Vocabulary,
-    *,
-    skip_invalid: bool = False,
-    dry_run: bool = False,
-    rejects_path: Path | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> ImportReport:
-    """Read, check and import a relation table: all rows or (with problems) none, unless skip_invalid."""
-    table = read_relation_table(path, vocab)
-    from kg.relations_plan import (
-        _Plan,  # written after the reader; it imports the row types from here
-    )
-
-    plan = _Plan(graph, table.rows, vocab, file=table.name, progress=progress)
-    plan.run()
-    problems = sorted(table.problems + plan.rejected, key=lambda p: p.line)
-    if problems and not skip_invalid:
-        bad_rows = len({p.line for p in problems})
-        raise RelationTableError(
-            f"{table.name}: {_count(bad_rows, 'bad row')}; nothing was imported (fix them, or use "
-            "--skip-invalid to import the good rows)",
-            problems=[str(p) for p in problems],
-        )
-    if not dry_run:
-        plan.commit()
-        if rejects_path is not None and problems:
-            _write_rejects(rejects_path, table, problems)
-    report = plan.report(dry_run=dry_run, encoding=table.encoding)
-    report.rejected = problems
-    return report
-
-
-def _write_rejects(path: Path, table: RelationTable, problems: list[RowProblem]) -> None:
-    """The bad rows with their original columns and a `problem` column, as Excel-friendly UTF-8."""
-    keep = [i for i, cell in enumerate(table.header) if _column_key(cell) != PROBLEM_COLUMN]
-    by_line: dict[int, list[str]] = {}
-    for p in problems:
-        by_line.setdefault(p.line, []).append(p.message)
-    rows_by_line: dict[int, RelationRow] = {}
-    with Path(path).open("w", encoding="utf-8-sig", newline="") as f:  # BOM: Excel then reads UTF-8
-        writer = csv.writer(f)
-        writer.writerow([table.header[i] for i in keep] + [PROBLEM_COLUMN])
-        for line, messages in sorted(by_line.items()):
-            fields = table.bad_fields.get(line)
-            if fields is None:  # rejected while applying: rebuild the fields from the parsed row
-                rows_by_line = rows_by_line or {r.line: r for r in table.rows}
-                fields = _row_fields(rows_by_line[line], table.header)
-            fields = (fields + [""] * len(table.header))[: len(table.header)]
-            writer.writerow([fields[i] for i in keep] + [f"line {line}: " + "; ".join(messages)])
-
-
-def _row_fields(row: RelationRow, header: list[str]) -> list[str]:
-    values = {
-        "source": row.source,
-        "relation": row.relation,
-        "target": row.target,
-        "source_type": row.source_type or "",
-        "target_type": row.target_type or "",
-        "source_aliases": ALIAS_SEPARATOR.join(row.source_aliases),
-        "target_aliases": ALIAS_SEPARATOR.join(row.target_aliases),
-        "weight": "" if row.weight is None else repr(row.weight),
-        "note": row.note or "",
-    }
-    return [values.get(_column_key(cell), "") for cell in header]

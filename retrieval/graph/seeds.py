@@ -16,8 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from kg.store import KnowledgeGraph
-from retrieval.analysis import normalize_text, query_terms
-from retrieval.docstore import DocStore
+from retrieval.catalog.docstore import DocStore
+from retrieval.index.analysis import normalize_text, query_terms
 from retrieval.types import Mention
 
 __all__ = ["GraphEvidence", "fold_label", "relation_word_prefixes"]

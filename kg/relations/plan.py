@@ -1,4 +1,4 @@
-"""Planning and writing a relation table's rows into an rdflib Graph (the second half of `kg.relations`).
+"""Planning and writing a relation table's rows into an rdflib Graph (the second half of `kg.relations`, after `kg.relations.read`).
 
 `_Plan` works out every triple a set of checked rows adds or replaces against the graph as it is,
 without touching it; only when the whole plan stands is it written, so an import is all or nothing.
@@ -13,7 +13,7 @@ from decimal import Decimal
 import rdflib
 from rdflib import XSD, BNode, Literal, URIRef
 
-from kg.relations import (
+from kg.relations.model import (
     _ALT_LABEL,
     _AXIOM,
     _COMMENT,

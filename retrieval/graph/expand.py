@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from kg.graph import Edge, GraphView
-from retrieval.docstore import DocStore
+from retrieval.catalog.docstore import DocStore
 from retrieval.types import EntityHit, GraphHit, PathStep
 
 __all__ = ["ExpansionSettings", "chunks_for_entities", "expand_neighbours", "relation_cues"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -11,10 +12,15 @@ from whoosh import scoring
 from whoosh.fields import ID, TEXT, Schema
 from whoosh.query import Or, Term
 
-from retrieval.analysis import GramAnalyzer, KgAnalyzer
+from retrieval.index import analysis
+from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
 from retrieval.types import Chunk, TextHit
 
 __all__ = ["WhooshIndex", "FIELD_BOOSTS"]
+
+# whoosh pickles the schema with its analyzers' module path: indexes written before the
+# analyzers moved into retrieval/index/ name `retrieval.analysis`, so that name must still resolve.
+sys.modules.setdefault("retrieval.analysis", analysis)
 
 # Query-time field weights: a term in the document title says far more about what the chunk is
 # about than one in its body (tuned on the shared benchmarks; see bench/RESULTS.md).

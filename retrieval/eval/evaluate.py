@@ -3,7 +3,7 @@
 `evaluate_dataset` builds a fresh knowledge base in a temporary folder through the same calls as
 `kg import` and `kg ingest` (each passage a document whose title is an entity label), then runs
 every question through `KnowledgeBase.query`, exactly what `kg query` runs. Only a question's id,
-text, type and gold ids are read (see `retrieval.datasets`), so answers never reach the system.
+text, type and gold ids are read (see `retrieval.eval.datasets`), so answers never reach the system.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from kg.errors import InputError
 from kg.settings import Settings
-from retrieval.datasets import Question, load_dataset, read_questions
-from retrieval.metrics import QuestionResult, format_table, summarize
+from retrieval.eval.datasets import Question, load_dataset, read_questions
+from retrieval.eval.metrics import QuestionResult, format_table, summarize
 from retrieval.pipeline import KnowledgeBase
 from retrieval.types import SourceDocument
 

@@ -17,8 +17,8 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from retrieval.analysis import query_terms
-from retrieval.fusion import Fused
+from retrieval.index.analysis import query_terms
+from retrieval.rank.fusion import Fused
 
 __all__ = ["BRIDGE_WEIGHT", "FollowUp", "bridge_names", "merge_rounds", "named_subject", "needs_followup"]
 

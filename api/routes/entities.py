@@ -1,0 +1,14 @@
+"""GET /entities/{id or label}: an entity with its neighbours and mentions (404 when unknown)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from api.deps import knowledge_base
+
+router = APIRouter()
+
+
+@router.get("/entities/{key:path}")
+def get_entity(key: str, kb=Depends(knowledge_base)) -> dict:  # noqa: B008 - FastAPI idiom
+    return kb.entity(key)

@@ -1,0 +1,20 @@
+"""GET /health and GET /stats: liveness and counts."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from api.deps import knowledge_base
+
+router = APIRouter()
+
+
+@router.get("/health")
+def health(kb=Depends(knowledge_base)) -> dict:  # noqa: B008 - FastAPI idiom
+    stats = kb.stats()
+    return {"status": "ok", "documents": stats["documents"], "entities": stats["entities"]}
+
+
+@router.get("/stats")
+def stats(kb=Depends(knowledge_base)) -> dict:  # noqa: B008 - FastAPI idiom
+    return kb.stats()

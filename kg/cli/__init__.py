@@ -1,0 +1,12 @@
+"""The `kg` command line: thin verbs over `retrieval.KnowledgeBase`, one module per command group (heavy imports happen inside each verb)."""
+
+from __future__ import annotations
+
+from kg.cli import documents, evaluate, graph, search, serve  # noqa: F401 - each module registers its commands
+from kg.cli.base import cli
+
+__all__ = ["cli", "main"]
+
+
+def main() -> None:
+    cli(prog_name="kg")

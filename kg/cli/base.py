@@ -1,0 +1,103 @@
+"""The `kg` command group and what its verbs share: --data-dir/--json/--quiet options, opening a knowledge base, progress bars, JSON output, errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from kg.errors import KgError
+
+__all__ = ["DEMO_DIR", "Progress", "cli", "data_dir_option", "echo_json", "json_option", "open_kb", "quiet_option", "settings_for"]
+
+DEMO_DIR = Path(__file__).parent.parent / "demo"
+
+
+def settings_for(data_dir: Path | None, **overrides):
+    from kg.settings import Settings
+
+    values = {k: v for k, v in overrides.items() if v is not None}
+    if data_dir is not None:
+        values["data_dir"] = data_dir
+    return Settings(**values)
+
+
+def data_dir_option(func):
+    return click.option(
+        "--data-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar="KG_DATA_DIR",
+        default=None,
+        help="Knowledge base folder (default: ./.kgrag, or $KG_DATA_DIR).",
+    )(func)
+
+
+def json_option(func):
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(func)
+
+
+def quiet_option(func):
+    return click.option("--quiet", "-q", is_flag=True, help="No progress bars.")(func)
+
+
+def open_kb(data_dir: Path | None, create: bool = False, **overrides):
+    from retrieval.pipeline import KnowledgeBase
+
+    return KnowledgeBase(settings_for(data_dir, **overrides), create=create)
+
+
+class Progress:
+    """A click progress bar on stderr that `--quiet` (or a non-terminal) silences."""
+
+    def __init__(self, length: int | None, label: str, quiet: bool) -> None:
+        self.bar = None
+        if not quiet:
+            self.bar = click.progressbar(length=length, label=label, file=sys.stderr, show_pos=True)
+
+    def __enter__(self):
+        if self.bar is not None:
+            self.bar.__enter__()
+        return self
+
+    def __call__(self, n: int = 1) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+
+def echo_json(data) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+class _KgGroup(click.Group):
+    """Turns every KgError into `error: <message>` on stderr and the error's exit code."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KgError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+@click.group(cls=_KgGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kgrag")
+def cli() -> None:
+    """kgrag: graph- and ontology-augmented retrieval over your notes.
+
+    \b
+    Typical session:
+      kg init
+      kg import relations.csv        # entities and typed relations
+      kg ingest notes/               # Markdown and text files
+      kg query "redis-cluster 宕机会影响哪些服务？"
+      kg serve                       # the HTTP API
+    Try `kg demo` for a bundled example knowledge base.
+    """
+
+

@@ -1,0 +1,92 @@
+"""The graph as files: `kg export` and `kg ontology check`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kg.cli.base import (
+    cli,
+    data_dir_option,
+    echo_json,
+    json_option,
+    open_kb,
+)
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["csv", "turtle"]), default="csv", show_default=True,
+              help="csv = the relation table `kg import` reads; turtle = the whole graph.ttl.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write to this file (atomically) instead of stdout.")
+@data_dir_option
+def export(fmt: str, output: Path | None, data_dir: Path | None) -> None:
+    """Export the relations as a relation table (.csv) or the whole graph as Turtle.
+
+    \b
+    The CSV has one row per relation, with the columns `kg import` reads; importing it into an
+    empty knowledge base gives back the same entities and relations. What a table cannot hold
+    (entities without relations, aliases containing |, ...) is listed on stderr.
+    """
+    import io
+
+    from kg.export import export_relations_csv, export_turtle, write_atomically
+
+    with open_kb(data_dir) as kb:
+        graph, vocab = kb.graph.rdf, kb.graph.vocab
+        if fmt == "turtle":
+            if output is None:
+                click.echo(graph.serialize(format="turtle"), nl=False)
+                return
+            n = export_turtle(graph, output)
+            click.echo(f"exported {n} triples to {output}", err=True)
+            return
+        lost: list[str] = []
+        text = io.StringIO()
+        n = export_relations_csv(graph, vocab, text, warn=lost.append)
+    for message in lost:
+        click.echo(f"not exported: {message}", err=True)
+    if output is None:
+        click.echo(text.getvalue(), nl=False)
+    else:
+        # With a BOM, as the rejects file: Excel then reads the Chinese labels as UTF-8.
+        write_atomically(output, text.getvalue().encode("utf-8-sig"))
+        click.echo(f"exported {n} relations to {output}", err=True)
+
+
+@cli.group()
+def ontology() -> None:
+    """Check the ontology and the graph in graph.ttl (`kg ontology check`)."""
+
+
+@ontology.command()
+@data_dir_option
+@json_option
+def check(data_dir: Path | None, as_json: bool) -> None:
+    """Find what makes the graph quietly wrong, each with its fix; exit 1 if there is an error.
+
+    \b
+    errors:   unknown-term (a relation or class used but not declared), dangling-reference
+              (an edge to an IRI with no type and no label), transitive-cycle (A partOf B
+              partOf A)
+    warnings: domain / range (an edge whose ends have the wrong class), shared-alias (one
+              name for two entities), self-loop, vocabulary (what the ontology loader guessed)
+    """
+    from kg.check import check_ontology
+
+    with open_kb(data_dir) as kb:
+        findings = check_ontology(kb.graph.rdf, kb.graph.vocab)
+    errors = sum(f.severity == "error" for f in findings)
+    warnings = len(findings) - errors
+    if as_json:
+        echo_json({"errors": errors, "warnings": warnings, "findings": [f.to_json() for f in findings]})
+    else:
+        for finding in findings:
+            click.echo(str(finding))
+        click.echo(f"{errors} error(s), {warnings} warning(s)" if findings else "no problems found")
+    if errors:
+        sys.exit(1)
+
+

@@ -1,0 +1,81 @@
+"""Asking: `kg query` (ranked passages with why) and `kg entity`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kg.cli.base import (
+    cli,
+    data_dir_option,
+    echo_json,
+    json_option,
+    open_kb,
+)
+
+
+@cli.command()
+@click.argument("text")
+@click.option("-k", type=int, default=None, help="How many hits (default 10).")
+@click.option("--mode", type=click.Choice(["full", "bm25", "graph"]), default="full", show_default=True,
+              help="full = text + graph; bm25 = text only; graph = graph only.")
+@click.option("--type", "types", multiple=True, help="Expand only to entities of this class or its subclasses (repeatable).")
+@data_dir_option
+@json_option
+def query(text: str, k: int | None, mode: str, types: tuple[str, ...], data_dir: Path | None, as_json: bool) -> None:
+    """Ranked passages for a question, each with why it was found."""
+    with open_kb(data_dir) as kb:
+        result = kb.query(text, k=k, mode=mode, types=list(types) or None)
+    if as_json:
+        echo_json(result.to_json())
+        return
+    print_result(result)
+
+
+def print_result(result, max_text: int = 160) -> None:
+    ents = ", ".join(f"{e['label']}" + (f" ({e['surface']})" if e["surface"] != e["label"] else "") for e in result.entities)
+    click.echo(click.style(f"query: {result.query}", bold=True))
+    click.echo(f"entities: {ents or '(none linked)'}")
+    if result.followup:
+        click.echo(f"second round: also searched for {', '.join(result.followup['bridge'])} (named by hit 1)")
+    if not result.hits:
+        click.echo("nothing found: no passage matches these words or entities")
+        return
+    for hit in result.hits:
+        where = f"{hit.source}:{hit.lines[0]}-{hit.lines[1]}" if hit.source else hit.doc_id
+        section = f" § {hit.section}" if hit.section else ""
+        click.echo(f"{hit.rank:>2}. {click.style(hit.title, fg='cyan')}{section}  [{hit.score:.4f}]  {where}")
+        snippet = " ".join(hit.text.split())
+        click.echo("    " + (snippet[:max_text] + ("…" if len(snippet) > max_text else "")))
+        reasons = []
+        if "bm25" in hit.why:
+            reasons.append(f"bm25 #{hit.why['bm25']['rank']} ({', '.join(hit.why['bm25']['terms'][:6])})")
+        if "graph" in hit.why:
+            reasons.append(f"graph #{hit.why['graph']['rank']}: {hit.why['graph']['path']}")
+        if "followup" in hit.why:
+            reasons.append(f"second round #{hit.why['followup']['rank']} ({', '.join(hit.why['followup']['terms'][:6])})")
+        click.echo("    why: " + " | ".join(reasons))
+
+
+@cli.command()
+@click.argument("key")
+@data_dir_option
+@json_option
+def entity(key: str, data_dir: Path | None, as_json: bool) -> None:
+    """Show an entity (by label or IRI): aliases, types, neighbours by relation, where it is mentioned."""
+    with open_kb(data_dir) as kb:
+        info = kb.entity(key)
+    if as_json:
+        echo_json(info)
+        return
+    click.echo(click.style(info["label"], bold=True) + f"  <{info['id']}>")
+    click.echo(f"types: {', '.join(info['types']) or '-'}    aliases: {', '.join(info['aliases']) or '-'}")
+    for relation, targets in sorted(info["neighbours"].items()):
+        click.echo(f"  {relation}: " + ", ".join(t["label"] for t in targets))
+    for doc in info["documents_about"]:
+        click.echo(f"  about it: {doc['title']} ({doc['source']})")
+    for m in info["mentioned_in"]:
+        click.echo(f"  mentioned in: {m['title']} [{m['chunk_id']}] x{m['mentions']}")
+
+

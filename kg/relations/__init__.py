@@ -1,0 +1,128 @@
+"""Relation-table import: a relations.csv (source,relation,target,...) and a Vocabulary in, entities and typed edges in an rdflib Graph (plus an ImportReport) out.
+
+Reading (`read_relation_table`) checks every row and collects every problem with its line and a
+fix; applying (`apply_relation_rows`) first plans all triples against the graph without touching
+it, then writes them in one go, so a failed import leaves the graph as it was and a second import
+of the same table adds nothing. What is written is the contract the graph view and Protégé read:
+
+    <entity> a owl:NamedIndividual , <class> ; rdfs:label "label" ; skos:altLabel "alias" .
+    <source> <property> <target> .
+    [] a owl:Axiom ; owl:annotatedSource <source> ; owl:annotatedProperty <property> ;
+       owl:annotatedTarget <target> ; kg:weight "0.5"^^xsd:decimal ; rdfs:comment "note" .
+"""
+
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import rdflib
+
+from kg.errors import RelationTableError
+from kg.relations.model import (
+    ALIAS_SEPARATOR,
+    ALLOWED_COLUMNS,
+    PROBLEM_COLUMN,
+    ImportReport,
+    RelationRow,
+    RelationTable,
+    RowProblem,
+    _count,
+)
+from kg.relations.plan import _Plan
+from kg.relations.read import _column_key, read_relation_table
+from ontology import Vocabulary
+
+__all__ = [
+    "ALIAS_SEPARATOR",
+    "ALLOWED_COLUMNS",
+    "ImportReport",
+    "RelationRow",
+    "RelationTable",
+    "RowProblem",
+    "apply_relation_rows",
+    "import_relation_table",
+    "read_relation_table",
+]
+
+
+# ---------------------------------------------------------------- applying
+
+
+def apply_relation_rows(
+    graph: rdflib.Graph, rows: Iterable[RelationRow], vocab: Vocabulary
+) -> ImportReport:
+    """Write checked rows into `graph`; rows that cannot be applied are reported, the rest written."""
+
+    plan = _Plan(graph, list(rows), vocab, file="")
+    plan.run()
+    plan.commit()
+    return plan.report(dry_run=False, encoding="")
+
+
+def import_relation_table(
+    graph: rdflib.Graph,
+    path: Path,
+    vocab: Vocabulary,
+    *,
+    skip_invalid: bool = False,
+    dry_run: bool = False,
+    rejects_path: Path | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ImportReport:
+    """Read, check and import a relation table: all rows or (with problems) none, unless skip_invalid."""
+    table = read_relation_table(path, vocab)
+
+    plan = _Plan(graph, table.rows, vocab, file=table.name, progress=progress)
+    plan.run()
+    problems = sorted(table.problems + plan.rejected, key=lambda p: p.line)
+    if problems and not skip_invalid:
+        bad_rows = len({p.line for p in problems})
+        raise RelationTableError(
+            f"{table.name}: {_count(bad_rows, 'bad row')}; nothing was imported (fix them, or use "
+            "--skip-invalid to import the good rows)",
+            problems=[str(p) for p in problems],
+        )
+    if not dry_run:
+        plan.commit()
+        if rejects_path is not None and problems:
+            _write_rejects(rejects_path, table, problems)
+    report = plan.report(dry_run=dry_run, encoding=table.encoding)
+    report.rejected = problems
+    return report
+
+
+def _write_rejects(path: Path, table: RelationTable, problems: list[RowProblem]) -> None:
+    """The bad rows with their original columns and a `problem` column, as Excel-friendly UTF-8."""
+    keep = [i for i, cell in enumerate(table.header) if _column_key(cell) != PROBLEM_COLUMN]
+    by_line: dict[int, list[str]] = {}
+    for p in problems:
+        by_line.setdefault(p.line, []).append(p.message)
+    rows_by_line: dict[int, RelationRow] = {}
+    with Path(path).open("w", encoding="utf-8-sig", newline="") as f:  # BOM: Excel then reads UTF-8
+        writer = csv.writer(f)
+        writer.writerow([table.header[i] for i in keep] + [PROBLEM_COLUMN])
+        for line, messages in sorted(by_line.items()):
+            fields = table.bad_fields.get(line)
+            if fields is None:  # rejected while applying: rebuild the fields from the parsed row
+                rows_by_line = rows_by_line or {r.line: r for r in table.rows}
+                fields = _row_fields(rows_by_line[line], table.header)
+            fields = (fields + [""] * len(table.header))[: len(table.header)]
+            writer.writerow([fields[i] for i in keep] + [f"line {line}: " + "; ".join(messages)])
+
+
+def _row_fields(row: RelationRow, header: list[str]) -> list[str]:
+    values = {
+        "source": row.source,
+        "relation": row.relation,
+        "target": row.target,
+        "source_type": row.source_type or "",
+        "target_type": row.target_type or "",
+        "source_aliases": ALIAS_SEPARATOR.join(row.source_aliases),
+        "target_aliases": ALIAS_SEPARATOR.join(row.target_aliases),
+        "weight": "" if row.weight is None else repr(row.weight),
+        "note": row.note or "",
+    }
+    return [values.get(_column_key(cell), "") for cell in header]

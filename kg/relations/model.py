@@ -1,0 +1,114 @@
+"""The relation table's data model: the columns, a checked row, a row problem, a table and an import report (shared by reading and planning)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rdflib import OWL, RDF, RDFS, SKOS, BNode, Literal, URIRef
+
+from ontology import KG
+
+REQUIRED_COLUMNS = ("source", "relation", "target")
+OPTIONAL_COLUMNS = (
+    "source_type",
+    "target_type",
+    "source_aliases",
+    "target_aliases",
+    "weight",
+    "note",
+)
+ALLOWED_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
+# The rejects file adds this column; it is accepted and ignored so that a fixed rejects file
+# can be imported again as it is.
+PROBLEM_COLUMN = "problem"
+ALIAS_SEPARATOR = "|"
+_PROGRESS_EVERY = 5000
+
+Triple = tuple[URIRef | BNode, URIRef, URIRef | BNode | Literal]
+# rdflib namespace attribute access is slow enough to show at 100k rows: look terms up once.
+_TYPE, _LABEL, _ALT_LABEL, _COMMENT = RDF.type, RDFS.label, SKOS.altLabel, RDFS.comment
+_INDIVIDUAL, _AXIOM, _ENTITY, _WEIGHT = OWL.NamedIndividual, OWL.Axiom, KG.Entity, KG.weight
+_SOURCE, _PROPERTY, _TARGET = OWL.annotatedSource, OWL.annotatedProperty, OWL.annotatedTarget
+
+
+@dataclass(frozen=True)
+class RelationRow:
+    line: int
+    source: str
+    relation: str  # the resolved property's local name
+    target: str
+    source_type: str | None  # resolved class local names
+    target_type: str | None
+    source_aliases: tuple[str, ...] = ()
+    target_aliases: tuple[str, ...] = ()
+    weight: float | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    line: int
+    column: str  # "" when the problem is the row as a whole
+    value: str
+    message: str
+    file: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.file else f"line {self.line}"
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class RelationTable:
+    name: str
+    rows: list[RelationRow]
+    problems: list[RowProblem]
+    encoding: str
+    header: list[str] = field(default_factory=list)  # as written in the file
+    # Original fields of rows with problems, by line, for the rejects file.
+    bad_fields: dict[int, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class ImportReport:
+    rows: int
+    new_entities: int
+    new_edges: int
+    unchanged_edges: int
+    rejected: list[RowProblem]
+    dry_run: bool
+    encoding: str
+    updated_edges: int = 0  # already present, but the row brought a new weight or note
+    added_triples: int = 0
+    removed_triples: int = 0  # only kg:Entity placeholders replaced by a real class, old weights
+
+    def summary(self) -> str:
+        bad_rows = len({p.line for p in self.rejected})
+        if self.rows == 0 and bad_rows:
+            text = f"nothing imported: all {_count(bad_rows, 'row')} had problems"
+        elif self.rows == 0:
+            text = "nothing to import: the table has no rows"
+        elif self.added_triples == 0 and self.removed_triples == 0:
+            nothing = "nothing would change" if self.dry_run else "nothing changed"
+            text = f"{nothing}: all {_count(self.rows, 'row')} were already in the graph"
+        else:
+            verb = "would import" if self.dry_run else "imported"
+            text = (
+                f"{verb} {_count(self.rows, 'row')}: {_count(self.new_entities, 'new entity', 'new entities')}, "
+                f"{_count(self.new_edges, 'new edge')}, {self.unchanged_edges} already present"
+            )
+            if self.updated_edges:
+                text += f", {self.updated_edges} with a new weight or note"
+        if bad_rows and self.rows:
+            text += f"; {_count(bad_rows, 'bad row')} skipped"
+        if self.encoding == "gbk":
+            text += (
+                '; the file was read as GBK (save it as "CSV UTF-8" to be sure of the characters)'
+            )
+        return f"dry run: {text}" if self.dry_run else text
+
+
+def _count(n: int, singular: str, plural: str | None = None) -> str:
+    return f"{n} {singular if n == 1 else (plural or singular + 's')}"
+
+

@@ -1,0 +1,1 @@
+"""Ingestion: files in, `SourceDocument`s and section-aware `Chunk`s out."""
