@@ -42,6 +42,11 @@ class Settings(BaseSettings):
         None, description="litellm model name (e.g. openai/gpt-4o-mini); unset = offline rules (KG_LLM_MODEL)."
     )
 
+    # web page and admin endpoints (api/routes/web.py, api/routes/admin.py)
+    import_max_bytes: int = Field(
+        20_000_000, ge=1, description="Largest file POST /import accepts, in bytes (KG_IMPORT_MAX_BYTES)."
+    )
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

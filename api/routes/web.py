@@ -1,0 +1,118 @@
+"""GET / (the page: search rendered on the server, the rest by app.js against the JSON API) and GET /web/{asset}."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse
+
+from api.deps import knowledge_base
+from api.web.render import STATIC_DIR, highlight, messages, path_steps, pick_language, why_in_words
+from kg.errors import KgError, NotFoundError
+
+router = APIRouter(include_in_schema=False)
+
+_TEMPLATES = Path(__file__).parent.parent / "web" / "templates"
+_MEDIA_TYPES = {".js": "text/javascript", ".css": "text/css", ".json": "application/json", ".svg": "image/svg+xml"}
+MODES = ("full", "bm25", "graph")
+
+# What each part of the page needs: (path with its parameters blanked, method). A part whose
+# endpoint this server lacks is hidden or says "not available in this version".
+FEATURES = {
+    "ask": ("/ask", "POST"),
+    "documents_list": ("/documents", "GET"),
+    "document_versions": ("/documents/{}/versions", "GET"),
+    "document_delete": ("/documents/{}", "DELETE"),
+    "upload": ("/documents", "POST"),
+    "import": ("/import", "POST"),
+    "ontology_check": ("/ontology/check", "GET"),
+}
+
+
+@lru_cache(maxsize=1)
+def _environment():
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True, trim_blocks=True, lstrip_blocks=True)
+
+
+def features(request: Request) -> dict[str, bool]:
+    served = set()
+    for route in request.app.routes:
+        path = re.sub(r"\{[^}]*\}", "{}", getattr(route, "path", ""))
+        served.update((path, method) for method in getattr(route, "methods", None) or ())
+    found = {name: need in served for name, need in FEATURES.items()}
+    found["token"] = bool(request.app.state.settings.api_token)
+    return found
+
+
+@router.get("/", response_class=HTMLResponse)
+def page(
+    request: Request,
+    q: str = Query("", max_length=4000),
+    mode: str = Query("full"),
+    type: str = Query(""),  # noqa: A002 - the form field's name
+    lang: str | None = Query(None),
+    kb=Depends(knowledge_base),  # noqa: B008 - FastAPI idiom
+) -> HTMLResponse:
+    """The page; `?q=` runs the search on the server so that it works without JavaScript."""
+    language = pick_language(lang, request.cookies.get("kg_lang"), request.headers.get("accept-language"))
+    mode = mode if mode in MODES else "full"
+    result, error = None, None
+    if q.strip():
+        try:
+            result = kb.query(q.strip(), mode=mode, types=[type] if type else None).to_json()
+        except KgError as exc:
+            error = exc.message
+    with kb.lock:
+        classes = sorted(kb.graph.vocab.classes)
+    hits = [_hit_view(hit, language) for hit in (result or {}).get("hits", [])]
+    html = _environment().get_template("index.html").render(
+        lang=language,
+        other_lang="zh" if language == "en" else "en",
+        m=messages(language),
+        q=q,
+        mode=mode,
+        type=type,
+        modes=MODES,
+        classes=classes,
+        result=result,
+        hits=hits,
+        error=error,
+        features=features(request),
+        boot=_script_json({"lang": language, "messages": {code: messages(code) for code in ("en", "zh")},
+                           "features": features(request), "result": result}),
+    )
+    response = HTMLResponse(html)
+    if lang == language:
+        response.set_cookie("kg_lang", language, max_age=365 * 86400, samesite="lax")
+    return response
+
+
+@router.get("/web/{name}")
+def asset(name: str) -> FileResponse:
+    path = STATIC_DIR / name
+    if "/" in name or name.startswith(".") or path.suffix not in _MEDIA_TYPES or not path.is_file():
+        raise NotFoundError(f"no page asset '{name}'")
+    return FileResponse(path, media_type=_MEDIA_TYPES[path.suffix], headers={"Cache-Control": "max-age=3600"})
+
+
+def _hit_view(hit: dict, lang: str) -> dict:
+    why = hit.get("why", {})
+    terms = [t for key in ("bm25", "followup") for t in why.get(key, {}).get("terms", [])]
+    graph = why.get("graph")
+    return {
+        **hit,
+        "marked": highlight(hit["text"], terms),
+        "why_words": why_in_words(why, lang, hit["text"]),
+        "steps": path_steps(graph["path"]) if graph else None,
+    }
+
+
+def _script_json(data: dict) -> str:
+    # Inside <script type="application/json"> only "</" can end the element early.
+    return json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
