@@ -41,13 +41,28 @@ def _environment():
 
 
 def features(request: Request) -> dict[str, bool]:
-    served = set()
-    for route in request.app.routes:
-        path = re.sub(r"\{[^}]*\}", "{}", getattr(route, "path", ""))
-        served.update((path, method) for method in getattr(route, "methods", None) or ())
+    served = _served(request.app.routes)
+    try:
+        # The OpenAPI document lists every documented endpoint whatever the router nesting.
+        for path, operations in request.app.openapi().get("paths", {}).items():
+            served.update((re.sub(r"\{[^}]*\}", "{}", path), method.upper()) for method in operations)
+    except Exception:  # noqa: BLE001 - a schema that cannot be built only hides page parts
+        pass
     found = {name: need in served for name, need in FEATURES.items()}
     found["token"] = bool(request.app.state.settings.api_token)
     return found
+
+
+def _served(routes, prefix: str = "") -> set[tuple[str, str]]:
+    served = set()
+    for route in routes:
+        inner = getattr(route, "original_router", None) or getattr(route, "router", None)
+        if inner is not None and hasattr(inner, "routes") and not hasattr(route, "methods"):
+            served |= _served(inner.routes, prefix + getattr(route, "prefix", ""))
+            continue
+        path = re.sub(r"\{[^}]*\}", "{}", prefix + getattr(route, "path", ""))
+        served.update((path, method) for method in getattr(route, "methods", None) or ())
+    return served
 
 
 @router.get("/", response_class=HTMLResponse)
