@@ -237,7 +237,9 @@
   function nextPaint() {
     return new Promise(function (resolve) { requestAnimationFrame(function () { setTimeout(resolve, 0); }); });
   }
+  var latest = 0;
   Kg.search = async function (q, mode, type) {
+    var mine = ++latest;  // an answer to an older search that arrives late is dropped
     var withAnswer = Kg.features.ask && Kg.$("#with-answer").checked;
     var body = { query: q, mode: mode, types: type ? [type] : null };
     Kg.$("#results").setAttribute("aria-busy", "true");
@@ -247,6 +249,7 @@
     var asking = withAnswer ? Kg.api("POST", "/ask", { question: q, mode: mode }) : null;
     var res = await Kg.api("POST", "/query", body);
     var answered = performance.now();
+    if (mine !== latest) return;
     if (res.status !== 200) Kg.$("#results").replaceChildren(h("p", { "class": "error" }, t("error", { message: Kg.errorText(res.data) })));
     else Kg.renderResult(res.data);
     await nextPaint();
@@ -254,6 +257,7 @@
     Kg.$("#results").removeAttribute("aria-busy");
     if (asking) {
       var ans = await asking, got = performance.now();
+      if (mine !== latest) return;
       if (Kg.missing(ans.status)) { Kg.features.ask = false; Kg.$("#answer-toggle").hidden = true; }
       else if (ans.status !== 200) { var box = Kg.$("#answer"); box.hidden = false; box.replaceChildren(h("p", { "class": "error" }, t("error", { message: Kg.errorText(ans.data) }))); }
       else Kg.renderAnswer(ans.data);

@@ -83,11 +83,13 @@
   /* center: a label; neighbours: [{label, relation, asserted}] drawn around it (at most `limit`). */
   function star(center, neighbours, onClick, limit) {
     var shown = neighbours.slice(0, limit || 16), n = shown.length;
-    var R = n <= 4 ? 110 : n <= 8 ? 150 : 210, W = 2 * R + 210, Hh = 2 * R + 70;
+    // An ellipse wider than tall (labels are wide); every other neighbour a little further in
+    // when there are many, so that neighbouring boxes do not overlap.
+    var R = n <= 4 ? 110 : n <= 8 ? 150 : 200, RX = R * 1.3, W = 2 * RX + 200, Hh = 2 * R + 70;
     var svg = svgRoot(W, Hh, center), cx = W / 2, cy = Hh / 2;
     shown.forEach(function (nb, i) {
       var a = -Math.PI / 2 + (2 * Math.PI * i) / Math.max(n, 1);
-      var x = cx + R * Math.cos(a), y = cy + R * Math.sin(a);
+      var f = n > 8 && i % 2 ? 0.78 : 1, x = cx + RX * f * Math.cos(a), y = cy + R * f * Math.sin(a);
       var ex = cx + (x - cx) * 0.8, ey = cy + (y - cy) * 0.8, sx = cx + (x - cx) * 0.16, sy = cy + (y - cy) * 0.16;
       var line = edge(sx, sy, ex, ey, nb.relation, nb.asserted === false ? "inferred" : ""), label = line.querySelector("text");
       // The relation name near the neighbour's end, so that labels of close edges do not overlap.

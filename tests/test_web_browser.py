@@ -1,0 +1,228 @@
+"""The page as a person uses it: a real headless Chromium against a real `kg serve` on the demo knowledge base.
+
+Asks a Chinese and an English question, reads hits and why, opens a passage (a citation where
+answers exist), follows the graph drawing to an entity, uploads a file by drag and drop (with the
+API token asked for), imports a bad relation table and reads its errors by line. Screenshots go to
+docs/screenshots/. Skips where no Chromium is installed (`.ci/run` installs Debian's).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from chromium_cdp import Chromium, find_chromium, free_port, wait_for_http
+from conftest import kg_in_new_process
+
+from kg.cli.base import DEMO_DIR
+
+pytest.importorskip("websockets", reason="the browser is driven over websockets: pip install -e '.[test]'")
+CHROMIUM = find_chromium()
+pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (Debian: apt-get install chromium)"),
+              pytest.mark.slow]
+
+SCREENSHOTS = Path(__file__).parent.parent / "docs" / "screenshots"
+TOKEN = "browser-test-token"
+EN_QUESTION = "what breaks if redis-cluster goes down?"
+ZH_QUESTION = "订单服务依赖哪些组件？"
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory) -> Path:
+    """The demo knowledge base, built by the real CLI in processes of its own (as `kg demo` does)."""
+    root = tmp_path_factory.mktemp("web-demo")
+    data = root / "kb"
+    kg_in_new_process("init", "--data-dir", str(data), cwd=root)
+    for name in ("relations.csv", "synonyms.txt"):
+        kg_in_new_process("import", str(DEMO_DIR / name), "--data-dir", str(data), cwd=root)
+    kg_in_new_process("ingest", str(DEMO_DIR / "docs"), "--quiet", "--data-dir", str(data), cwd=root)
+    return data
+
+
+@pytest.fixture(scope="module")
+def server(demo_dir) -> str:
+    port = free_port()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("KG_")}, "KG_API_TOKEN": TOKEN,
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kg.cli", "serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(demo_dir)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(base + "/health", timeout=90, process=process)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with Chromium(CHROMIUM, 1440, 900) as chromium:
+        yield chromium
+        assert not [line for line in chromium.console if line.startswith("exception")], chromium.console
+
+
+def api_get(base: str, path: str) -> dict:
+    with urllib.request.urlopen(base + path, timeout=30) as response:
+        return json.load(response)
+
+
+def ask(browser: Chromium, question: str) -> None:
+    before = int(browser.evaluate("document.body.dataset.searched || 0"))
+    browser.type_text("#q", question)
+    browser.press_enter()
+    browser.wait_for(f"Number(document.body.dataset.searched || 0) > {before}", timeout=60)
+
+
+def texts(browser: Chromium, selector: str) -> list[str]:
+    return browser.evaluate(f"Array.from(document.querySelectorAll({json.dumps(selector)})).map(e => e.textContent)")
+
+
+def test_an_english_question(browser, server):
+    browser.goto(server + "/?lang=en")
+    ask(browser, EN_QUESTION)
+    expected = json.loads(urllib.request.urlopen(urllib.request.Request(
+        server + "/query", data=json.dumps({"query": EN_QUESTION}).encode(), headers={"Content-Type": "application/json"})).read())
+    titles = texts(browser, ".hit .hit-head strong")
+    assert titles == [h["title"] for h in expected["hits"]]
+    assert texts(browser, ".entities .chip") == ["redis-cluster"]
+    assert "redis-cluster" in texts(browser, ".hit mark")
+    why = texts(browser, ".hit .why li")
+    assert any(w.startswith("matches the words ") for w in why)
+    assert any(w.startswith("reached through the relation graph from redis-cluster") for w in why)
+    # A graph hit through a relation is drawn: its nodes and the typed arrow between them.
+    relations = [h["why"]["graph"]["path"].split(" → ")[1] for h in expected["hits"]
+                 if "graph" in h["why"] and h["why"]["graph"]["path"].count(" → ") >= 3]
+    assert relations, "the demo question reaches documents through relations"
+    drawn = browser.evaluate("Array.from(document.querySelectorAll('.graph-path svg .edge')).map(e => e.dataset.relation)")
+    assert relations[0] in drawn
+    assert browser.evaluate("document.querySelector('.graph-path svg .node.center').dataset.label") == "redis-cluster"
+    browser.screenshot(SCREENSHOTS / "search-en-1440.png", full_page=False)
+
+
+def test_a_chinese_question_after_switching_language(browser, server):
+    browser.click("#lang-toggle")
+    browser.wait_for("document.documentElement.lang === 'zh-CN'")
+    # The shown results are redrawn in Chinese.
+    browser.wait_for("document.body.dataset.searched === '2' && document.querySelector('.hit .why li').textContent.includes('排名')")
+    assert browser.evaluate("document.querySelector('#search-form button[type=submit]').textContent") == "搜索"
+    ask(browser, ZH_QUESTION)
+    assert texts(browser, ".entities .chip") == ["order-service"]
+    why = " ".join(texts(browser, ".hit .why li"))
+    assert "从 订单服务 经关系图到达" in why or "从 order-service 经关系图到达" in why
+    drawn = browser.evaluate("Array.from(document.querySelectorAll('.graph-path svg .edge')).map(e => e.dataset.relation)")
+    labels = browser.evaluate("Array.from(document.querySelectorAll('.graph-path svg .node')).map(e => e.dataset.label)")
+    assert "dependsOn" in drawn and "mysql-core" in labels
+    assert "<mark>订单服务</mark>" in browser.evaluate("document.querySelector('#results').innerHTML")
+
+
+def test_opening_a_citation_or_passage(browser, server):
+    if browser.evaluate("Kg.features.ask"):
+        browser.wait_for("document.querySelector('#answer .cite')", timeout=60)
+        browser.click("#answer .cite")
+        browser.wait_for("document.querySelector('#answer .passage')")
+        card = browser.evaluate("document.querySelector('#answer .passage').textContent")
+    else:
+        assert browser.evaluate("document.querySelector('#answer').hidden")
+        first = browser.evaluate("document.querySelector('.hit').dataset.chunk")
+        browser.click(".hit .open-passage")
+        browser.wait_for(f"document.querySelector('.hit[data-chunk=\"{first}\"] .passage')")
+        card = browser.evaluate("document.querySelector('.hit .passage').textContent")
+        hit = api_get(server, "/entities/order-service")  # the page and the API agree on the demo
+        assert hit["label"] == "order-service"
+    assert "文档" in card and "章节" in card and "行" in card
+
+
+def test_the_entity_panel_draws_its_neighbours(browser, server):
+    browser.click(".entities .chip")
+    browser.wait_for("document.querySelector('#panel .entity-graph svg')")
+    entity = api_get(server, "/entities/" + urllib.parse.quote("order-service"))
+    neighbours = [n["label"] for rel in sorted(entity["neighbours"]) for n in entity["neighbours"][rel]]
+    drawn = browser.evaluate("Array.from(document.querySelectorAll('#panel svg .node:not(.center)')).map(e => e.dataset.label)")
+    assert drawn == neighbours[:16]
+    assert browser.evaluate("document.querySelector('#panel h2').textContent") == "order-service"
+    assert "订单服务" in browser.evaluate("document.querySelector('#panel').textContent")
+    browser.screenshot(SCREENSHOTS / "entity-zh-1440.png", full_page=False)
+    # Clicking a neighbour in the drawing opens it.
+    browser.evaluate("document.querySelector('#panel svg .node:not(.center)').dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    browser.wait_for(f"document.querySelector('#panel h2').textContent === {json.dumps(neighbours[0])}")
+
+
+def test_a_phone_sized_window(browser, server):
+    browser.resize(360, 780)
+    try:
+        browser.goto(server + "/?lang=zh&q=" + urllib.parse.quote(ZH_QUESTION))
+        browser.wait_for("document.querySelectorAll('.hit svg.graph').length > 0")
+        # Nothing wider than the screen: no sideways scrolling on a phone.
+        assert browser.evaluate("document.documentElement.scrollWidth") <= 360
+        assert browser.evaluate("Math.max(...Array.from(document.querySelectorAll('svg.graph')).map(s => s.getBoundingClientRect().right))") <= 360
+        browser.screenshot(SCREENSHOTS / "search-zh-360.png", full_page=False)
+        browser.click(".entities .chip")
+        browser.wait_for("document.querySelector('#panel .entity-graph svg')")
+        assert browser.evaluate("document.documentElement.scrollWidth") <= 360
+        browser.screenshot(SCREENSHOTS / "entity-zh-360.png", full_page=False)
+    finally:
+        browser.resize(1440, 900)
+
+
+def test_upload_by_drag_and_drop_asks_for_the_token(browser, server, tmp_path):
+    note = tmp_path / "backup-policy.md"
+    note.write_text("# 备份策略 quokkabackup\n\n每晚 02:00 对 mysql-core 做全量备份，保留 14 天。\n", encoding="utf-8")
+    browser.goto(server + "/?lang=en#documents")
+    browser.wait_for("!document.querySelector('#view-documents').hidden")
+    # Cancelled: nothing is written.
+    browser.drop_files("#drop", [note])
+    browser.wait_for("document.querySelector('#token-dialog').open")
+    browser.click("#token-dialog button[value=cancel]")
+    browser.wait_for("document.querySelector('#upload-log li.error')")
+    assert "no API token was given" in texts(browser, "#upload-log li")[0]
+    assert api_get(server, "/stats")["documents"] == api_get(server, "/health")["documents"]
+    before = api_get(server, "/stats")["documents"]
+    # With the token: the file is read in the page and POSTed, then found by a search.
+    browser.drop_files("#drop", [note])
+    browser.wait_for("document.querySelector('#token-dialog').open")
+    browser.type_text("#token-input", TOKEN)
+    browser.click("#token-ok")
+    browser.wait_for("document.querySelector('#upload-log li.ok')", timeout=60)
+    assert texts(browser, "#upload-log li.ok")[0].startswith("backup-policy.md: 1 added")
+    assert api_get(server, "/stats")["documents"] == before + 1
+    browser.goto(server + "/?lang=en")
+    ask(browser, "quokkabackup")
+    assert texts(browser, ".hit .hit-head strong")[0] == "备份策略 quokkabackup"
+
+
+def test_import_errors_are_shown_by_line(browser, server, tmp_path):
+    table = tmp_path / "team-relations.csv"
+    table.write_text("source,relation,target\nbilling-service,dependsOn,mysql-core\nbilling-service,depnds_on,kafka-cluster\n",
+                     encoding="utf-8")
+    browser.goto(server + "/?lang=en#import")
+    browser.wait_for("!document.querySelector('#view-import').hidden")
+    browser.set_files("#import-input", [table])
+    browser.click("#import-form button[type=submit]")  # the token is still in this tab's session
+    browser.wait_for("document.querySelector('#import-result table')", timeout=60)
+    rows = browser.evaluate("Array.from(document.querySelectorAll('#import-result tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent))")
+    assert rows == [["team-relations.csv", "3", "relation 'depnds_on' is not in the ontology (did you mean 'dependsOn'?)"]]
+    assert "was not imported" in texts(browser, "#import-result p.error")[0]
+    browser.click("#run-check")
+    browser.wait_for("document.querySelector('#check-result p')")
+    record = api_get(server, "/ontology/check")
+    shown = texts(browser, "#check-result p")[0]
+    assert shown == ("No problems found." if not record["findings"] else f"{record['errors']} error(s), {record['warnings']} warning(s)")
+    browser.screenshot(SCREENSHOTS / "import-errors-1440.png", full_page=False)
+
+
+def test_search_without_javascript(server):
+    with Chromium(CHROMIUM, 1024, 768) as plain:
+        plain.send("Emulation.setScriptExecutionDisabled", {"value": True})
+        plain.send("Page.navigate", {"url": server + "/?lang=en&q=" + urllib.parse.quote(EN_QUESTION)})
+        plain.wait_for("document.readyState === 'complete' && document.querySelectorAll('li.hit').length > 0", timeout=60)
+        assert plain.evaluate("document.querySelectorAll('.hit .why li').length") > 0
+        assert plain.evaluate("document.querySelector('noscript') !== null")
