@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import click
 
