@@ -165,3 +165,11 @@ def test_marks_and_words_follow_the_passage():
     why = {"bm25": {"rank": 2, "score": 1.0, "terms": ["redi"]},
            "graph": {"rank": 1, "score": 0.5, "entity": "x", "via": "about", "path": "query: a → dependsOn → b → document about it"}}
     assert why_in_words(why, "zh", "Redis") == ["匹配词语 Redis（文本排名第 2）", "从 a 经关系图到达（图谱排名第 1）；这是关于 b 的文档"]
+
+
+def test_a_passage_with_markup_cannot_break_out_of_the_page(client):
+    text = "# zebrafinch notes\n\nzebrafinch </script><script>alert(1)</script> <!-- <b>bold</b>\n"
+    assert client.post("/documents", json={"text": text, "source": "evil.md"}).status_code == 201
+    page = client.get("/", params={"q": "zebrafinch"}).text
+    assert "<script>alert(1)" not in page and "<b>bold</b>" not in page
+    assert "</script><script>alert(1)</script>" in boot(page)["result"]["hits"][0]["text"]

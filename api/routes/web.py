@@ -129,5 +129,6 @@ def _hit_view(hit: dict, lang: str) -> dict:
 
 
 def _script_json(data: dict) -> str:
-    # Inside <script type="application/json"> only "</" can end the element early.
-    return json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
+    # Inside <script type="application/json"> "</script" or "<!--" in a passage would end or
+    # confuse the element: every "<" becomes the JSON escape \u003c (the same string to JSON.parse).
+    return json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")
