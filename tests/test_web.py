@@ -75,7 +75,9 @@ def test_a_bad_mode_falls_back_and_an_empty_query_renders_no_results(client):
 def test_features_follow_the_routes_the_server_has(tmp_path):
     app = create_app(make_settings(tmp_path / "kb"))
     with TestClient(app) as test_client:
-        features = boot(test_client.get("/").text)["features"]
+        page = test_client.get("/").text
+        features = boot(page)["features"]
+        assert ('id="as-of"' in page) is features["as_of"]
         assert features["upload"] and features["import"] and features["ontology_check"]
         assert not features["token"]
         # Whether this version has answers yet (the answers work adds POST /ask), by its OpenAPI schema.
@@ -86,6 +88,10 @@ def test_features_follow_the_routes_the_server_has(tmp_path):
             return {}
 
         assert boot(test_client.get("/").text)["features"]["ask"] is True
+    # The "in force on" date appears only where POST /query takes as_of.
+    from api.schemas import QueryIn
+
+    assert features["as_of"] is ("as_of" in QueryIn.model_fields)
 
 
 def test_assets_are_served_from_the_package_and_nothing_else(client):

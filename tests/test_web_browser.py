@@ -141,6 +141,38 @@ def test_opening_a_citation_or_passage(browser, server):
     assert "文档" in card and "章节" in card and "行" in card
 
 
+def test_an_answer_record_renders_with_citations_that_open(browser, server):
+    """The answer box on a record of the shape CONTRACTS.md gives `POST /ask`, made from real hits of this server."""
+    query = json.loads(urllib.request.urlopen(urllib.request.Request(
+        server + "/query", data=json.dumps({"query": ZH_QUESTION, "k": 2}).encode(), headers={"Content-Type": "application/json"})).read())
+    first, second = query["hits"]
+    citations = [
+        {"n": 1, **{k: first[k] for k in ("chunk_id", "doc_id", "title", "source", "section", "lines", "text")}, "page": None,
+         "version": {"version_id": "v2", "label": "2024 修订版", "effective_from": "2024-03-01", "effective_to": None}},
+        {"n": 2, **{k: second[k] for k in ("chunk_id", "doc_id", "title", "source", "section", "lines", "text")}, "page": 3,
+         "version": None},
+    ]
+    record = {"question": ZH_QUESTION, "answer": "订单服务依赖 mysql-core [1]。也依赖 redis-cluster [2]。", "found": True,
+              "language": "zh", "path": "rules", "path_reason": "no LLM configured",
+              "sentences": [{"text": "订单服务依赖 mysql-core [1]。", "citations": [1], "support": 0.9, "flagged": False},
+                            {"text": "也依赖 redis-cluster [2]。", "citations": [2], "support": 0.2, "flagged": True}],
+              "citations": citations, "rounds": [], "packs_used": [], "timings_ms": {}}
+    browser.evaluate(f"Kg.renderAnswer({json.dumps(record, ensure_ascii=False)})")
+    assert texts(browser, "#answer .sentence") == ["订单服务依赖 mysql-core。", "也依赖 redis-cluster。"]
+    assert texts(browser, "#answer .cite") == ["1", "2"]
+    assert browser.evaluate("document.querySelectorAll('#answer .sentence.flagged').length") == 1
+    browser.click('#answer .cite[data-n="1"]')
+    card = browser.evaluate("document.querySelector('#answer .passage[data-cite=\"1\"]').textContent")
+    assert "2024 修订版" in card and "2024-03-01" in card and first["title"] in card and first["text"][:40] in card
+    browser.click('#answer .cite[data-n="2"]')
+    card = browser.evaluate("document.querySelector('#answer .passage[data-cite=\"2\"]').textContent")
+    assert "页 3" in card and f"行 {second['lines'][0]}–{second['lines'][1]}" in card
+    browser.screenshot(SCREENSHOTS / "answer-layout-zh-1440.png", full_page=False)
+    browser.click('#answer .cite[data-n="1"]')  # a second click closes it
+    assert browser.evaluate("document.querySelector('#answer .passage[data-cite=\"1\"]') === null")
+    browser.evaluate("document.querySelector('#answer').hidden = true")
+
+
 def test_the_entity_panel_draws_its_neighbours(browser, server):
     browser.click(".entities .chip")
     browser.wait_for("document.querySelector('#panel .entity-graph svg')")

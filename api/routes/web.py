@@ -50,7 +50,19 @@ def features(request: Request) -> dict[str, bool]:
         pass
     found = {name: need in served for name, need in FEATURES.items()}
     found["token"] = bool(request.app.state.settings.api_token)
+    # "in force on" a date: where POST /query takes `as_of` (the documents work adds it).
+    found["as_of"] = "as_of" in _query_fields(request.app)
     return found
+
+
+def _query_fields(app) -> set[str]:
+    try:
+        schema = app.openapi()
+        body = schema["paths"]["/query"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        name = body.get("$ref", "").rsplit("/", 1)[-1]
+        return set(schema["components"]["schemas"][name]["properties"]) if name else set(body.get("properties", {}))
+    except (KeyError, TypeError, ValueError):
+        return set()
 
 
 def _served(routes, prefix: str = "") -> set[tuple[str, str]]:
@@ -72,15 +84,18 @@ def page(
     mode: str = Query("full"),
     type: str = Query(""),  # noqa: A002 - the form field's name
     lang: str | None = Query(None),
+    as_of: str = Query("", max_length=10),
     kb=Depends(knowledge_base),  # noqa: B008 - FastAPI idiom
 ) -> HTMLResponse:
     """The page; `?q=` runs the search on the server so that it works without JavaScript."""
     language = pick_language(lang, request.cookies.get("kg_lang"), request.headers.get("accept-language"))
     mode = mode if mode in MODES else "full"
+    found = features(request)
     result, error = None, None
     if q.strip():
+        options = {"as_of": as_of} if as_of and found["as_of"] else {}
         try:
-            result = kb.query(q.strip(), mode=mode, types=[type] if type else None).to_json()
+            result = kb.query(q.strip(), mode=mode, types=[type] if type else None, **options).to_json()
         except KgError as exc:
             error = exc.message
     with kb.lock:
@@ -98,9 +113,10 @@ def page(
         result=result,
         hits=hits,
         error=error,
-        features=features(request),
+        as_of=as_of,
+        features=found,
         boot=_script_json({"lang": language, "messages": {code: messages(code) for code in ("en", "zh")},
-                           "features": features(request), "result": result}),
+                           "features": found, "result": result}),
     )
     response = HTMLResponse(html)
     if lang == language:

@@ -190,7 +190,8 @@
     box.append(h("p", { "class": "entities" }, h("span", {}, t("entities_named") + ":"),
       result.entities.length ? result.entities.map(function (e) { return entityChip(e.label); }) : h("span", { "class": "muted" }, t("none_linked"))));
     if (result.followup) box.append(h("p", { "class": "note" }, t("followup_note", { bridge: result.followup.bridge.join(Kg.sep()) })));
-    if (result.packs_used && result.packs_used.length) box.append(h("p", { "class": "note" }, result.packs_used.map(function (p) { return p.id; }).join(", ")));
+    if (result.as_of) box.append(h("p", { "class": "note" }, t("as_of") + " " + result.as_of));
+    if (result.packs_used && result.packs_used.length) box.append(h("p", { "class": "note" }, t("col_pack") + ": " + result.packs_used.map(function (p) { return p.id + (p.why ? " (" + p.why + ")" : ""); }).join(Kg.sep())));
     if (!result.hits.length) { box.append(h("p", { "class": "empty" }, t("no_hits"))); return; }
     box.append(h("p", { "class": "muted" }, t("hits", { n: result.hits.length })));
     box.append(h("ol", { "class": "hits" }, result.hits.map(renderHit)));
@@ -217,8 +218,9 @@
     if (!ans.found) text.append(h("span", { "class": "muted" }, t("no_answer") + " "));
     if (ans.sentences && ans.sentences.length) {
       ans.sentences.forEach(function (s) {
-        text.append(h("span", { "class": "sentence" + (s.flagged ? " flagged" : ""), title: s.flagged ? t("unsupported") : null },
-          s.text.replace(/\s*\[\d+\]/g, "")), (s.citations || []).map(cite), " ");
+        var sentence = h("span", { "class": "sentence" + (s.flagged ? " flagged" : ""), title: s.flagged ? t("unsupported") : null },
+          s.text.replace(/\s*\[\d+\]/g, ""));
+        text.append.apply(text, [sentence].concat((s.citations || []).map(cite), [" "]));  // append() does not flatten arrays
       });
     } else {
       (ans.answer || "").split(/(\[\d+\])/).forEach(function (part) {
@@ -241,12 +243,15 @@
   Kg.search = async function (q, mode, type) {
     var mine = ++latest;  // an answer to an older search that arrives late is dropped
     var withAnswer = Kg.features.ask && Kg.$("#with-answer").checked;
-    var body = { query: q, mode: mode, types: type ? [type] : null };
+    var body = { query: q, mode: mode, types: type ? [type] : null }, asOf = Kg.$("#as-of");
+    if (asOf && asOf.value) body.as_of = asOf.value;
     Kg.$("#results").setAttribute("aria-busy", "true");
     Kg.$("#answer").hidden = true;
-    history.replaceState(null, "", "/?" + new URLSearchParams({ q: q, mode: mode, type: type || "" }).toString() + location.hash);
+    var params = { q: q, mode: mode, type: type || "" };
+    if (body.as_of) params.as_of = body.as_of;
+    history.replaceState(null, "", "/?" + new URLSearchParams(params).toString() + location.hash);
     var started = performance.now();
-    var asking = withAnswer ? Kg.api("POST", "/ask", { question: q, mode: mode }) : null;
+    var asking = withAnswer ? Kg.api("POST", "/ask", Object.assign({ question: q, mode: mode }, body.as_of ? { as_of: body.as_of } : {})) : null;
     var res = await Kg.api("POST", "/query", body);
     var answered = performance.now();
     if (mine !== latest) return;

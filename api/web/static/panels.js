@@ -66,7 +66,7 @@
       if (F.document_delete) {
         actions.append(h("button", { type: "button", "class": "small danger", onclick: function () { deleteDocument(d); } }, t("delete")));
       }
-      return [h("span", {}, d.title, versionsBox), (d.source || "").split("/").pop(), d.format || "", String(d.chunks),
+      return [h("span", {}, d.title, d.pack ? h("span", { "class": "muted" }, " · " + t("col_pack") + " " + d.pack) : null, versionsBox), (d.source || "").split("/").pop(), d.format || "", String(d.chunks),
         d.version ? (d.version.label || d.version.version_id) + (d.version.effective_from ? " · " + d.version.effective_from : "") : "–",
         String(d.versions == null ? 1 : d.versions), actions];
     });
