@@ -40,6 +40,7 @@ def mcp_run(kb_root):
         ("documents", {}),
         ("entity", {"key": "no-such-thing"}),
         ("search", {"query": "mysql", "mode": "vector"}),
+        ("search", {"query": "mysql", "as_of": "2024-01-01"}),
     ]
     return asyncio.run(_session_calls(kb_root / "kb", calls))
 
@@ -79,7 +80,7 @@ def test_entity_and_documents(mcp_run, kb):
 
 
 def test_errors_are_tool_errors_with_the_fix(mcp_run):
-    _, (*_, unknown, bad_mode) = mcp_run
+    _, (*_, unknown, bad_mode, _dated) = mcp_run
     assert _field(unknown, "is_error", "isError")
     assert "no entity 'no-such-thing' (give its IRI or its exact label" in unknown.content[0].text
     assert _field(bad_mode, "is_error", "isError")
@@ -94,3 +95,17 @@ def test_ask_returns_the_answer_record_with_citations(kb_root):
     assert record["question"] == CROSS_DOC_QUERY
     for citation in record["citations"]:
         assert {"n", "chunk_id", "doc_id", "title", "section", "lines", "text"} <= set(citation)
+
+
+def test_as_of_is_passed_on_or_refused_by_name(mcp_run):
+    import inspect
+
+    from retrieval.pipeline import KnowledgeBase
+
+    *_, dated = mcp_run[1]
+    if "as_of" in inspect.signature(KnowledgeBase.query).parameters:
+        assert not _field(dated, "is_error", "isError")
+        assert _field(dated, "structured_content", "structuredContent")["as_of"] == "2024-01-01"
+    else:
+        assert _field(dated, "is_error", "isError")
+        assert "'as_of' is not available in this version of kgrag: leave it out" in dated.content[0].text

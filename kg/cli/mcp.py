@@ -40,6 +40,19 @@ def _as_record(item) -> Any:
     return dataclasses.asdict(item) if dataclasses.is_dataclass(item) else item
 
 
+def _optional(method, **given) -> dict[str, Any]:
+    """The optional arguments that were given, refusing those this version's `method` does not take."""
+    import inspect
+
+    from kg.errors import InputError
+
+    accepted = inspect.signature(method).parameters
+    for name, value in given.items():
+        if value is not None and name not in accepted:
+            raise InputError(f"'{name}' is not available in this version of kgrag: leave it out")
+    return {name: value for name, value in given.items() if value is not None}
+
+
 def _answers_available(kb) -> bool:
     # `ask` is offered only where the answer stage exists (it arrives with the answers work).
     return importlib.util.find_spec("retrieval.answer") is not None and callable(getattr(kb, "ask", None))
@@ -75,9 +88,11 @@ def build_server(kb):
 
     @server.tool(structured_output=True, description="Ranked passages for a question or keywords, each with `why` it was found "
                              "(matched words, or the path through the relation graph) and where it is "
-                             "(source, section, lines). mode: full | bm25 (text only) | graph.")
-    def search(query: str, k: int = 10, mode: str = "full", types: list[str] | None = None) -> dict[str, Any]:
-        return record(lambda: kb.query(query, k=k, mode=mode, types=types or None).to_json())
+                             "(source, section, lines). mode: full | bm25 (text only) | graph; as_of: "
+                             "YYYY-MM-DD (the versions in force then); packs: search only these packs.")
+    def search(query: str, k: int = 10, mode: str = "full", types: list[str] | None = None,
+               as_of: str | None = None, packs: list[str] | None = None) -> dict[str, Any]:
+        return record(lambda: kb.query(query, k=k, mode=mode, types=types or None, **_optional(kb.query, as_of=as_of, packs=packs)).to_json())
 
     @server.tool(structured_output=True, description="An entity by label, alias or IRI: aliases, types, neighbours by relation, "
                              "the documents about it and the passages mentioning it.")
@@ -92,9 +107,10 @@ def build_server(kb):
         @server.tool(structured_output=True, description="An answer to the question written from the knowledge base, each sentence "
                                  "with numbered citations (document, section, lines, version); found=false "
                                  "when the base does not answer it.")
-        def ask(question: str, k: int = 8, mode: str = "full") -> dict[str, Any]:
+        def ask(question: str, k: int | None = None, mode: str = "full", as_of: str | None = None,
+                packs: list[str] | None = None) -> dict[str, Any]:
             def call():
-                answer = kb.ask(question, k=k, mode=mode)
+                answer = kb.ask(question, k=k, mode=mode, **_optional(kb.ask, as_of=as_of, packs=packs))
                 return answer.to_json() if hasattr(answer, "to_json") else answer
             return record(call)
 

@@ -26,8 +26,8 @@
     defs.appendChild(marker); svg.appendChild(defs);
     return svg;
   }
-  function node(x, y, label, cls, onClick) {
-    var text = clip(label, 22), w = textWidth(text, FONT) + 2 * PAD;
+  function node(x, y, label, cls, onClick, maxChars) {
+    var text = clip(label, maxChars || 22), w = textWidth(text, FONT) + 2 * PAD;
     var g = el("g", { "class": "node " + (cls || ""), transform: "translate(" + (x - w / 2) + "," + (y - H / 2) + ")" });
     g.appendChild(el("title", {}, label));
     g.appendChild(el("rect", { width: w, height: H, rx: 8 }));
@@ -81,11 +81,13 @@
   }
 
   /* center: a label; neighbours: [{label, relation, asserted}] drawn around it (at most `limit`). */
-  function star(center, neighbours, onClick, limit) {
-    var shown = neighbours.slice(0, limit || 16), n = shown.length;
+  function star(center, neighbours, onClick, limit, maxWidth) {
+    var shown = neighbours.slice(0, limit || 16), n = shown.length, narrow = (maxWidth || 1000) < 500;
     // An ellipse wider than tall (labels are wide); every other neighbour a little further in
-    // when there are many, so that neighbouring boxes do not overlap.
-    var R = n <= 4 ? 110 : n <= 8 ? 150 : 200, RX = R * 1.3, W = 2 * RX + 200, Hh = 2 * R + 70;
+    // when there are many, so that neighbouring boxes do not overlap. Narrow: shorter labels,
+    // a tighter drawing, so that it is scaled down less.
+    var chars = narrow ? 12 : 22;
+    var R = narrow ? 115 : n <= 4 ? 110 : n <= 8 ? 150 : 200, RX = R * 1.3, W = 2 * RX + (narrow ? 130 : 200), Hh = 2 * R + 70;
     var svg = svgRoot(W, Hh, center), cx = W / 2, cy = Hh / 2;
     shown.forEach(function (nb, i) {
       var a = -Math.PI / 2 + (2 * Math.PI * i) / Math.max(n, 1);
@@ -95,9 +97,9 @@
       // The relation name near the neighbour's end, so that labels of close edges do not overlap.
       label.setAttribute("x", cx + (x - cx) * 0.6); label.setAttribute("y", cy + (y - cy) * 0.6 - 4);
       svg.appendChild(line);
-      svg.appendChild(node(x, y, nb.label, "", onClick).g);
+      svg.appendChild(node(x, y, nb.label, "", onClick, chars).g);
     });
-    svg.appendChild(node(cx, cy, center, "center").g);
+    svg.appendChild(node(cx, cy, center, "center", null, narrow ? 16 : 22).g);
     return svg;
   }
 

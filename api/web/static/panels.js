@@ -30,7 +30,7 @@
     panel.append(h("h3", {}, t("aliases")), h("p", {}, (e.aliases || []).join(Kg.sep()) || "–"));
     panel.append(h("h3", {}, t("neighbours")));
     // A phone shows fewer neighbours in the drawing, so that its labels stay readable; all are listed below.
-    if (flat.length) panel.append(h("div", { "class": "entity-graph" }, KgGraph.star(e.label, flat, Kg.openEntity, panel.clientWidth < 500 ? 8 : 16)));
+    if (flat.length) panel.append(h("div", { "class": "entity-graph" }, KgGraph.star(e.label, flat, Kg.openEntity, panel.clientWidth < 500 ? 8 : 16, panel.clientWidth)));
     panel.append(h("ul", {}, Object.keys(e.neighbours || {}).sort().map(function (rel) {
       return h("li", {}, h("b", {}, rel + ": "), e.neighbours[rel].map(function (n) {
         return h("button", { type: "button", "class": "chip", onclick: function () { Kg.openEntity(n.label); } }, n.label);
