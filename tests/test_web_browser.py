@@ -2,8 +2,8 @@
 
 Asks a Chinese and an English question, reads hits and why, opens a passage (a citation where
 answers exist), follows the graph drawing to an entity, uploads a file by drag and drop (with the
-API token asked for), imports a bad relation table and reads its errors by line. Screenshots go to
-docs/screenshots/. Skips where no Chromium is installed (`.ci/run` installs Debian's).
+API token asked for), imports a bad relation table and reads its errors by line. Screenshots are saved
+(to docs/screenshots/ when WEB_SCREENSHOTS_DIR says so). Skips where no Chromium is installed (`.ci/run` installs Debian's).
 """
 
 from __future__ import annotations
@@ -27,7 +27,10 @@ CHROMIUM = find_chromium()
 pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (Debian: apt-get install chromium)"),
               pytest.mark.slow]
 
-SCREENSHOTS = Path(__file__).parent.parent / "docs" / "screenshots"
+# The committed screenshots in docs/screenshots/ are refreshed with
+#   WEB_SCREENSHOTS_DIR=docs/screenshots python -m pytest tests/test_web_browser.py
+# otherwise they go to a temporary folder, so that a test run leaves the work tree as it was.
+SCREENSHOTS_ENV = "WEB_SCREENSHOTS_DIR"
 TOKEN = "browser-test-token"
 EN_QUESTION = "what breaks if redis-cluster goes down?"
 ZH_QUESTION = "订单服务依赖哪些组件？"
@@ -64,6 +67,12 @@ def server(demo_dir) -> str:
 
 
 @pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    chosen = os.environ.get(SCREENSHOTS_ENV)
+    return Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
+
+
+@pytest.fixture(scope="module")
 def browser():
     with Chromium(CHROMIUM, 1440, 900) as chromium:
         yield chromium
@@ -86,7 +95,7 @@ def texts(browser: Chromium, selector: str) -> list[str]:
     return browser.evaluate(f"Array.from(document.querySelectorAll({json.dumps(selector)})).map(e => e.textContent)")
 
 
-def test_an_english_question(browser, server):
+def test_an_english_question(browser, server, shots):
     browser.goto(server + "/?lang=en")
     ask(browser, EN_QUESTION)
     expected = json.loads(urllib.request.urlopen(urllib.request.Request(
@@ -105,7 +114,10 @@ def test_an_english_question(browser, server):
     drawn = browser.evaluate("Array.from(document.querySelectorAll('.graph-path svg .edge')).map(e => e.dataset.relation)")
     assert relations[0] in drawn
     assert browser.evaluate("document.querySelector('.graph-path svg .node.center').dataset.label") == "redis-cluster"
-    browser.screenshot(SCREENSHOTS / "search-en-1440.png", full_page=False)
+    browser.resize(1440, 1400)  # tall enough to show hits reached through a relation
+    browser.evaluate("window.scrollTo(0, 0)")
+    browser.screenshot(shots / "search-en-1440.png", full_page=False)
+    browser.resize(1440, 900)
 
 
 def test_a_chinese_question_after_switching_language(browser, server):
@@ -141,7 +153,7 @@ def test_opening_a_citation_or_passage(browser, server):
     assert "文档" in card and "章节" in card and "行" in card
 
 
-def test_an_answer_record_renders_with_citations_that_open(browser, server):
+def test_an_answer_record_renders_with_citations_that_open(browser, server, shots):
     """The answer box on a record of the shape CONTRACTS.md gives `POST /ask`, made from real hits of this server."""
     query = json.loads(urllib.request.urlopen(urllib.request.Request(
         server + "/query", data=json.dumps({"query": ZH_QUESTION, "k": 2}).encode(), headers={"Content-Type": "application/json"})).read())
@@ -167,13 +179,13 @@ def test_an_answer_record_renders_with_citations_that_open(browser, server):
     browser.click('#answer .cite[data-n="2"]')
     card = browser.evaluate("document.querySelector('#answer .passage[data-cite=\"2\"]').textContent")
     assert "页 3" in card and f"行 {second['lines'][0]}–{second['lines'][1]}" in card
-    browser.screenshot(SCREENSHOTS / "answer-layout-zh-1440.png", full_page=False)
+    browser.screenshot(shots / "answer-layout-zh-1440.png", full_page=False)
     browser.click('#answer .cite[data-n="1"]')  # a second click closes it
     assert browser.evaluate("document.querySelector('#answer .passage[data-cite=\"1\"]') === null")
     browser.evaluate("document.querySelector('#answer').hidden = true")
 
 
-def test_the_entity_panel_draws_its_neighbours(browser, server):
+def test_the_entity_panel_draws_its_neighbours(browser, server, shots):
     browser.click(".entities .chip")
     browser.wait_for("document.querySelector('#panel .entity-graph svg')")
     entity = api_get(server, "/entities/" + urllib.parse.quote("order-service"))
@@ -182,13 +194,13 @@ def test_the_entity_panel_draws_its_neighbours(browser, server):
     assert drawn == neighbours[:16]
     assert browser.evaluate("document.querySelector('#panel h2').textContent") == "order-service"
     assert "订单服务" in browser.evaluate("document.querySelector('#panel').textContent")
-    browser.screenshot(SCREENSHOTS / "entity-zh-1440.png", full_page=False)
+    browser.screenshot(shots / "entity-zh-1440.png", full_page=False)
     # Clicking a neighbour in the drawing opens it.
     browser.evaluate("document.querySelector('#panel svg .node:not(.center)').dispatchEvent(new MouseEvent('click', {bubbles: true}))")
     browser.wait_for(f"document.querySelector('#panel h2').textContent === {json.dumps(neighbours[0])}")
 
 
-def test_a_phone_sized_window(browser, server):
+def test_a_phone_sized_window(browser, server, shots):
     browser.resize(360, 780)
     try:
         browser.goto(server + "/?lang=zh&q=" + urllib.parse.quote(ZH_QUESTION))
@@ -196,11 +208,11 @@ def test_a_phone_sized_window(browser, server):
         # Nothing wider than the screen: no sideways scrolling on a phone.
         assert browser.evaluate("document.documentElement.scrollWidth") <= 360
         assert browser.evaluate("Math.max(...Array.from(document.querySelectorAll('svg.graph')).map(s => s.getBoundingClientRect().right))") <= 360
-        browser.screenshot(SCREENSHOTS / "search-zh-360.png", full_page=False)
+        browser.screenshot(shots / "search-zh-360.png", full_page=False)
         browser.click(".entities .chip")
         browser.wait_for("document.querySelector('#panel .entity-graph svg')")
         assert browser.evaluate("document.documentElement.scrollWidth") <= 360
-        browser.screenshot(SCREENSHOTS / "entity-zh-360.png", full_page=False)
+        browser.screenshot(shots / "entity-zh-360.png", full_page=False)
     finally:
         browser.resize(1440, 900)
 
@@ -231,7 +243,7 @@ def test_upload_by_drag_and_drop_asks_for_the_token(browser, server, tmp_path):
     assert texts(browser, ".hit .hit-head strong")[0] == "备份策略 quokkabackup"
 
 
-def test_import_errors_are_shown_by_line(browser, server, tmp_path):
+def test_import_errors_are_shown_by_line(browser, server, tmp_path, shots):
     table = tmp_path / "team-relations.csv"
     table.write_text("source,relation,target\nbilling-service,dependsOn,mysql-core\nbilling-service,depnds_on,kafka-cluster\n",
                      encoding="utf-8")
@@ -248,7 +260,7 @@ def test_import_errors_are_shown_by_line(browser, server, tmp_path):
     record = api_get(server, "/ontology/check")
     shown = texts(browser, "#check-result p")[0]
     assert shown == ("No problems found." if not record["findings"] else f"{record['errors']} error(s), {record['warnings']} warning(s)")
-    browser.screenshot(SCREENSHOTS / "import-errors-1440.png", full_page=False)
+    browser.screenshot(shots / "import-errors-1440.png", full_page=False)
 
 
 def test_search_without_javascript(server):

@@ -139,7 +139,7 @@ def _hit_view(hit: dict, lang: str) -> dict:
     return {
         **hit,
         "marked": highlight(hit["text"], terms),
-        "why_words": why_in_words(why, lang, hit["text"]),
+        "why_words": why_in_words(why, lang, "\n".join((hit["title"], hit["section"], hit["text"]))),  # words as written where they matched
         "steps": path_steps(graph["path"]) if graph else None,
     }
 

@@ -170,7 +170,7 @@
         hit.version && hit.version.label ? h("span", { "class": "section" }, hit.version.label) : null,
         h("span", { "class": "where" }, (hit.source || hit.doc_id).split("/").pop() + ":" + hit.lines[0] + "–" + hit.lines[1]), open),
       Kg.highlight(hit.text.length > 420 ? hit.text.slice(0, 420) + "…" : hit.text, terms),
-      h("ul", { "class": "why", "aria-label": t("why") }, Kg.whyWords(why, hit.text).map(function (w) { return h("li", { text: w }); })));
+      h("ul", { "class": "why", "aria-label": t("why") }, Kg.whyWords(why, [hit.title, hit.section, hit.text].join("\n")).map(function (w) { return h("li", { text: w }); })));
     if (why.graph) {
       var s = Kg.pathSteps(why.graph.path || "");
       var width = Math.max(260, (Kg.$("#results").clientWidth || 600) - 30);
