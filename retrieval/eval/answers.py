@@ -85,6 +85,11 @@ def reference_spans(reference: str) -> list[str]:
     return [s for s in dict.fromkeys(spans) if s]
 
 
+def _holds(text: str, span: str) -> bool:
+    """`span` in `text`, not inside a longer number or name (40 is not in 400, db-01 not in db-011)."""
+    return re.search(rf"(?<![0-9a-z]){re.escape(span)}(?![0-9a-z])", text) is not None
+
+
 def answer_in(reference: str, text: str) -> bool | None:
     """Whether `text` holds the reference answer (see the module's docstring); None when it cannot say (yes/no)."""
     ref = " ".join(normalize_text(reference).split())
@@ -94,7 +99,7 @@ def answer_in(reference: str, text: str) -> bool | None:
     spans = reference_spans(ref)
     if spans:
         need = max(1, math.ceil(len(spans) / 2))
-        return sum(s in lowered for s in spans) >= need
+        return sum(_holds(lowered, s) for s in spans) >= need
     if len(ref.split()) <= 6 and not re.search(r"[\u3400-\u9fff]", ref):
         clean = lambda s: " ".join(_ARTICLES.sub(" ", re.sub(r"[^\w\s]", " ", s.lower())).split())  # noqa: E731
         return bool(clean(ref)) and clean(ref) in clean(text)
@@ -126,7 +131,6 @@ def evaluate_answers(kb, questions: Sequence[AnswerQuestion], *, llm: LlmClient 
         started = time.perf_counter()
         answer = kb.ask(q.question, llm=llm)
         ms = (time.perf_counter() - started) * 1e3
-        passages = "\n".join(c.text for c in answer.citations[:TOP_PASSAGES])
         cited = "\n".join(s.text for s in answer.sentences if s.citations)
         by_n = {c.n: units(f"{c.title}\n{c.section}\n{c.text}") for c in answer.citations}
         n_citations = sum(len(s.citations) for s in answer.sentences)
@@ -137,7 +141,8 @@ def evaluate_answers(kb, questions: Sequence[AnswerQuestion], *, llm: LlmClient 
                "removed": len(answer.removed_citations), "flagged": sum(s.flagged for s in answer.sentences),
                "sentences": len(answer.sentences), "rounds": len(answer.rounds)}
         if q.answer is not None:
-            row["in_top5"] = answer_in(q.answer, passages) if answer.found else False
+            # In one passage (not pieced together from five): what an answer citing that passage could keep.
+            row["in_top5"] = any(answer_in(q.answer, c.text) for c in answer.citations[:TOP_PASSAGES]) if answer.found else False
             row["in_cited"] = answer_in(q.answer, cited) if answer.found else False
             if answer.path == "llm":
                 row["em"], row["f1"] = _f1(answer.answer, q.answer)
