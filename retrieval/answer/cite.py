@@ -85,3 +85,38 @@ def render(sentences: Sequence[AnswerSentence], language: str) -> str:
         marks = "".join(f"[{n}]" for n in s.citations) or (unknown if s.unknown else "")
         parts.append(f"{s.text}{marks}" if language == "zh" else f"{s.text} {marks}".rstrip())
     return ("" if language == "zh" else " ").join(parts)
+
+
+class CheckedStream:
+    """Checks a streamed answer sentence by sentence, so that what reaches the user has already lost its
+    invented numbers: `feed` returns the rendered sentences completed so far, `flush` the rest."""
+
+    def __init__(self, citations: Sequence[Citation], threshold: float, language: str) -> None:
+        self.citations, self.threshold, self.language = citations, threshold, language
+        self.buffer = ""
+        self.sent = 0
+
+    def _emit(self, text: str) -> str:
+        rendered, sentences = check_answer(text, self.citations, self.threshold, self.language)
+        if not sentences:
+            return ""
+        sep = "" if self.language == "zh" or not self.sent else " "
+        self.sent += len(sentences)
+        return sep + rendered
+
+    def feed(self, piece: str) -> str:
+        self.buffer = _AFTER_STOP.sub(lambda m: m.group(2) + m.group(1), self.buffer + piece)
+        cut = 0
+        for m in _SPLIT.finditer(self.buffer):
+            rest = self.buffer[m.end():].lstrip()
+            # Markers may still follow a full stop ("…。" then "[1]"): wait until something else does.
+            if rest and rest[0] not in "[【":
+                cut = m.end()
+        if not cut:
+            return ""
+        done, self.buffer = self.buffer[:cut], self.buffer[cut:]
+        return self._emit(done)
+
+    def flush(self) -> str:
+        done, self.buffer = self.buffer, ""
+        return self._emit(done) if done.strip() else ""

@@ -76,6 +76,7 @@ class LlmClient:
     mock: Mapping[str, str] = field(default_factory=dict)
     down: str | None = None  # set after a connection failure or timeout: no more calls in this request
     calls: int = 0
+    tasks: list[str] = field(default_factory=list)  # the tasks called, in order (for the record and tests)
 
     @property
     def model(self) -> str:
@@ -96,7 +97,9 @@ class LlmClient:
             # A local OpenAI-compatible server (vLLM, llama.cpp, LM Studio) usually wants no key, but
             # the OpenAI client refuses to start without one.
             kwargs["api_key"] = "not-needed"
-        if task in self.mock:
+        if self.mock:
+            if task not in self.mock:  # a dry run never reaches a real endpoint by accident
+                raise LlmUnavailable(f"no mock reply for the {task} task")
             kwargs["mock_response"] = self.mock[task]
         return kwargs
 
@@ -110,6 +113,7 @@ class LlmClient:
         litellm = load_litellm()
         kwargs = self._kwargs(task, max_tokens)
         self.calls += 1
+        self.tasks.append(task)
         try:
             response = litellm.completion(messages=messages, **kwargs)
         except Exception as exc:  # noqa: BLE001 - every failure of the endpoint degrades to the rules path
@@ -128,6 +132,7 @@ class LlmClient:
         litellm = load_litellm()
         kwargs = self._kwargs(task, max_tokens)
         self.calls += 1
+        self.tasks.append(task)
         try:
             chunks = litellm.completion(messages=messages, stream=True, **kwargs)
             for chunk in chunks:

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from retrieval.answer.cite import check_answer, number_hits
+from retrieval.answer.cite import CheckedStream, check_answer, number_hits
 from retrieval.answer.extractive import extract_answer
 from retrieval.answer.judge import Verdict, evidence_of, parse_verdict, rules_verdict
 from retrieval.answer.llm import LlmClient, LlmUnavailable
@@ -89,7 +89,7 @@ def _fuse(rankings: Sequence[tuple[Sequence, float]], depth: int) -> list:
 
 
 def _judge(question: str, hits: Sequence, entities: Sequence[dict], notes: _Notes) -> Verdict:
-    if notes.usable():
+    if notes.usable() and hits:  # no passages: nothing to show a model, the rules say "not enough"
         try:
             reply = notes.llm.complete("judge", judge_messages(question, number_hits(hits[:JUDGE_PASSAGES])), max_tokens=300)
             verdict = parse_verdict(reply)
@@ -184,11 +184,17 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
     text, path = None, "rules"
     if notes.usable():
         pieces: list[str] = []
+        checked = CheckedStream(citations, options.citation_support, language)
         try:
             for piece in notes.llm.stream("answer", answer_messages(question, citations, language)):
                 pieces.append(piece)
-                yield "delta", piece
+                ready = checked.feed(piece)
+                if ready:
+                    yield "delta", ready
             text, path = "".join(pieces), "llm"
+            rest = checked.flush()
+            if rest:
+                yield "delta", rest
         except LlmUnavailable as exc:
             notes.failed("answer", exc)
             if pieces:
