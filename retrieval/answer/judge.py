@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from retrieval.answer.terms import Units, coverage, key_terms, units
+from retrieval.answer.terms import Units, contains_name, coverage, identifiers, key_terms, units
 
 __all__ = ["Evidence", "Verdict", "evidence_of", "parse_verdict", "rules_verdict"]
 
@@ -46,23 +46,26 @@ class Evidence:
 
     coverage: float
     missing: list[str]
-    missing_identifiers: list[str]
+    missing_names: list[str]  # names the question gives (LORA-05, MongoDB) that no passage holds
     entities_missing: list[str]
-
-    named: bool = False  # the question names something (an identifier, a linked entity) and the passages hold it
+    named: bool = False  # the question names something (an identifier, a linked entity)
+    unknown_names: list[str] | None = None  # of missing_names, those the whole knowledge base lacks (None: not checked)
+    names: list[str] = field(default_factory=list)  # every name the question gives
 
     @property
     def found(self) -> bool:
-        """Something relevant: every name the question gives is in the passages, and so is enough of the rest
-        (less is asked of the other words when the named things are there: "哪些应用会受波及" is worded
-        unlike the documents that answer it)."""
-        if self.missing_identifiers:
-            return False
+        """Something relevant: at most a minority of the names the question gives are unknown to the knowledge base, and the passages
+        hold enough of the question's words (less is asked when it names things: "哪些应用会受波及" is
+        worded unlike the documents that answer it)."""
+        unknown = self.missing_names if self.unknown_names is None else self.unknown_names
+        if unknown and 2 * len(unknown) >= len(self.names):
+            return False  # most of what it names is not in the knowledge base (one unknown abbreviation of four is not)
         return self.coverage >= (NAMED_FOUND_COVERAGE if self.named else FOUND_COVERAGE)
 
     @property
     def sufficient(self) -> bool:
-        return self.found and not self.entities_missing and self.coverage >= SUFFICIENT_COVERAGE
+        return (self.found and not self.missing_names and not self.entities_missing
+                and self.coverage >= SUFFICIENT_COVERAGE)
 
 
 def passage_units(hits: Sequence) -> Units:
@@ -72,8 +75,9 @@ def passage_units(hits: Sequence) -> Units:
 
 def evidence_of(question: str, hits: Sequence, entities: Sequence[dict] = ()) -> Evidence:
     terms = key_terms(question)
+    names = identifiers(question)
     if not hits:
-        return Evidence(0.0, [t.text for t in terms], [t.text for t in terms if t.identifier], [])
+        return Evidence(0.0, [t.text for t in terms], names, [], bool(names or entities), names=names)
     text = passage_units(hits)
     cov, missing = coverage(terms, text)
     reached = any("graph" in (h.why or {}) for h in hits)
@@ -81,8 +85,9 @@ def evidence_of(question: str, hits: Sequence, entities: Sequence[dict] = ()) ->
         e["label"] for e in entities
         if e.get("label", "").lower() not in text.lowered and e.get("surface", "").lower() not in text.lowered
     ]
-    named = (any(t.identifier for t in terms) or bool(entities)) and not entities_missing
-    return Evidence(cov, [t.text for t in missing], [t.text for t in missing if t.identifier], entities_missing, named)
+    absent = [n for n in names if not contains_name(text.lowered, n)]
+    named = bool(names or entities) and not entities_missing
+    return Evidence(cov, [t.text for t in missing], absent, entities_missing, named, names=names)
 
 
 def rules_verdict(question: str, hits: Sequence, entities: Sequence[dict] = ()) -> Verdict:

@@ -26,6 +26,7 @@ from retrieval.answer.llm import LlmClient, LlmUnavailable
 from retrieval.answer.prompts import answer_messages, judge_messages, rewrite_messages
 from retrieval.answer.record import NOT_FOUND, Answer, Round, detect_language
 from retrieval.answer.rewrite import parse_rewrites, rule_rewrites
+from retrieval.answer.terms import contains_name
 
 __all__ = ["AskOptions", "MAX_ROUNDS", "ask_events", "answer_question"]
 
@@ -36,6 +37,7 @@ REWRITE_WEIGHT = 0.7  # a rewrite's ranks against the question's own
 FOLLOWUP_WEIGHT = 0.8  # round 2's ranks against round 1's
 RRF_K = 20.0
 PER_DOCUMENT = 2
+KNOWN_DEPTH = 10  # hits searched for a name the passages lack
 
 
 class Searcher(Protocol):
@@ -86,6 +88,13 @@ def _fuse(rankings: Sequence[tuple[Sequence, float]], depth: int) -> list:
         if len(out) == depth:
             break
     return out
+
+
+def _known(kb: Searcher, name: str) -> bool:
+    """Whether any document holds the name at all: a name that is only missing from this question's
+    passages is a retrieval miss, one missing from the whole knowledge base means nothing relevant."""
+    result = kb.query(name, k=KNOWN_DEPTH, mode="bm25")
+    return any(contains_name(f"{h.title}\n{h.section}\n{h.text}".lower(), name) for h in result.hits)
 
 
 def _judge(question: str, hits: Sequence, entities: Sequence[dict], notes: _Notes) -> Verdict:
@@ -166,10 +175,11 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
 
     top = hits[: options.k]
     evidence = evidence_of(question, top[:JUDGE_PASSAGES], entities)
+    evidence.unknown_names = [n for n in evidence.missing_names if not _known(kb, n)]
     base = {"question": question, "language": language, "rounds": rounds, "packs_used": packs_used, "rewrites": rewrites}
     if not top or not evidence.found:
         why = ("no passage matched" if not top else
-               f"the passages lack {', '.join(evidence.missing_identifiers)}" if evidence.missing_identifiers else
+               f"no document mentions {', '.join(evidence.unknown_names)}" if evidence.unknown_names else
                f"the passages hold {evidence.coverage:.0%} of the question's key words")
         answer = Answer(answer=NOT_FOUND[language], found=False, path="rules",
                         path_reason=f"nothing relevant in the knowledge base ({why}); no model was called", **base)

@@ -19,7 +19,7 @@ from retrieval.index.analysis import (
     normalize_text,
 )
 
-__all__ = ["KeyTerm", "Units", "coverage", "identifiers", "key_terms", "split_sentences", "support", "units"]
+__all__ = ["KeyTerm", "Units", "contains_name", "coverage", "identifiers", "key_terms", "split_sentences", "support", "units"]
 
 # Words that say what kind of answer is wanted, not what it is about.
 QUESTION_WORDS = frozenset(
@@ -60,6 +60,17 @@ def identifiers(text: str) -> list[str]:
         if (marked or (chinese and len(token) > 1) or capitalised) and lowered not in out:
             out.append(lowered)
     return out
+
+
+def contains_name(lowered: str, name: str) -> bool:
+    """A lower-cased name in a lower-cased text, not inside a longer name (lora-02 is not in lora-021);
+    a compound name of words (ak/sk, max-threads) also counts when each of its parts stands there on its own."""
+    if re.search(rf"(?<![0-9a-z]){re.escape(name)}(?![0-9a-z])", lowered):
+        return True
+    parts = [p for p in re.split(r"[_.\-/:+#]+", name) if p]
+    if any(p.isdigit() for p in parts):
+        return False  # a model number (TH-30, LORA-05) is its number: th and 30 apart are not it
+    return len(parts) > 1 and all(re.search(rf"(?<![0-9a-z]){re.escape(p)}(?![0-9a-z])", lowered) for p in parts)
 
 
 def _name_terms(text: str) -> set[str]:
