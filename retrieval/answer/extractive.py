@@ -30,8 +30,10 @@ MAX_STEPS = 8
 SHORT_SENTENCE = 16  # characters: a heading or a lead-in, joined with what follows
 CLOSE_TO_BEST = 0.7
 CONTEXT_AFTER = 2  # sentences after the best one kept with it
-STEPS_SHARE = 0.5  # a question asking for steps takes a list whose best item scores this close to the best sentence
+CONTEXT_CHARS = 300  # what the context may add to the length budget
+STEPS_SHARE = 0.5  # a question asking for steps takes a list whose three best items score this close to the best sentence
 _DIGIT = re.compile(r"\d")
+_BRACKETED = re.compile(r"\[(\s*\d[\d\s,，、]*)\]")
 _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)、]|[-*+•])\s+")
 _QUANTITY = re.compile(r"多少|几|多久|多长|多大|多高|上限|阈值|端口|how (?:many|much|long|often|big)|which port|what (?:is|are) the .*(?:setting|limit|size|port|value|timeout)", re.IGNORECASE)
 _STEPS = re.compile(r"怎么|如何|步骤|流程|排查|处理|切换|how (?:do|to|should|can)|steps?\b|procedure|what should", re.IGNORECASE)
@@ -52,13 +54,28 @@ def _pieces(text: str) -> list[tuple[str, int | None]]:
     """Sentences of a passage with the list each belongs to (consecutive list items form one list)."""
     out: list[tuple[str, int | None]] = []
     block, in_list = -1, False
+    code: list[str] | None = None
     for line in text.splitlines():
+        if line.strip().startswith("```"):
+            if code is None:
+                code = []
+            else:  # a code block is one piece: a command or a config snippet is not cut into lines
+                if code:
+                    out.append((" ".join(code), None))
+                code = None
+            continue
+        if code is not None:
+            if line.strip():
+                code.append(line.strip())
+            continue
         item = bool(_LIST_ITEM.match(line))
         if item and not in_list:
             block += 1
         in_list = item or (in_list and line.startswith("   "))  # an indented continuation stays in the list
         for sentence in split_sentences(line):
             out.append((sentence, block if in_list else None))
+    if code:
+        out.append((" ".join(code), None))
     return out
 
 
@@ -114,19 +131,36 @@ def extract_answer(question: str, citations: Sequence[Citation], language: str) 
     if not pool:
         return ""
     best = pool[0]
-    listed = next((c for c in pool if c.block is not None), None)
-    if _STEPS.search(question) and listed is not None and listed.score >= STEPS_SHARE * best.score:
-        chosen = _steps(listed, pools[[c.n for c in citations].index(listed.n)])
+    listed = _best_list(pools) if _STEPS.search(question) else None
+    if listed is not None and listed[0] >= STEPS_SHARE * best.score:
+        chosen = _steps(listed[1], pools[[c.n for c in citations].index(listed[1].n)])
     else:
         chosen = _greedy(best, pool)
-        chosen = _with_context(chosen, pools[[c.n for c in citations].index(best.n)])
+        chosen = _with_context(chosen, pools, [c.n for c in citations])
     parts = []
     for c in chosen:
-        text = c.text.rstrip()
+        # Bracketed numbers of the document ("[0, 10]") must not read as citations: full-width brackets.
+        text = _BRACKETED.sub(r"［\1］", c.text.rstrip())
         if text[-1] not in "。！？!?；;.":
             text += "。" if language == "zh" else "."
         parts.append(f"{text}[{c.n}]")
     return "\n".join(parts)  # one a line: the citation check splits there whatever the script
+
+
+def _best_list(pools: Sequence[Sequence[_Candidate]]) -> tuple[float, _Candidate] | None:
+    """The list whose three best items score highest together (steps are many modest matches, not one strong one), with its best item."""
+    best = None
+    for passage in pools:
+        blocks: dict[int, list[_Candidate]] = {}
+        for c in passage:
+            if c.block is not None:
+                blocks.setdefault(c.block, []).append(c)
+        for items in blocks.values():
+            ranked = sorted(items, key=lambda c: -c.score)
+            score = sum(c.score for c in ranked[:3])
+            if best is None or score > best[0]:
+                best = (score, ranked[0])
+    return best
 
 
 def _steps(best: _Candidate, passage: Sequence[_Candidate]) -> list[_Candidate]:
@@ -141,19 +175,23 @@ def _steps(best: _Candidate, passage: Sequence[_Candidate]) -> list[_Candidate]:
     return chosen if best in chosen else [best]
 
 
-def _with_context(chosen: list[_Candidate], passage: Sequence[_Candidate]) -> list[_Candidate]:
-    """The sentences right after the best one in its passage (a table's next row, the value after a lead-in), within the budget."""
-    best = chosen[0]
+def _with_context(chosen: list[_Candidate], pools: Sequence[Sequence[_Candidate]], order: Sequence[int]) -> list[_Candidate]:
+    """Each chosen sentence followed by the ones right after it in its passage (a table's next row, the
+    value after a comment, the command after "run:"): two after the best, one after the others, within the budget."""
     size = sum(len(c.text) for c in chosen)
     taken = {(c.n, c.position) for c in chosen}
-    extra = []
-    for c in passage:
-        if best.position < c.position <= best.position + CONTEXT_AFTER and (c.n, c.position) not in taken:
-            if size + len(c.text) > MAX_CHARS:
-                break
-            extra.append(c)
-            size += len(c.text)
-    return [best, *extra, *chosen[1:]]
+    out = []
+    for i, cand in enumerate(chosen):
+        out.append(cand)
+        after = CONTEXT_AFTER if i == 0 else 1
+        for c in pools[order.index(cand.n)]:
+            if cand.position < c.position <= cand.position + after and (c.n, c.position) not in taken:
+                if size + len(c.text) > MAX_CHARS + CONTEXT_CHARS:
+                    break
+                out.append(c)
+                taken.add((c.n, c.position))
+                size += len(c.text)
+    return out
 
 
 def _greedy(best: _Candidate, pool: Sequence[_Candidate]) -> list[_Candidate]:
