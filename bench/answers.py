@@ -88,6 +88,35 @@ def loop_guarantees(kb, questions) -> dict:
     }
 
 
+def targets(summaries: dict, extras: dict) -> list[str]:
+    """Each target of the issue with the measured value and whether it is met."""
+    def row(what: str, value, ok: bool) -> str:
+        return f"- {'met' if ok else 'MISSED'}: {what}: {value}"
+
+    out = []
+    for name in ("demo", "ops_dev_zh"):
+        s = summaries.get(name)
+        if s is None:
+            continue
+        kept = s["kept_of_top5_pct"]
+        out.append(row(f"{name}: extractive answer keeps the answer of >= 90% of the questions whose top-5 holds it",
+                       f"{kept}%", kept is not None and kept >= 90))
+        out.append(row(f"{name}: 0 citations to missing numbers", s["citations_to_missing_numbers"],
+                       s["citations_to_missing_numbers"] == 0))
+        out.append(row(f"{name}: never the no-hit fallback on answerable questions", s["nofound_on_answerable"],
+                       s["nofound_on_answerable"] == 0))
+        if s["unanswerable"]:
+            out.append(row(f"{name}: no-hit fallback on >= 9 of 10 unanswerable questions",
+                           f"{s['nofound_on_unanswerable']}/{s['unanswerable']}", s["nofound_on_unanswerable"] >= 9))
+    for name, extra in extras.items():
+        worst = extra["endpoint_down_extra_ms"]["max"]
+        out.append(row(f"{name}: endpoint down -> rules path in < 1 s extra", f"max {worst} ms", worst < 1000
+                       and extra["endpoint_down_paths"] == ["rules"]))
+        rounds = extra["greedy_model_rounds"]
+        out.append(row(f"{name}: a model that always asks for more gets exactly two rounds", rounds, list(rounds) == ["2"]))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bench-dir", type=Path, default=REPO_ROOT.parent / "shared" / "bench")
@@ -127,6 +156,7 @@ def main() -> None:
     ]
     for name, extra in extras.items():
         lines += [f"## {name}: the loop's guarantees", "", "```", json.dumps(extra, indent=2), "```", ""]
+    lines += ["## Targets (issue 10)", "", *targets(summaries, extras), ""]
     args.out.write_text("\n".join(lines), encoding="utf-8")
     (args.out.with_suffix(".json")).write_text(
         json.dumps({k: {x: y for x, y in v.items() if x != "rows"} | extras.get(k, {}) for k, v in summaries.items()},
