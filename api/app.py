@@ -8,7 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from api.routes import admin, documents, entities, health, query, web
+from api.routes import admin, ask, documents, entities, health, openai_compat, query, web
 from kg.errors import AuthError, KgError
 from kg.settings import Settings, get_settings
 
@@ -47,6 +47,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         body = {"error": {"type": "InputError", "message": "invalid request body", "problems": problems}}
         return JSONResponse(body, status_code=422)
 
-    for module in (health, query, documents, entities, admin, web):
+    for module in (health, query, documents, entities, ask, openai_compat, admin, web):
         app.include_router(module.router)
     return app

@@ -41,6 +41,21 @@ class Settings(BaseSettings):
     llm_model: str | None = Field(
         None, description="litellm model name (e.g. openai/gpt-4o-mini); unset = offline rules (KG_LLM_MODEL)."
     )
+    # -- answers (retrieval/answer): the LLM endpoint and the citation check --------------------------
+    llm_base_url: str | None = Field(
+        None, description="Base URL of the model's endpoint, e.g. http://localhost:11434 for Ollama or an OpenAI-compatible "
+        "/v1 URL; unset = the provider's default (KG_LLM_BASE_URL)."
+    )
+    llm_api_key_env: str | None = Field(
+        None, description="Name of the environment variable holding the API key when it is not the provider's usual one "
+        "(OPENAI_API_KEY, DEEPSEEK_API_KEY, ...); the key itself is never a setting (KG_LLM_API_KEY_ENV)."
+    )
+    llm_timeout: float = Field(20.0, gt=0, le=600, description="Seconds one LLM call may take before the request falls back to the rules path (KG_LLM_TIMEOUT).")
+    llm_max_tokens: int = Field(800, ge=16, le=16000, description="Most tokens the model may write for one answer (KG_LLM_MAX_TOKENS).")
+    llm_temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature of every LLM call (KG_LLM_TEMPERATURE).")
+    llm_rewrites: bool = Field(True, description="Ask the model for 3-5 keyword rewrites of the question, searched together and fused (KG_LLM_REWRITES).")
+    answer_passages: int = Field(6, ge=1, le=20, description="Passages numbered [1]..[n] and given to the answer (KG_ANSWER_PASSAGES).")
+    citation_support: float = Field(0.35, ge=0, le=1, description="A sentence whose best cited passage shares less than this share of its character pairs / words is flagged (KG_CITATION_SUPPORT).")
 
     # web page and admin endpoints (api/routes/web.py, api/routes/admin.py)
     import_max_bytes: int = Field(

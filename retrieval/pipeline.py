@@ -374,6 +374,13 @@ class KnowledgeBase:
             followup=followup.to_json() if followup else None,
         )
 
+    def ask(self, question: str, k: int | None = None, mode: str = "full", *, as_of=None, packs=None,
+            llm="settings", stream: bool = False):
+        """A cited answer (`retrieval.answer`: the two-round sufficiency loop); `stream=True` yields its events."""
+        from retrieval.answer.session import ask
+
+        return ask(self, question, k=k, mode=mode, as_of=as_of, packs=packs, llm=llm, stream=stream)
+
     def _follow_up(self, text: str, words: list[str], fused: list, graph_hits: list, grams: list):
         """Round two (`retrieval.rank.followup`), when round one's best hit is a first hop and not the end:
         the question names that hit's subject (its whole title), no top hit came through a relation, and

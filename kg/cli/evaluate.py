@@ -69,9 +69,12 @@ def _parse_ks(value: str) -> tuple[int, ...]:
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the results as JSON to this file ('-' for stdout).")
 @click.option("--by-type/--no-by-type", default=True, show_default=True, help="One table row per question type.")
+@click.option("--answers", is_flag=True, help="Measure answers instead (kg ask on every question with a reference `answer`).")
+@click.option("--unanswerable", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="With --answers: questions the knowledge base cannot answer (they expect the no-hit fallback).")
 @quiet_option
 def eval_(target: Path, kb_dir: Path | None, ks: str, mode: str, limit: int | None, json_out: Path | None,
-          by_type: bool, quiet: bool) -> None:
+          by_type: bool, answers: bool, unanswerable: Path | None, quiet: bool) -> None:
     """Measure retrieval: R@k, AR@k, Hit@k, MRR, latency.
 
     \b
@@ -81,7 +84,14 @@ def eval_(target: Path, kb_dir: Path | None, ks: str, mode: str, limit: int | No
     kg eval --kb DATA_DIR QUESTIONS.jsonl
                                    your own self-check set on an existing knowledge base;
                                    gold_ids are document ids or source paths
+    kg eval --answers [--kb DATA_DIR] TARGET [--unanswerable FILE]
+                                   answers: reference answer kept in the cited sentences
+                                   vs in the top-5 passages, citation checks, no-hit fallback
     """
+    if answers:
+        from kg.cli.ask import eval_answers
+
+        return eval_answers(target, kb_dir, limit, unanswerable, json_out, quiet)
     from retrieval.eval.evaluate import evaluate_dataset, evaluate_kb
     from retrieval.eval.metrics import format_table
 

@@ -1,0 +1,52 @@
+"""POST /ask: a question in, the answer record out (the same JSON as `kg ask --json`), or Server-Sent Events when asked to stream."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from api.deps import knowledge_base
+from kg.errors import KgError
+
+router = APIRouter()
+
+
+class AskIn(BaseModel):
+    question: str = Field(..., min_length=1, max_length=4000, description="The question.")
+    k: int | None = Field(None, ge=1, le=20, description="Passages numbered and given to the answer (default KG_ANSWER_PASSAGES).")
+    mode: str = Field("full", pattern="^(full|bm25|graph)$", description="full, bm25 (text only) or graph only.")
+    as_of: str | None = Field(None, description="Search the document versions in force on this date (YYYY-MM-DD).")
+    packs: list[str] | None = Field(None, description="Search only inside these packs.")
+    stream: bool = Field(False, description="Stream Server-Sent Events: round, delta (answer text), answer (the record).")
+
+
+def sse(event: str, data) -> str:
+    """One Server-Sent Event; the data is one line of JSON."""
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def answer_events(events: Iterator) -> Iterator[str]:
+    try:
+        for kind, value in events:
+            if kind == "round":
+                yield sse("round", value.to_json())
+            elif kind == "delta":
+                yield sse("delta", {"text": value})
+            else:
+                yield sse("answer", value.to_json())
+    except KgError as exc:  # after the 200 has been sent an error can only be an event
+        yield sse("error", exc.to_json()["error"])
+
+
+@router.post("/ask", summary="A cited answer (SSE when stream is true or Accept is text/event-stream)")
+def ask(body: AskIn, request: Request, kb=Depends(knowledge_base)):  # noqa: B008 - FastAPI idiom
+    streaming = body.stream or "text/event-stream" in request.headers.get("accept", "")
+    result = kb.ask(body.question, k=body.k, mode=body.mode, as_of=body.as_of, packs=body.packs, stream=streaming)
+    if not streaming:
+        return result.to_json()
+    return StreamingResponse(answer_events(result), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

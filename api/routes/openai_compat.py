@@ -1,0 +1,106 @@
+"""POST /v1/chat/completions (and GET /v1/models): the knowledge base as an OpenAI-compatible chat model, cited answers included.
+
+The last user message is the question (earlier turns are not searched). The reply's content is the
+checked answer followed by its sources; the same citations come as structured data in the extra
+`citations` field and the whole answer record in `kgrag`. The `model` a client asks for is echoed
+back but never chooses the model kgrag calls: that is KG_LLM_MODEL alone.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.deps import knowledge_base
+from kg.errors import InputError, KgError
+
+router = APIRouter(prefix="/v1")
+MODEL_ID = "kgrag"
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str
+    content: str | list | None = None
+
+
+class ChatIn(BaseModel):
+    model_config = ConfigDict(extra="allow")  # temperature, top_p, user ...: accepted and ignored
+    model: str = Field(MODEL_ID, description="Echoed back; the model kgrag calls is KG_LLM_MODEL.")
+    messages: list[ChatMessage] = Field(..., min_length=1)
+    stream: bool = False
+
+
+def question_of(messages: list[ChatMessage]) -> str:
+    for message in reversed(messages):
+        if message.role == "user":
+            content = message.content
+            if isinstance(content, list):  # [{"type": "text", "text": "..."}, ...]
+                content = " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+            if isinstance(content, str) and content.strip():
+                return content.strip()
+    raise InputError("no user message with text: put the question in a message with \"role\": \"user\"")
+
+
+def content_of(answer) -> str:
+    sources = answer.sources_text()
+    return f"{answer.answer}\n\n{'来源' if answer.language == 'zh' else 'Sources'}:\n{sources}" if sources else answer.answer
+
+
+def _usage() -> dict:
+    return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+@router.get("/models", summary="The one model this endpoint serves")
+def models() -> dict:
+    return {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "kgrag"}]}
+
+
+@router.post("/chat/completions", summary="OpenAI-compatible chat completion over the knowledge base")
+def chat_completions(body: ChatIn, kb=Depends(knowledge_base)):  # noqa: B008 - FastAPI idiom
+    question = question_of(body.messages)
+    ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
+    if not body.stream:
+        answer = kb.ask(question)
+        return {
+            "id": ident, "object": "chat.completion", "created": created, "model": body.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content_of(answer)}, "finish_reason": "stop"}],
+            "usage": _usage(),
+            "citations": [c.to_json() for c in answer.citations],
+            "kgrag": answer.to_json(),
+        }
+    events = kb.ask(question, stream=True)
+    return StreamingResponse(_chunks(events, ident, created, body.model), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def _chunk(ident: str, created: int, model: str, delta: dict, finish: str | None = None, **extra) -> str:
+    data = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _chunks(events: Iterator, ident: str, created: int, model: str) -> Iterator[str]:
+    """The answer text as it is written; then, when the citations were checked and changed it, the checked
+    answer is not re-sent (a stream cannot take text back) but the final chunk carries it in `kgrag`."""
+    yield _chunk(ident, created, model, {"role": "assistant", "content": ""})
+    try:
+        for kind, value in events:
+            if kind == "delta":
+                yield _chunk(ident, created, model, {"content": value})
+            elif kind == "answer":
+                sources = value.sources_text()
+                if sources:
+                    label = "来源" if value.language == "zh" else "Sources"
+                    yield _chunk(ident, created, model, {"content": f"\n\n{label}:\n{sources}"})
+                yield _chunk(ident, created, model, {}, "stop", citations=[c.to_json() for c in value.citations],
+                             kgrag=value.to_json())
+    except KgError as exc:
+        yield _chunk(ident, created, model, {"content": f"\n\nerror: {exc}"}, "stop")
+    yield "data: [DONE]\n\n"

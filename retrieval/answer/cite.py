@@ -1,0 +1,122 @@
+"""Ranked hits -> numbered `Citation`s; an answer's text + those citations -> checked `AnswerSentence`s and the cleaned answer text.
+
+After generation every sentence is checked against the passages it cites: a number that names
+no passage is removed (and reported), the sentence's support is the share of its units (Chinese
+character pairs, English words, identifiers) found in the passages it cites, and a sentence
+below the threshold, citing nothing, or marked [未知] / [unknown] is flagged, never dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from retrieval.answer.record import AnswerSentence, Citation
+from retrieval.answer.terms import support, units
+
+__all__ = ["check_answer", "number_hits", "render"]
+
+_NUMS = r"\d{1,3}(?:\s*[,，、]\s*\d{1,3})*"
+_MARK = re.compile(rf"\[\s*({_NUMS})\s*\]|【\s*({_NUMS})\s*】|\[\s*(未知|unknown)\s*\]|【\s*(未知|unknown)\s*】", re.IGNORECASE)
+# "根据材料 2" / "see passage 2": a number named in words is a citation too.
+_NAMED = re.compile(r"(材料|段落|passage|source)\s*(\d{1,3})", re.IGNORECASE)
+_END = "。！？!?；;"
+# Markers written after the sentence's full stop ("…30 秒。[1]") belong to that sentence.
+_AFTER_STOP = re.compile(rf"([{_END}]|\.(?=\s|\[|【|$))((?:\s*(?:\[[^\]\n]{{1,12}}\]|【[^】\n]{{1,12}}】))+)")
+_SPLIT = re.compile(rf"(?<=[{_END}])|(?<=\.)(?=\s)|\n+")
+
+
+def number_hits(hits: Sequence) -> list[Citation]:
+    return [Citation.from_hit(i, hit) for i, hit in enumerate(hits, 1)]
+
+
+def _numbers(group: str) -> list[int]:
+    return [int(n) for n in re.split(r"\s*[,，、]\s*", group.strip()) if n]
+
+
+def _named(m: re.Match, by_n: dict, cited: list[int], removed: list[int]) -> str:
+    """"材料 7" when there is no passage 7 loses its number (and the number is reported as removed)."""
+    n = int(m.group(2))
+    if n in by_n:
+        cited.append(n)
+        return m.group(0)
+    removed.append(n)
+    return m.group(1)
+
+
+def check_answer(text: str, citations: Sequence[Citation], threshold: float, language: str) -> tuple[str, list[AnswerSentence]]:
+    by_n = {c.n: c for c in citations}
+    passage_units = {c.n: units(f"{c.title}\n{c.section}\n{c.text}") for c in citations}
+    text = _AFTER_STOP.sub(lambda m: m.group(2) + m.group(1), text or "")
+    sentences: list[AnswerSentence] = []
+    for piece in _SPLIT.split(text):
+        if not piece or not piece.strip():
+            continue
+        cited: list[int] = []
+        removed: list[int] = []
+        unknown = False
+        for m in _MARK.finditer(piece):
+            if m.group(3) or m.group(4):
+                unknown = True
+                continue
+            for n in _numbers(m.group(1) or m.group(2)):
+                (cited if n in by_n else removed).append(n)
+
+        clean = _NAMED.sub(lambda m, c=cited, r=removed: _named(m, by_n, c, r), _MARK.sub("", piece))
+        clean = re.sub(r"\s+([。！？!?；;，,.])", r"\1", " ".join(clean.split())).strip()
+        clean = re.sub(r"^[-*•]\s*", "", clean)
+        if not re.search(r"[\w\u3400-\u9fff]", clean):
+            continue  # a bare marker or punctuation
+        cited = list(dict.fromkeys(cited))
+        score = 0.0
+        if cited:
+            joined = units("\n".join(f"{by_n[n].title}\n{by_n[n].section}\n{by_n[n].text}" for n in cited))
+            score = max([support(clean, passage_units[n]) for n in cited] + [support(clean, joined)])
+        sentences.append(AnswerSentence(clean, cited, score, unknown or not cited or score < threshold,
+                                        list(dict.fromkeys(removed)), unknown))
+    return render(sentences, language), sentences
+
+
+def render(sentences: Sequence[AnswerSentence], language: str) -> str:
+    """The answer text with only the citation numbers that exist, each sentence followed by its numbers."""
+    unknown = "[未知]" if language == "zh" else "[unknown]"
+    parts = []
+    for s in sentences:
+        marks = "".join(f"[{n}]" for n in s.citations) or (unknown if s.unknown else "")
+        parts.append(f"{s.text}{marks}" if language == "zh" else f"{s.text} {marks}".rstrip())
+    return ("" if language == "zh" else " ").join(parts)
+
+
+class CheckedStream:
+    """Checks a streamed answer sentence by sentence, so that what reaches the user has already lost its
+    invented numbers: `feed` returns the rendered sentences completed so far, `flush` the rest."""
+
+    def __init__(self, citations: Sequence[Citation], threshold: float, language: str) -> None:
+        self.citations, self.threshold, self.language = citations, threshold, language
+        self.buffer = ""
+        self.sent = 0
+
+    def _emit(self, text: str) -> str:
+        rendered, sentences = check_answer(text, self.citations, self.threshold, self.language)
+        if not sentences:
+            return ""
+        sep = "" if self.language == "zh" or not self.sent else " "
+        self.sent += len(sentences)
+        return sep + rendered
+
+    def feed(self, piece: str) -> str:
+        self.buffer = _AFTER_STOP.sub(lambda m: m.group(2) + m.group(1), self.buffer + piece)
+        cut = 0
+        for m in _SPLIT.finditer(self.buffer):
+            rest = self.buffer[m.end():].lstrip()
+            # Markers may still follow a full stop ("…。" then "[1]"): wait until something else does.
+            if rest and rest[0] not in "[【":
+                cut = m.end()
+        if not cut:
+            return ""
+        done, self.buffer = self.buffer[:cut], self.buffer[cut:]
+        return self._emit(done)
+
+    def flush(self) -> str:
+        done, self.buffer = self.buffer, ""
+        return self._emit(done) if done.strip() else ""

@@ -1,0 +1,165 @@
+"""Chat messages in -> the model's text out, through litellm (imported lazily, once), or `LlmUnavailable` saying why not.
+
+Every call has a timeout and no retries (a retry storm against a dead endpoint would hold the
+user's request hostage), and any failure of the endpoint (refused connection, timeout, HTTP
+error, an empty or non-text reply) becomes `LlmUnavailable(reason)`, on which the caller completes
+the same request on the rules path. After the first connection failure or timeout, an `LlmClient`
+makes no further calls for the rest of its request: the rules path then costs nothing more.
+
+The model, its endpoint and its key come from settings and the environment only; nothing in a
+document or a question can change them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["LlmClient", "LlmConfig", "LlmUnavailable", "llm_config", "load_litellm"]
+
+_lock = threading.Lock()
+_litellm = None
+
+
+def load_litellm():
+    """Import litellm once per process, without its network look-ups at import (STACK.md pitfall 8)."""
+    global _litellm
+    if _litellm is None:
+        with _lock:
+            if _litellm is None:
+                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                import litellm
+
+                litellm.suppress_debug_info = True
+                litellm.drop_params = True  # a provider that lacks e.g. temperature must not fail the call
+                _litellm = litellm
+    return _litellm
+
+
+class LlmUnavailable(Exception):
+    """The model could not give an answer; `reason` says why, for the answer's `path_reason`."""
+
+    def __init__(self, reason: str, *, endpoint_down: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.endpoint_down = endpoint_down
+
+
+@dataclass(frozen=True)
+class LlmConfig:
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    timeout: float = 20.0
+    max_tokens: int = 800
+    temperature: float = 0.0
+
+
+def llm_config(settings) -> LlmConfig | None:
+    """The configured model, or None when KG_LLM_MODEL is unset (the offline rules path)."""
+    model = (settings.llm_model or "").strip()
+    if not model:
+        return None
+    return LlmConfig(model=model, base_url=settings.llm_base_url or None, api_key_env=settings.llm_api_key_env or None,
+                     timeout=settings.llm_timeout, max_tokens=settings.llm_max_tokens,
+                     temperature=settings.llm_temperature)
+
+
+@dataclass
+class LlmClient:
+    """One request's access to the model. `mock` maps a task ("judge", "rewrite", "answer") to a reply
+    handed to litellm's own `mock_response=` (tests and dry runs: litellm's real code path, no network)."""
+
+    config: LlmConfig
+    mock: Mapping[str, str] = field(default_factory=dict)
+    down: str | None = None  # set after a connection failure or timeout: no more calls in this request
+    calls: int = 0
+    tasks: list[str] = field(default_factory=list)  # the tasks called, in order (for the record and tests)
+
+    @property
+    def model(self) -> str:
+        return self.config.model
+
+    def _kwargs(self, task: str, max_tokens: int | None) -> dict:
+        cfg = self.config
+        kwargs: dict = {"model": cfg.model, "timeout": cfg.timeout, "max_retries": 0, "num_retries": 0,
+                        "temperature": cfg.temperature, "max_tokens": max_tokens or cfg.max_tokens}
+        if cfg.base_url:
+            kwargs["api_base"] = cfg.base_url
+        if cfg.api_key_env:
+            key = os.environ.get(cfg.api_key_env)
+            if not key:
+                raise LlmUnavailable(f"the key variable {cfg.api_key_env} (KG_LLM_API_KEY_ENV) is not set")
+            kwargs["api_key"] = key
+        elif cfg.base_url and cfg.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+            # A local OpenAI-compatible server (vLLM, llama.cpp, LM Studio) usually wants no key, but
+            # the OpenAI client refuses to start without one.
+            kwargs["api_key"] = "not-needed"
+        if self.mock:
+            if task not in self.mock:  # a dry run never reaches a real endpoint by accident
+                raise LlmUnavailable(f"no mock reply for the {task} task")
+            kwargs["mock_response"] = self.mock[task]
+        return kwargs
+
+    def _guard(self) -> None:
+        if self.down:
+            raise LlmUnavailable(self.down, endpoint_down=True)
+
+    def complete(self, task: str, messages: list[dict], *, max_tokens: int | None = None) -> str:
+        """The model's whole reply to `messages`; raises LlmUnavailable."""
+        self._guard()
+        litellm = load_litellm()
+        kwargs = self._kwargs(task, max_tokens)
+        self.calls += 1
+        self.tasks.append(task)
+        try:
+            response = litellm.completion(messages=messages, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - every failure of the endpoint degrades to the rules path
+            raise self._failed(exc) from exc
+        try:
+            text = response.choices[0].message.content
+        except (AttributeError, IndexError, TypeError):
+            text = None
+        if not isinstance(text, str) or not text.strip():
+            raise LlmUnavailable(f"{self.model} returned no text")
+        return text
+
+    def stream(self, task: str, messages: list[dict], *, max_tokens: int | None = None) -> Iterator[str]:
+        """The model's reply piece by piece; raises LlmUnavailable (before or during the stream)."""
+        self._guard()
+        litellm = load_litellm()
+        kwargs = self._kwargs(task, max_tokens)
+        self.calls += 1
+        self.tasks.append(task)
+        try:
+            chunks = litellm.completion(messages=messages, stream=True, **kwargs)
+            for chunk in chunks:
+                try:
+                    piece = chunk.choices[0].delta.content
+                except (AttributeError, IndexError, TypeError):
+                    piece = None
+                if piece:
+                    yield piece
+        except LlmUnavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - see complete()
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: Exception) -> LlmUnavailable:
+        litellm = load_litellm()
+        name = type(exc).__name__
+        text = " ".join(str(exc).split())[:200]
+        where = self.config.base_url or "the provider's default endpoint"
+        if isinstance(exc, litellm.exceptions.Timeout):
+            self.down = f"{self.model} at {where} timed out after {self.config.timeout:g} s (KG_LLM_TIMEOUT)"
+            return LlmUnavailable(self.down, endpoint_down=True)
+        if isinstance(exc, litellm.exceptions.APIConnectionError) or "connection error" in text.lower():
+            self.down = f"{self.model} at {where} is unreachable ({name})"
+            return LlmUnavailable(self.down, endpoint_down=True)
+        status = getattr(exc, "status_code", None)
+        if isinstance(status, int) and status >= 500:
+            self.down = f"{self.model} at {where} failed with HTTP {status}"
+            return LlmUnavailable(self.down, endpoint_down=True)
+        return LlmUnavailable(f"{self.model} call failed: {name}: {text}")

@@ -1,0 +1,241 @@
+"""A question in -> the sufficiency loop (at most two rounds of search + judge) -> a cited `Answer` out, as a stream of events.
+
+Round 1 searches the question (and its rewrites, fused); a judge (the model, else rules) decides
+whether the passages suffice; if not, round 2 searches the judge's follow-up query (it is linked
+to entities again by `query()`) and merges its hits below round 1's. `MAX_ROUNDS` is a constant:
+no setting, model reply or document text can raise it. When nothing relevant was found the answer
+is the plain "nothing found" in the question's language, and no model is called with an empty
+context. Every failure of the model (none configured, unreachable, timed out, malformed reply)
+completes the same request on the rules path, and `path_reason` says which path ran and why.
+
+The loop talks to the knowledge base only through `query()` (and, for rewriting very short
+queries, its synonym groups and entity surfaces), so it sits below `retrieval.pipeline`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from retrieval.answer.cite import CheckedStream, check_answer, number_hits
+from retrieval.answer.extractive import extract_answer
+from retrieval.answer.judge import Verdict, evidence_of, parse_verdict, rules_verdict
+from retrieval.answer.llm import LlmClient, LlmUnavailable
+from retrieval.answer.prompts import answer_messages, judge_messages, rewrite_messages
+from retrieval.answer.record import NOT_FOUND, Answer, Round, detect_language
+from retrieval.answer.rewrite import parse_rewrites, rule_rewrites
+from retrieval.answer.terms import contains_name
+
+__all__ = ["AskOptions", "MAX_ROUNDS", "ask_events", "answer_question"]
+
+MAX_ROUNDS = 2  # the design's bound; deliberately not a setting
+JUDGE_PASSAGES = 5
+SEARCH_DEPTH = 20  # hits per search before the rounds are fused
+REWRITE_WEIGHT = 0.7  # a rewrite's ranks against the question's own
+FOLLOWUP_WEIGHT = 0.8  # round 2's ranks against round 1's
+RRF_K = 20.0
+PER_DOCUMENT = 2
+KNOWN_DEPTH = 10  # hits searched for a name the passages lack
+
+
+class Searcher(Protocol):
+    """What the loop needs of a knowledge base (`retrieval.pipeline.KnowledgeBase`)."""
+
+    def query(self, text: str, k: int | None = None, mode: str = "full", types=None, **filters): ...
+
+
+@dataclass
+class AskOptions:
+    k: int = 6  # passages numbered and given to the answer
+    mode: str = "full"
+    citation_support: float = 0.35
+    rewrites: bool = True
+    filters: dict = field(default_factory=dict)  # as_of / packs, passed to query() when given
+    synonym_groups: Sequence[Sequence[str]] = ()
+    surfaces: Sequence[str] = ()
+
+
+@dataclass
+class _Notes:
+    llm: LlmClient | None
+    reasons: list[str] = field(default_factory=list)
+
+    def usable(self) -> bool:
+        return self.llm is not None and not self.llm.down
+
+    def failed(self, step: str, exc: LlmUnavailable) -> None:
+        text = f"{step}: {exc.reason}"
+        if text not in self.reasons:
+            self.reasons.append(text)
+
+
+def _fuse(rankings: Sequence[tuple[Sequence, float]], depth: int) -> list:
+    """Reciprocal-rank fusion of several hit lists by chunk id (the first hit object seen is kept), at most two a document."""
+    scores: dict[str, float] = {}
+    first: dict[str, object] = {}
+    for hits, weight in rankings:
+        for rank, hit in enumerate(hits):
+            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + weight / (RRF_K + rank + 1)
+            first.setdefault(hit.chunk_id, hit)
+    out, per_doc = [], {}
+    for cid in sorted(scores, key=lambda c: -scores[c]):
+        hit = first[cid]
+        if per_doc.get(hit.doc_id, 0) < PER_DOCUMENT:
+            per_doc[hit.doc_id] = per_doc.get(hit.doc_id, 0) + 1
+            out.append(hit)
+        if len(out) == depth:
+            break
+    return out
+
+
+def _known(kb: Searcher, name: str) -> bool:
+    """Whether any document holds the name at all: a name that is only missing from this question's
+    passages is a retrieval miss, one missing from the whole knowledge base means nothing relevant."""
+    result = kb.query(name, k=KNOWN_DEPTH, mode="bm25")
+    return any(contains_name(f"{h.title}\n{h.section}\n{h.text}".lower(), name) for h in result.hits)
+
+
+def _judge(question: str, hits: Sequence, entities: Sequence[dict], notes: _Notes) -> Verdict:
+    if notes.usable() and hits:  # no passages: nothing to show a model, the rules say "not enough"
+        try:
+            reply = notes.llm.complete("judge", judge_messages(question, number_hits(hits[:JUDGE_PASSAGES])), max_tokens=300)
+            verdict = parse_verdict(reply)
+            if verdict is not None:
+                return verdict
+            note = f"judge: {notes.llm.model} gave no parseable verdict, the rules judged"
+            if note not in notes.reasons:
+                notes.reasons.append(note)
+        except LlmUnavailable as exc:
+            notes.failed("judge", exc)
+    return rules_verdict(question, hits[:JUDGE_PASSAGES], entities)
+
+
+def _rewrites(question: str, language: str, options: AskOptions, notes: _Notes) -> list[str]:
+    if notes.usable() and options.rewrites:
+        try:
+            return parse_rewrites(notes.llm.complete("rewrite", rewrite_messages(question, language), max_tokens=200), question)
+        except LlmUnavailable as exc:
+            notes.failed("rewrite", exc)
+    return rule_rewrites(question, options.synonym_groups, options.surfaces)
+
+
+def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
+               llm: LlmClient | None = None) -> Iterator[tuple[str, object]]:
+    """Yields ("round", Round) after each search, ("delta", str) pieces of the answer text, and last ("answer", Answer)."""
+    options = options or AskOptions()
+    question = " ".join((question or "").split())
+    started = time.perf_counter()
+    language = detect_language(question)
+    notes = _Notes(llm)
+    timings: dict[str, float] = {}
+
+    t = time.perf_counter()
+    rewrites = _rewrites(question, language, options, notes)
+    timings["rewrite"] = (time.perf_counter() - t) * 1e3
+
+    rounds: list[Round] = []
+    hits: list = []
+    entities: list[dict] = []
+    packs_used: list = []
+    query_text = question
+    for number in range(1, MAX_ROUNDS + 1):
+        t = time.perf_counter()
+        queries = [query_text] + (rewrites if number == 1 else [])
+        results = [kb.query(q, k=SEARCH_DEPTH, mode=options.mode, **options.filters) for q in queries]
+        if number == 1:
+            entities = list(results[0].entities)
+            packs_used = list(getattr(results[0], "packs_used", None) or [])
+            fresh = _fuse([(r.hits, 1.0 if i == 0 else REWRITE_WEIGHT) for i, r in enumerate(results)], SEARCH_DEPTH)
+            added = len(fresh)
+        else:
+            before = {h.chunk_id for h in hits[: options.k]}
+            fresh = _fuse([(hits, 1.0), (results[0].hits, FOLLOWUP_WEIGHT)], SEARCH_DEPTH)
+            # Round 2 adds to round 1, it never takes away: when the merged top holds less of the
+            # question than round 1's did, round 1's ranking stays and the new hits come after it.
+            if (evidence_of(question, fresh[:JUDGE_PASSAGES], entities).coverage
+                    < evidence_of(question, hits[:JUDGE_PASSAGES], entities).coverage):
+                fresh = _fuse([(hits, 1.0), ([h for h in results[0].hits if h.chunk_id not in before], 1e-3)],
+                              SEARCH_DEPTH)
+            added = len({h.chunk_id for h in fresh[: options.k]} - before)
+            entities += [e for e in results[0].entities if e["id"] not in {x["id"] for x in entities}]
+        hits = fresh
+        verdict = _judge(question, hits, entities, notes)
+        rounds.append(Round(number, query_text, [e["label"] for e in results[0].entities], added, verdict.to_json(),
+                            (time.perf_counter() - t) * 1e3))
+        yield "round", rounds[-1]
+        if verdict.sufficient or number == MAX_ROUNDS:
+            break
+        # The follow-up is only ever a search string; an empty one repeats nothing new, so stop.
+        query_text = verdict.followup.strip() or rules_verdict(question, hits[:JUDGE_PASSAGES], entities).followup
+        if not query_text or query_text == question:
+            break
+    timings["search"] = sum(r.ms for r in rounds)
+
+    top = hits[: options.k]
+    evidence = evidence_of(question, top[:JUDGE_PASSAGES], entities)
+    evidence.unknown_names = [n for n in evidence.missing_names if not _known(kb, n)]
+    base = {"question": question, "language": language, "rounds": rounds, "packs_used": packs_used, "rewrites": rewrites}
+    if not top or not evidence.found:
+        why = ("no passage matched" if not top else
+               f"no document mentions {', '.join(evidence.unknown_names)}" if evidence.unknown_names else
+               f"the passages hold {evidence.coverage:.0%} of the question's key words")
+        answer = Answer(answer=NOT_FOUND[language], found=False, path="rules",
+                        path_reason=f"nothing relevant in the knowledge base ({why}); no model was called", **base)
+        yield "delta", answer.answer
+        timings["total"] = (time.perf_counter() - started) * 1e3
+        answer.timings_ms = timings
+        yield "answer", answer
+        return
+
+    citations = number_hits(top)
+    t = time.perf_counter()
+    text, path = None, "rules"
+    if notes.usable():
+        pieces: list[str] = []
+        checked = CheckedStream(citations, options.citation_support, language)
+        try:
+            for piece in notes.llm.stream("answer", answer_messages(question, citations, language)):
+                pieces.append(piece)
+                ready = checked.feed(piece)
+                if ready:
+                    yield "delta", ready
+            text, path = "".join(pieces), "llm"
+            rest = checked.flush()
+            if rest:
+                yield "delta", rest
+        except LlmUnavailable as exc:
+            notes.failed("answer", exc)
+            if pieces:
+                yield "delta", "\n\n"  # what streamed so far is replaced by the extractive answer below
+    streamed = text is not None
+    if text is None:
+        text = extract_answer(question, citations, language)
+    rendered, sentences = check_answer(text, citations, options.citation_support, language)
+    if not streamed:
+        yield "delta", rendered
+    timings["answer"] = (time.perf_counter() - t) * 1e3
+    timings["total"] = (time.perf_counter() - started) * 1e3
+    yield "answer", Answer(answer=rendered, found=True, path=path, path_reason=_path_reason(path, llm, notes),
+                           sentences=sentences, citations=citations, timings_ms=timings, **base)
+
+
+def _path_reason(path: str, llm: LlmClient | None, notes: _Notes) -> str:
+    if llm is None:
+        return "no model configured (KG_LLM_MODEL is unset): rules judge and extractive answer"
+    if path == "llm" and not notes.reasons:
+        return f"{llm.model} judged the passages and wrote the answer"
+    if path == "llm":
+        return f"{llm.model} wrote the answer; " + "; ".join(notes.reasons)
+    return "; ".join(notes.reasons) + ": the rules path completed the request (extractive answer)"
+
+
+def answer_question(kb: Searcher, question: str, options: AskOptions | None = None, llm: LlmClient | None = None) -> Answer:
+    """The whole answer record (the last event of `ask_events`)."""
+    answer = None
+    for kind, value in ask_events(kb, question, options, llm):
+        if kind == "answer":
+            answer = value
+    assert answer is not None
+    return answer

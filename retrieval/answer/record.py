@@ -1,0 +1,113 @@
+"""The typed objects of the answer stage: Hit -> Citation, checked text -> AnswerSentence, each search -> Round, all -> Answer (the answer record)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["Answer", "AnswerSentence", "Citation", "Round", "detect_language", "NOT_FOUND"]
+
+# The plain "nothing found", in the question's language.
+NOT_FOUND = {"zh": "知识库中暂无相关信息", "en": "No relevant information in the knowledge base"}
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def detect_language(text: str) -> str:
+    """zh when the question has Chinese characters (a Chinese question often names English identifiers), else en."""
+    return "zh" if _CJK.search(text or "") else "en"
+
+
+@dataclass(frozen=True)
+class Citation:
+    """Passage [n] of the answer: where it comes from and its text."""
+
+    n: int
+    chunk_id: str
+    doc_id: str
+    title: str
+    source: str
+    section: str
+    lines: tuple[int, int]
+    text: str
+    page: int | None = None
+    version: dict | None = None
+
+    @classmethod
+    def from_hit(cls, n: int, hit) -> Citation:
+        return cls(n=n, chunk_id=hit.chunk_id, doc_id=hit.doc_id, title=hit.title, source=hit.source,
+                   section=hit.section, lines=tuple(hit.lines), text=hit.text,
+                   page=getattr(hit, "page", None), version=getattr(hit, "version", None))
+
+    def where(self) -> str:
+        """title § section (source:lines), for plain-text renderings."""
+        section = f" § {self.section}" if self.section else ""
+        place = f"p. {self.page}" if self.page else f"{self.lines[0]}-{self.lines[1]}"
+        return f"{self.title}{section} ({self.source}:{place})" if self.source else f"{self.title}{section}"
+
+    def to_json(self) -> dict:
+        return {"n": self.n, "chunk_id": self.chunk_id, "doc_id": self.doc_id, "title": self.title,
+                "source": self.source, "section": self.section, "lines": list(self.lines), "page": self.page,
+                "version": self.version, "text": self.text}
+
+
+@dataclass
+class AnswerSentence:
+    text: str  # without its citation markers
+    citations: list[int]
+    support: float  # best share of the sentence found in one of the passages it cites (0..1)
+    flagged: bool  # weakly supported, cites nothing, or marked unknown
+    removed: list[int] = field(default_factory=list)  # cited numbers that do not exist (dropped)
+    unknown: bool = False  # the model marked it [未知] / [unknown]
+
+    def to_json(self) -> dict:
+        return {"text": self.text, "citations": self.citations, "support": round(self.support, 3), "flagged": self.flagged}
+
+
+@dataclass
+class Round:
+    round: int
+    query: str
+    entities: list[str]
+    hits_added: int
+    verdict: dict
+    ms: float
+
+    def to_json(self) -> dict:
+        return {"round": self.round, "query": self.query, "entities": self.entities, "hits_added": self.hits_added,
+                "verdict": self.verdict, "ms": round(self.ms, 1)}
+
+
+@dataclass
+class Answer:
+    question: str
+    answer: str
+    found: bool
+    language: str
+    path: str  # "llm" or "rules"
+    path_reason: str
+    sentences: list[AnswerSentence] = field(default_factory=list)
+    citations: list[Citation] = field(default_factory=list)
+    rounds: list[Round] = field(default_factory=list)
+    packs_used: list[dict] = field(default_factory=list)
+    timings_ms: dict = field(default_factory=dict)
+    rewrites: list[str] = field(default_factory=list)
+
+    @property
+    def removed_citations(self) -> list[int]:
+        return [n for s in self.sentences for n in s.removed]
+
+    def to_json(self) -> dict:
+        return {
+            "question": self.question, "answer": self.answer, "found": self.found, "language": self.language,
+            "path": self.path, "path_reason": self.path_reason,
+            "sentences": [s.to_json() for s in self.sentences],
+            "citations": [c.to_json() for c in self.citations],
+            "rounds": [r.to_json() for r in self.rounds], "rewrites": self.rewrites,
+            "packs_used": self.packs_used,
+            "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
+        }
+
+    def sources_text(self) -> str:
+        """The cited passages as numbered lines, for plain-text front ends."""
+        used = {n for s in self.sentences for n in s.citations}
+        return "\n".join(f"[{c.n}] {c.where()}" for c in self.citations if c.n in used)

@@ -1,0 +1,69 @@
+"""A question in -> extra search queries out: 3-5 keyword rewrites from the model, or, without one, the expansion of a very short query.
+
+文件传不上服务器怎么办 shares few words with a runbook titled 上传失败 413 文件大小限制; a model
+knows how such documents are worded. Each rewrite is searched with the question and the rankings
+are fused (`retrieval.answer.loop`). Without a model, the synonym table already applies inside
+every search; a query of under 4 characters (熔断, 504) also gets a rewrite made of its synonyms
+and of the entity labels and aliases that contain it, so a bare word reaches its documents.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+
+from retrieval.index.analysis import normalize_text
+
+__all__ = ["parse_rewrites", "rule_rewrites", "SHORT_QUERY"]
+
+SHORT_QUERY = 4  # characters (spaces not counted): below this a query is expanded by rule
+MAX_REWRITES = 5
+MAX_REWRITE_CHARS = 80
+MAX_EXPANSION = 6  # labels added to a short query
+_LEAD = re.compile(r"^\s*(?:[-*•>]+|\d+[.)、:：]|query\s*\d*[:：]|查询\s*\d*[:：])\s*", re.IGNORECASE)
+
+
+def parse_rewrites(reply: str, question: str) -> list[str]:
+    """Up to five search strings from the model's reply (one a line, or a JSON list); bullets, numbering and quotes trimmed."""
+    items: list[str] = []
+    text = (reply or "").strip()
+    if text.startswith("```"):
+        text = text.strip("`").split("\n", 1)[-1]
+    start, end = text.find("["), text.rfind("]")
+    if start != -1 and end > start:
+        try:
+            data = json.loads(text[start : end + 1])
+            if isinstance(data, list):
+                items = [str(v) for v in data if isinstance(v, str | int | float)]
+        except ValueError:
+            items = []
+    if not items:
+        items = text.splitlines()
+    out: list[str] = []
+    asked = " ".join(question.split()).lower()
+    for item in items:
+        item = _LEAD.sub("", item).strip().strip("\"'“”‘’`,，").strip()
+        if not item or len(item) > MAX_REWRITE_CHARS or item.lower() == asked or item.endswith(":"):
+            continue
+        if item.lower() not in (o.lower() for o in out):
+            out.append(item)
+        if len(out) == MAX_REWRITES:
+            break
+    return out
+
+
+def rule_rewrites(question: str, synonym_groups: Sequence[Sequence[str]], surfaces: Iterable[str]) -> list[str]:
+    """For a query under four characters: one rewrite with its synonyms and the labels that contain it."""
+    text = normalize_text(question).strip().strip("?？!！。.")
+    if len("".join(text.split())) >= SHORT_QUERY or not text:
+        return []
+    key = text.lower()
+    words: list[str] = []
+    for group in synonym_groups:
+        if any(key == w.lower() for w in group):
+            words += [w for w in group if w.lower() != key]
+    longer = sorted({s for s in surfaces if key in s.lower() and s.lower() != key}, key=lambda s: (len(s), s))
+    words += longer[:MAX_EXPANSION]
+    words = list(dict.fromkeys(words))
+    return [f"{text} {' '.join(words)}"] if words else []

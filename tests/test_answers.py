@@ -1,0 +1,225 @@
+"""Answers offline (rules judge, extractive answer, "nothing found") and with litellm's `mock_response=`; the pieces: verdict parsing, the citation check, rewrites, `kg ask`, `kg eval --answers`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+from conftest import make_settings
+
+from kg.cli import cli
+from retrieval.answer import NOT_FOUND, LlmClient, LlmConfig
+from retrieval.answer.cite import CheckedStream, check_answer
+from retrieval.answer.judge import parse_verdict
+from retrieval.answer.record import Citation, detect_language
+from retrieval.answer.rewrite import parse_rewrites, rule_rewrites
+from retrieval.eval.answers import answer_in, read_answer_questions
+
+ZH = "LORA-02 的心跳间隔是多少？"
+EN = "What is proxy_read_timeout for the report API?"
+CITATIONS = [
+    Citation(1, "c1", "d1", "LORA-02", "docs/lora-02.md", "参数", (5, 7), "心跳间隔为 30 秒，连续 3 次没有心跳即判定离线。"),
+    Citation(2, "c2", "d2", "nginx", "docs/nginx.md", "Timeouts", (3, 5), "proxy_read_timeout is 60s for the report API."),
+]
+
+
+# ---------------------------------------------------------------- offline: rules
+
+def test_offline_answer_is_extractive_and_cited(kb):
+    answer = kb.ask(ZH)
+    assert answer.path == "rules" and answer.found and answer.language == "zh"
+    assert answer.path_reason == "no model configured (KG_LLM_MODEL is unset): rules judge and extractive answer"
+    assert "心跳间隔为 30 秒，连续 3 次没有心跳即判定离线。" in answer.answer
+    for sentence in answer.sentences:
+        assert sentence.citations and sentence.support == 1.0 and not sentence.flagged
+        cited = answer.citations[sentence.citations[0] - 1]
+        assert sentence.text.rstrip("。.") in cited.text
+    assert answer.citations[0].source.endswith(".md") and answer.citations[0].lines[0] >= 1
+
+
+def test_offline_english_answer(kb):
+    answer = kb.ask(EN)
+    assert answer.language == "en" and answer.found
+    assert answer.answer.startswith("proxy_read_timeout is 60s for the report API; [")
+
+
+@pytest.mark.parametrize(("question", "language", "missing"), [
+    ("LORA-07 的电池寿命是多少？", "zh", "no document mentions lora-07"),
+    ("How do I rotate the Kafka TLS keys?", "en", "no document mentions kafka, tls"),
+])
+def test_nothing_found_in_the_questions_language_without_calling_a_model(kb, question, language, missing):
+    llm = LlmClient(LlmConfig(model="openai/mock-model"),
+                    mock={"rewrite": "电池 寿命", "judge": '{"sufficient": true}', "answer": "made up [1]"})
+    answer = kb.ask(question, llm=llm)
+    assert answer.found is False and answer.answer == NOT_FOUND[language]
+    assert answer.path == "rules"
+    assert answer.path_reason == f"nothing relevant in the knowledge base ({missing}); no model was called"
+    assert answer.sentences == [] and answer.citations == []
+    assert "answer" not in llm.tasks  # the model never writes an answer from an irrelevant context
+
+
+def test_rounds_are_listed_with_their_verdicts(kb):
+    answer = kb.ask("LORA-02 的心跳间隔和 nginx 的 proxy_read_timeout 各是多少？")
+    assert 1 <= len(answer.rounds) <= 2
+    first = answer.rounds[0].to_json()
+    assert first["round"] == 1 and first["query"].startswith("LORA-02")
+    assert first["verdict"]["by"] == "rules" and "coverage" in first["verdict"]
+    assert "LORA-02" in first["entities"]
+
+
+def test_bad_requests_say_how_to_fix_them(kb):
+    from kg.errors import InputError
+
+    with pytest.raises(InputError, match="the question is empty"):
+        kb.ask("   ")
+    with pytest.raises(InputError, match="k must be between 1 and 20 passages for an answer, got 0"):
+        kb.ask(ZH, k=0)
+
+
+# ---------------------------------------------------------------- litellm's mock_response
+
+def _mock(**replies) -> LlmClient:
+    return LlmClient(LlmConfig(model="openai/mock-model"), mock=replies)
+
+
+def test_mock_model_answer_goes_through_litellm(kb):
+    llm = _mock(rewrite="LORA-02 心跳\n心跳间隔 离线", judge='```json\n{"sufficient": true}\n```',
+                answer="LORA-02 每 30 秒发一次心跳[1][9]。")
+    answer = kb.ask(ZH, llm=llm)
+    assert answer.path == "llm" and llm.tasks == ["rewrite", "judge", "answer"]
+    assert answer.rewrites == ["LORA-02 心跳", "心跳间隔 离线"]
+    assert answer.answer == "LORA-02 每 30 秒发一次心跳。[1]"
+    assert answer.sentences[0].citations == [1] and answer.removed_citations == [9]
+
+
+def test_mock_model_asking_for_more_gets_two_rounds(kb):
+    llm = _mock(rewrite="", judge='{"sufficient": "no", "followup_query": "心跳 判定 离线"}', answer="好的[1]。")
+    answer = kb.ask(ZH, llm=llm)
+    assert [r.query for r in answer.rounds] == [ZH, "心跳 判定 离线"]
+    assert all(r.verdict["by"] == "llm" and r.verdict["sufficient"] is False for r in answer.rounds)
+
+
+# ---------------------------------------------------------------- the pieces
+
+@pytest.mark.parametrize(("reply", "expected"), [
+    ('{"sufficient": true, "missing": "", "followup_query": ""}', (True, [], "")),
+    ('Verdict:\n```json\n{"sufficient": false, "missing": ["端口"], "followup_query": "emqx 端口"}\n```', (False, ["端口"], "emqx 端口")),
+    ("{'sufficient': False, 'followup_query': 'more'}", (False, [], "more")),
+    ('{"Sufficient": "yes"}', (True, [], "")),
+    ('sufficient: false (need more)', (False, [], "")),
+])
+def test_verdicts_are_parsed_robustly(reply, expected):
+    verdict = parse_verdict(reply)
+    assert (verdict.sufficient, verdict.missing, verdict.followup) == expected and verdict.by == "llm"
+
+
+@pytest.mark.parametrize("reply", ["", "I cannot tell.", '{"missing": "x"}', '{"sufficient": "perhaps"}', "[1, 2]"])
+def test_replies_without_a_verdict_are_none(reply):
+    assert parse_verdict(reply) is None
+
+
+def test_followup_query_is_capped():
+    verdict = parse_verdict(json.dumps({"sufficient": False, "followup_query": "x " * 500}))
+    assert len(verdict.followup) == 200
+
+
+def test_citation_check_removes_flags_and_keeps():
+    text = "心跳间隔为 30 秒。[1] 根据材料 7，proxy_read_timeout is 60s [2][7]. 月亮是奶酪做的[1]。这点没有依据[未知]。"
+    rendered, sentences = check_answer(text, CITATIONS, 0.35, "zh")
+    assert [s.citations for s in sentences] == [[1], [2], [1], []]
+    assert [s.removed for s in sentences] == [[], [7], [], []]
+    assert [s.flagged for s in sentences] == [False, False, True, True]
+    assert sentences[1].text == "根据材料，proxy_read_timeout is 60s."
+    assert sentences[3].unknown
+    assert rendered == "心跳间隔为 30 秒。[1]根据材料，proxy_read_timeout is 60s.[2]月亮是奶酪做的。[1]这点没有依据。[未知]"
+
+
+def test_streamed_check_matches_the_whole_check():
+    text = "proxy_read_timeout is 60s [2][3]. Exports that take longer fail [2].\nNothing else [unknown]."
+    stream = CheckedStream(CITATIONS, 0.35, "en")
+    pieces = [stream.feed(text[i : i + 5]) for i in range(0, len(text), 5)] + [stream.flush()]
+    assert "".join(pieces) == check_answer(text, CITATIONS, 0.35, "en")[0]
+    assert "[3]" not in "".join(pieces)
+
+
+def test_rewrites_are_parsed_and_short_queries_expanded():
+    reply = "Here are queries:\n1. 上传失败 413\n- \"文件大小限制\"\n3) client_max_body_size\n上传失败 413\n" + "x" * 100
+    assert parse_rewrites(reply, "文件传不上服务器怎么办") == ["上传失败 413", "文件大小限制", "client_max_body_size"]
+    assert parse_rewrites('["a b", "c"]', "q") == ["a b", "c"]
+    groups = [["熔断", "断路器", "circuit breaker"]]
+    assert rule_rewrites("熔断", groups, ["熔断降级", "Sentinel"]) == ["熔断 断路器 circuit breaker 熔断降级"]
+    assert rule_rewrites("熔断降级怎么配", groups, ["熔断降级"]) == []
+
+
+def test_language_of_a_question():
+    assert detect_language("nginx 504 怎么查") == "zh" and detect_language("nginx 504?") == "en"
+
+
+@pytest.mark.parametrize(("reference", "text", "expected"), [
+    ("默认 127.0.0.1:3002（bind_addr）", "metasrv 绑定 127.0.0.1:3002", True),
+    ("现在 40，以前 20", "maxPoolSize 400 和 200", False),  # 40 is not in 400
+    ("Cork", "He was buried in cork, Ireland.", True),
+    ("Sleep, My Love", "the film The More the Merrier", False),
+    ("yes", "anything", None),
+    ("缓存击穿是热点键过期瞬间大量请求打到数据库", "热点键过期的瞬间，大量并发请求一起打到数据库", True),
+])
+def test_answer_in(reference, text, expected):
+    assert answer_in(reference, text) is expected
+
+
+# ---------------------------------------------------------------- the CLI
+
+def test_kg_ask_json_and_text(kb_dir):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["ask", ZH, "--data-dir", str(kb_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["found"] and record["path"] == "rules" and record["citations"]
+    result = runner.invoke(cli, ["ask", "LORA-07 的电池寿命是多少？", "--data-dir", str(kb_dir)])
+    assert result.exit_code == 0
+    assert result.stdout.startswith("知识库中暂无相关信息\n")
+    text = runner.invoke(cli, ["ask", ZH, "--data-dir", str(kb_dir)]).stdout
+    assert "\nsources:\n[1] " in text and "rules path: no model configured" in text
+
+
+def test_kg_ask_help_does_not_import_litellm():
+    script = textwrap.dedent("""
+        import json, sys
+        from kg.cli import main
+        sys.argv = ["kg", "ask", "--help"]
+        try:
+            main()
+        except SystemExit as exit:
+            assert exit.code == 0
+        print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {"litellm", "spacy"})))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_kg_eval_answers_on_a_knowledge_base(kb_dir, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        json.dumps({"id": "a", "question": ZH, "answer": "30 秒"}, ensure_ascii=False) + "\n"
+        + json.dumps({"id": "b", "question": EN, "answer": "60s"}) + "\n"
+        + json.dumps({"id": "u", "question": "LORA-07 的电池寿命是多少？", "type": "unanswerable"}, ensure_ascii=False) + "\n",
+        encoding="utf-8")
+    out = tmp_path / "out.json"
+    result = CliRunner().invoke(cli, ["eval", "--answers", "--kb", str(kb_dir), str(questions), "--json", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(out.read_text())
+    assert (summary["answer_in_top5_pct"], summary["answer_in_cited_pct"], summary["kept_of_top5_pct"]) == (100.0, 100.0, 100.0)
+    assert (summary["nofound_on_unanswerable"], summary["nofound_on_answerable"]) == (1, 0)
+    assert summary["citations_to_missing_numbers"] == 0
+    assert [q.unanswerable for q in read_answer_questions(questions)] == [False, False, True]
+
+
+def test_settings_have_help_text(tmp_path):
+    settings = make_settings(tmp_path)
+    for name in ("llm_base_url", "llm_timeout", "citation_support", "answer_passages"):
+        assert type(settings).model_fields[name].description
