@@ -42,6 +42,11 @@ class Settings(BaseSettings):
         None, description="litellm model name (e.g. openai/gpt-4o-mini); unset = offline rules (KG_LLM_MODEL)."
     )
 
+    # -- retrieval: section anchors and section-level ranking (issue 7) --
+    section_anchors: bool = Field(True, description="Graph expansion lands on the sections anchored to a reached entity (headings, titles, definitions naming it); off = only documents titled with it and mentions.")
+    anchor_weight: float = Field(1.0, ge=0, description="Weight of a section anchored to a reached entity against a document titled with it.")
+    section_boost: float = Field(0.5, ge=0, description="Weight of a word in the chunk's heading path against one in the body.")
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

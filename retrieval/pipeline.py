@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kg.errors import InputError, NotFoundError
+from kg.relations.aliases import import_alias_table, is_alias_table
 from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
+from retrieval.catalog.anchors import chunk_parents
+from retrieval.graph.anchors import anchor_document
 from retrieval.catalog.docstore import DocStore
 from retrieval.graph.expand import (
     ExpansionSettings,
@@ -94,12 +97,13 @@ class KnowledgeBase:
         if not (self.root / GRAPH_FILE).exists():
             self.graph.save()
         self.store = DocStore(self.root / "kb.sqlite")
-        self.index = WhooshIndex(self.root / "index", {"title": settings.title_boost, "section": 0.5, "body": 1.0},
+        self.index = WhooshIndex(self.root / "index", {"title": settings.title_boost, "section": settings.section_boost, "body": 1.0},
                                  max_df_ratio=settings.max_df_ratio)
         self.synonyms = SynonymTable.read(self.root / SYNONYMS_FILE)
         self.expansion = ExpansionSettings(max_hops=settings.expansion_hops, hub_cap=settings.hub_cap,
                                            decay=settings.expansion_decay, mention_weight=settings.mention_weight,
-                                           min_score=settings.min_graph_score)
+                                           min_score=settings.min_graph_score,
+                                           anchor_weight=settings.anchor_weight if settings.section_anchors else 0.0)
         self._linker = None
         self._about_index: dict[str, list[str]] | None = None
         self.evidence = GraphEvidence(self.store, self.graph)
@@ -209,9 +213,11 @@ class KnowledgeBase:
         report.doc_ids.append(doc.doc_id)
 
     def _link_document(self, doc_id: str, title: str, chunks: Sequence[Chunk], linker, about) -> None:
-        for chunk, mentions in zip(chunks, linker.link_many(c.text for c in chunks), strict=True):
+        found = list(linker.link_many(c.text for c in chunks))
+        for chunk, mentions in zip(chunks, found, strict=True):
             self.store.put_mentions(chunk.chunk_id, mentions)
         self.store.put_about(doc_id, about.get(fold_label(title), ()))
+        anchor_document(self.store.db, title, chunks, found, linker.link_many)
 
     def relink(self, progress: Progress | None = None) -> int:
         """Recompute every chunk's entity mentions (after the graph gained or lost labels)."""
@@ -269,7 +275,9 @@ class KnowledgeBase:
             raise InputError(f"{path}: no such file")
         suffix = path.suffix.lower()
         with self.lock:
-            if suffix == ".csv":
+            if suffix == ".csv" and is_alias_table(path):
+                result = self._import_aliases(path, **options)
+            elif suffix == ".csv":
                 report = self.graph.import_relations(path, progress=progress, **options)
                 result = {"kind": "relations", "summary": report.summary(), "report": _report_json(report)}
             elif suffix in (".ttl", ".owl", ".rdf", ".xml", ".nt", ".jsonld", ".ofn", ".omn", ".owx"):
@@ -297,6 +305,19 @@ class KnowledgeBase:
                 result["chunks_relinked"] = self.relink()
                 result["chunks_reindexed"] = self._sync_index_words()
             return result
+
+    def _import_aliases(self, path: Path, skip_invalid: bool = False, dry_run: bool = False, **_) -> dict:
+        """An `entity,alias` table: other names of entities the graph already has (skos:altLabel)."""
+        from kg.graph import entity_subjects
+
+        graph = self.graph
+        report = import_alias_table(graph.rdf, path, entity_subjects(graph.rdf, graph.vocab),
+                                    skip_invalid=skip_invalid, dry_run=dry_run)
+        if report.new_aliases and not dry_run:
+            graph.save()
+        return {"kind": "aliases", "summary": report.summary(), "report": {
+            "rows": report.rows, "new_aliases": report.new_aliases, "unchanged": report.unchanged,
+            "rejected": report.rejected, "dry_run": report.dry_run, "encoding": report.encoding}}
 
     def add_entities(self, labels: Iterable[str], type_name: str = "Topic") -> int:
         with self.lock:
@@ -355,8 +376,10 @@ class KnowledgeBase:
                 text_hits, graph_hits, method=self.settings.fusion, graph_weight=self.settings.graph_weight,
                 graph_confidence=self.settings.graph_confidence, decay=self.expansion.decay, rrf_k=self.settings.rrf_k,
             )
-            doc_of = self.store.chunk_documents(list({h.chunk_id for h in text_hits} | {h.chunk_id for h in graph_hits}))
-            fused = cap_per_document(fused, doc_of, self.settings.chunks_per_document)
+            # The cap is per section (parent), not per document: a configuration reference is one
+            # document of many sections, each about a different key.
+            parent_of = chunk_parents(self.store.db, list({h.chunk_id for h in text_hits} | {h.chunk_id for h in graph_hits}))
+            fused = cap_per_document(fused, parent_of, self.settings.chunks_per_document)
             t4 = time.perf_counter()
             followup, second_hits = None, []
             if mode == "full" and self.settings.followup:
@@ -395,7 +418,8 @@ class KnowledgeBase:
         doc_of = self.store.chunk_documents([f.id for f in fused] + [h.chunk_id for h in second])
         merged = merge_rounds(fused, [h.chunk_id for h in second], doc_of, weight=self.settings.followup_weight,
                               k=self.settings.rrf_k)
-        merged = cap_per_document(merged, doc_of, self.settings.chunks_per_document)
+        merged = cap_per_document(merged, chunk_parents(self.store.db, [f.id for f in merged]),
+                                  self.settings.chunks_per_document)
         followup = FollowUp(f"{text} {' '.join(bridge)}", bridge, top.chunk_id, [t for t in words if t in hop])
         return followup, merged, second
 

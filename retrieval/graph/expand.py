@@ -15,7 +15,9 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from kg.graph import Edge, GraphView
+from retrieval.catalog.anchors import anchors_about
 from retrieval.catalog.docstore import DocStore
+from retrieval.graph.anchors import MENTION_REASON
 from retrieval.types import EntityHit, GraphHit, PathStep
 
 __all__ = ["ExpansionSettings", "chunks_for_entities", "expand_neighbours", "relation_cues"]
@@ -32,6 +34,8 @@ class ExpansionSettings:
     mention_weight: float = 0.5  # a chunk that mentions the entity
     mention_limit: int = 30  # chunks taken per entity through mentions
     min_score: float = 0.0  # graph hits below this are too unspecific to rank
+    anchor_weight: float = 1.0  # a section anchored to the entity (0 = section anchors off)
+    anchor_limit: int = 40  # anchored sections taken per entity, strongest first
 
 
 def expand_neighbours(
@@ -185,6 +189,10 @@ def chunks_for_entities(
             for cid, _, ordinal in about
         ]
         about_ids = {cid for cid, _, _ in contributions}
+        sections = _anchored_sections(store, hit.entity, factor, settings, about_ids)
+        contributions += [(cid, score, "section") for cid, score, _ in sections]
+        reasons = {cid: reason for cid, _, reason in sections}
+        about_ids |= set(reasons)
         mentioning = store.chunks_mentioning(hit.entity, settings.mention_limit)
         # Likewise a mention: one of 70 chunks naming the entity is weak evidence for each.
         mention_spread = math.sqrt(store.mention_count(hit.entity)) if mentioning else 1.0
@@ -196,7 +204,7 @@ def chunks_for_entities(
         for cid, score, via in contributions:
             scores[cid] = scores.get(cid, 0.0) + score
             if cid not in best or best[cid].score < score:
-                best[cid] = GraphHit(cid, score, hit.entity, via, hit.path)
+                best[cid] = GraphHit(cid, score, hit.entity, via, hit.path, about=reasons.get(cid, "") if via == "section" else "")
     graph_only = {cid: score for cid, score in scores.items() if score >= settings.min_score}
     ranked = dict(graph_only)
     if text_scores and text_agreement:
@@ -207,5 +215,32 @@ def chunks_for_entities(
     out = []
     for cid, total in sorted(ranked.items(), key=lambda kv: (-kv[1], kv[0])):
         top = best[cid]
-        out.append(GraphHit(cid, total, top.entity, top.via, top.path, evidence=graph_only[cid]))
+        out.append(GraphHit(cid, total, top.entity, top.via, top.path, evidence=graph_only[cid], about=top.about))
     return out
+
+
+PEER_SHARE = 0.8  # anchors this close to the strongest share the entity's evidence
+
+
+def _anchored_sections(store: DocStore, entity: str, factor: float, settings: ExpansionSettings,
+                       skip: set[str]) -> list[tuple[str, float, str]]:
+    """(chunk id, score, reason) of the sections anchored to a reached entity.
+
+    score = the entity's path score x the anchor's strength, spread over the anchors about as
+    strong as the best one: a key with one `###` section gives it everything, a component that
+    fifty pages name in their title gives each a little. Prominent-mention anchors of an entity
+    mentioned all over the corpus are not counted (a passing mention of a hub says nothing).
+    """
+    if settings.anchor_weight <= 0:
+        return []
+    rows = [r for r in anchors_about(store.db, entity, settings.anchor_limit) if r[0] not in skip]
+    if not rows:
+        return []
+    if store.mention_count(entity) > settings.mention_limit * 3:
+        rows = [r for r in rows if not r[2].startswith(MENTION_REASON)]
+        if not rows:
+            return []
+    top = rows[0][1]
+    peers = sum(1 for _, strength, _ in rows if strength >= PEER_SHARE * top)
+    spread = math.sqrt(peers)
+    return [(cid, settings.anchor_weight * factor * strength / spread, reason) for cid, strength, reason in rows]
