@@ -45,6 +45,7 @@ class Settings(BaseSettings):
     # -- retrieval: section anchors and section-level ranking (issue 7) --
     section_anchors: bool = Field(True, description="Graph expansion lands on the sections anchored to a reached entity (headings, titles, definitions naming it); off = only documents titled with it and mentions.")
     anchor_weight: float = Field(1.0, ge=0, description="Weight of a section anchored to a reached entity against a document titled with it.")
+    parent_pooling: float = Field(0.5, ge=0, le=1, description="Share of the scores of a chunk's sibling chunks (same section) added to its own text score (0 = rank chunks alone).")
     section_boost: float = Field(0.5, ge=0, description="Weight of a word in the chunk's heading path against one in the body.")
 
 

@@ -49,6 +49,7 @@ from retrieval.rank.followup import (
     needs_followup,
 )
 from retrieval.rank.fusion import cap_per_document, fuse_hits
+from retrieval.rank.pooling import pool_by_parent
 from retrieval.types import Chunk, QueryResult, SourceDocument
 
 __all__ = ["IngestReport", "KnowledgeBase", "MODES"]
@@ -352,6 +353,9 @@ class KnowledgeBase:
             terms += [(w, COMPOUND_WEIGHT) for w in compound_terms(words) if w not in dict(terms)]
             grams = [(g, self.settings.gram_weight) for g in dict.fromkeys(cjk_bigrams(text))] if self.settings.gram_weight else []
             text_hits = self.index.search(terms, self.settings.bm25_candidates, grams=grams) if mode != "graph" else []
+            parent_of = chunk_parents(self.store.db, [h.chunk_id for h in text_hits])
+            text_hits = pool_by_parent(text_hits, parent_of, self.settings.parent_pooling,
+                                       lambda docnums: self.index.term_scores(terms, docnums))
             t2 = time.perf_counter()
             graph_hits, entity_hits = [], []
             if mentions:
@@ -378,7 +382,7 @@ class KnowledgeBase:
             )
             # The cap is per section (parent), not per document: a configuration reference is one
             # document of many sections, each about a different key.
-            parent_of = chunk_parents(self.store.db, list({h.chunk_id for h in text_hits} | {h.chunk_id for h in graph_hits}))
+            parent_of.update(chunk_parents(self.store.db, [h.chunk_id for h in graph_hits if h.chunk_id not in parent_of]))
             fused = cap_per_document(fused, parent_of, self.settings.chunks_per_document)
             t4 = time.perf_counter()
             followup, second_hits = None, []

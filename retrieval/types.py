@@ -88,6 +88,7 @@ class TextHit:
     chunk_id: str
     score: float
     terms: tuple[str, ...] = ()
+    docnum: int = -1  # the text index's own number for the chunk (for per-term re-scoring), -1 = unknown
 
 
 @dataclass

@@ -19,6 +19,7 @@ Only entities the linker found (its surfaces: labels and aliases) are anchored.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -82,8 +83,11 @@ def anchor_chunks(
             for entity, surface, whole in _names(heading, named.get(heading, ())):
                 strength = (HEADING_IS if whole else HEADING_NAMES) * LEVEL_DECAY ** depth
                 add(chunk, entity, strength, f"heading {'is' if whole else 'names'} {surface}")
-        for entity, surface, how in _definitions(chunk.text, found):
-            add(chunk, entity, DEFINES, f"{how} defines {surface}")
+        defined = _definitions(chunk.text, found)
+        # A table of twenty keys is about each of them a little: the strength is shared.
+        share = DEFINES / math.sqrt(len({e for e, _, _ in defined}) or 1)
+        for entity, surface, how in defined:
+            add(chunk, entity, share, f"{how} defines {surface}")
         for entity, surface in _prominent(chunk.text, found):
             add(chunk, entity, PROMINENT, f"{MENTION_REASON} of {surface}")
     return list(best.values())

@@ -175,6 +175,7 @@ def chunks_for_entities(
     query entity and mentions another is the typical multi-hop evidence); its `why` keeps the best.
     """
     scores: dict[str, float] = {}
+    section_best: dict[str, float] = {}
     best: dict[str, GraphHit] = {}
     for hit in entity_hits:
         factor = hit.score * (entity_weights.get(hit.entity, 1.0) if entity_weights else 1.0)
@@ -184,9 +185,14 @@ def chunks_for_entities(
         # about any one of them: the evidence is spread by the square root of their number.
         about = store.about_chunks(hit.entity)
         spread = math.sqrt(len({doc for _, doc, _ in about})) if about else 1.0
+        # A long document about the entity (a page of twenty sections) should not flood the list:
+        # its later chunks share the weight a short document's would have.
+        length = {}
+        for _, doc, _ in about:
+            length[doc] = length.get(doc, 0) + 1
         contributions = [
-            (cid, settings.about_weight * factor * (1.0 if ordinal == 0 else 0.6) / spread, "about")
-            for cid, _, ordinal in about
+            (cid, settings.about_weight * factor * (1.0 if ordinal == 0 else 0.6 / math.sqrt(length[doc])) / spread, "about")
+            for cid, doc, ordinal in about
         ]
         about_ids = {cid for cid, _, _ in contributions}
         sections = _anchored_sections(store, hit.entity, factor, settings, about_ids)
@@ -202,6 +208,11 @@ def chunks_for_entities(
             if cid not in about_ids
         ]
         for cid, score, via in contributions:
+            if via == "section":
+                # Sibling keys anchored in one table all reach it: count the best of them once.
+                previous = section_best.get(cid, 0.0)
+                section_best[cid] = max(previous, score)
+                score = max(0.0, score - previous)
             scores[cid] = scores.get(cid, 0.0) + score
             if cid not in best or best[cid].score < score:
                 best[cid] = GraphHit(cid, score, hit.entity, via, hit.path, about=reasons.get(cid, "") if via == "section" else "")

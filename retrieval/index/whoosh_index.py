@@ -132,7 +132,41 @@ class WhooshIndex:
             self._add_common_terms(found, common, fields)
             self._add_common_terms(found, gram_common, {"grams": 1.0}, report=False)
             found.sort(key=lambda f: -f[2])
-        return [TextHit(chunk_id=cid, score=score, terms=tuple(sorted(matched))) for _, cid, score, matched in found]
+        return [TextHit(chunk_id=cid, score=score, terms=tuple(sorted(matched)), docnum=docnum)
+                for docnum, cid, score, matched in found]
+
+    def term_scores(self, terms: Sequence[tuple[str, float]], docnums: Sequence[int],
+                    fields: dict[str, float] | None = None) -> dict[int, dict[str, float]]:
+        """docnum -> {term: its weighted BM25F score in that chunk}, for a few candidate chunks.
+
+        Each term's posting list is skipped through to the (sorted) candidates only, so a section's
+        chunks can be scored term by term without walking whole posting lists in Python.
+        """
+        from whoosh.reading import TermNotFound
+
+        fields = {f: b for f, b in (fields or self.field_boosts).items() if b > 0}
+        wanted = sorted(set(docnums))
+        out: dict[int, dict[str, float]] = {d: {} for d in wanted}
+        if not wanted:
+            return out
+        for term, weight in terms:
+            for field, boost in fields.items():
+                try:
+                    matcher = self._searcher.postings(field, term)
+                except TermNotFound:
+                    continue
+                scorer = self._weighting.scorer(self._searcher, field, term)
+                for docnum in wanted:
+                    if not matcher.is_active():
+                        break
+                    if matcher.id() < docnum:
+                        matcher.skip_to(docnum)
+                        if not matcher.is_active():
+                            break
+                    if matcher.id() == docnum:
+                        scores = out[docnum]
+                        scores[term] = scores.get(term, 0.0) + scorer.score(matcher) * weight * boost
+        return out
 
     def _split_by_frequency(self, terms: Sequence[tuple[str, float]], field: str):
         """(rare, common): common terms are in more than `max_df_ratio` of the chunks.
