@@ -17,7 +17,7 @@ from kg.errors import InputError, NotFoundError
 from kg.relations.aliases import import_alias_table, is_alias_table
 from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
-from retrieval.catalog.anchors import chunk_parents
+from retrieval.catalog.anchors import anchors_about, chunk_parents
 from retrieval.graph.anchors import anchor_document
 from retrieval.catalog.docstore import DocStore
 from retrieval.graph.expand import (
@@ -49,7 +49,7 @@ from retrieval.rank.followup import (
     needs_followup,
 )
 from retrieval.rank.fusion import cap_per_document, fuse_hits
-from retrieval.rank.pooling import pool_by_parent
+from retrieval.rank.pooling import pool_by_parent, question_fit
 from retrieval.types import Chunk, QueryResult, SourceDocument
 
 __all__ = ["IngestReport", "KnowledgeBase", "MODES"]
@@ -365,8 +365,8 @@ class KnowledgeBase:
                                                 text_neighbours=self.evidence.mention_fit(text))
                 if wanted:
                     entity_hits = self._of_types(entity_hits, wanted, seeds)
-                text_scores = {}
-                if text_hits:
+                text_scores = question_fit(text_hits, words, mentions) if self.settings.fit_beyond_names else {}
+                if text_hits and not text_scores:
                     top = text_hits[0].score or 1.0
                     text_scores = {h.chunk_id: h.score / top for h in text_hits}
                 # A question that asks along a relation ("哪些应用会受波及", "who owns ...") wants the
@@ -461,10 +461,17 @@ class KnowledgeBase:
             mentioned = self.store.chunks_mentioning(entity.iri, limit=20)
             chunks = self.store.chunks([cid for cid, _ in mentioned])
             about = self.store.chunks_about(entity.iri)
+            anchored = anchors_about(self.store.db, entity.iri, limit=20)
+            anchored_chunks = self.store.chunks([cid for cid, _, _ in anchored])
             return {
                 **entity.to_json(),
                 "neighbours": neighbours,
                 "documents_about": _docs(self.store, about),
+                "sections_about": [
+                    {"chunk_id": cid, "doc_id": anchored_chunks[cid].doc_id, "title": anchored_chunks[cid].title,
+                     "section": anchored_chunks[cid].section, "strength": strength, "reason": reason}
+                    for cid, strength, reason in anchored if cid in anchored_chunks
+                ],
                 "mentioned_in": [
                     {"chunk_id": cid, "doc_id": chunks[cid].doc_id, "title": chunks[cid].title, "mentions": n}
                     for cid, n in mentioned if cid in chunks

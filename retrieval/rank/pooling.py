@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from retrieval.types import TextHit
+from retrieval.index.analysis import query_terms
+from retrieval.types import Mention, TextHit
 
-__all__ = ["pool_by_parent"]
+__all__ = ["pool_by_parent", "question_fit"]
 
 TermScores = Callable[[list[int]], Mapping[int, Mapping[str, float]]]
 
@@ -51,3 +52,20 @@ def pool_by_parent(hits: Sequence[TextHit], parent_of: Mapping[str, str], weight
             h = TextHit(h.chunk_id, h.score + weight * (pooled[parent] - h.score), h.terms, h.docnum)
         out.append(h)
     return sorted(out, key=lambda h: -h.score)
+
+
+def question_fit(hits: Sequence[TextHit], words: Sequence[str], mentions: Sequence[Mention]) -> dict[str, float]:
+    """Chunk id -> how much of the question *beyond the entities it names* the chunk matches (0-1).
+
+    Every section about an entity matches the entity's name, so the name says nothing about which
+    of them answers; the question's other words do ("默认端口" for "metasrv 默认端口"). The share is
+    scaled so the best-fitting chunk scores 1; {} when the question has no other words.
+    """
+    named = {t for m in mentions for t in query_terms(m.surface)} | {t for m in mentions for t in query_terms(m.label)}
+    other = [w for w in dict.fromkeys(words) if w not in named]
+    if not other:
+        return {}
+    wanted = set(other)
+    raw = {h.chunk_id: len(wanted.intersection(h.terms)) / len(wanted) for h in hits}
+    top = max(raw.values(), default=0.0)
+    return {cid: v / top for cid, v in raw.items() if v > 0} if top > 0 else {}
