@@ -451,8 +451,11 @@ class KnowledgeBase:
             self._refresh_graph()
             view = self.graph.view
             entity = view.resolve(key)
+            if entity is None:  # an alias names one entity just as well
+                named = {iri for surface, iri in view.surfaces() if fold_label(surface) == fold_label(key)}
+                entity = view.entities[named.pop()] if len(named) == 1 else None
             if entity is None:
-                raise NotFoundError(f"no entity '{key}' (give its IRI or its exact label; `kg stats` counts entities)")
+                raise NotFoundError(f"no entity '{key}' (give its IRI, its exact label or an alias; `kg stats` counts entities)")
             neighbours: dict[str, list[dict]] = {}
             for edge in view.neighbours(entity.iri):
                 neighbours.setdefault(edge.relation, []).append(

@@ -70,26 +70,42 @@ def _document_text(members: Sequence[Passage]) -> tuple[str, list[int]]:
     title = _document_title(members)
     lines = [f"# {title}", ""]
     starts: list[int] = []
+    open_headings: dict[int, str] = {}  # level -> the heading last opened at that level
     last_heading = ""
+
+    def emit(level: int, text: str) -> None:
+        nonlocal last_heading
+        last_heading = "#" * level + " " + text
+        lines.extend([last_heading, ""])
+        open_headings[level] = text
+        for deeper in [lv for lv in open_headings if lv > level]:
+            del open_headings[deeper]
+
     for i, p in enumerate(members):
         body = p.text.strip("\n")
         first = next((line for line in body.split("\n") if line.strip()), "")
-        heading = ""
-        if not _is_heading(first):
-            section = p.title[len(title) + len(TITLE_SEPARATOR):] if p.title.startswith(title + TITLE_SEPARATOR) else ""
-            if section:
-                parts = section.split(SECTION_SEPARATOR)
-                heading = "#" * min(6, 1 + len(parts)) + " " + parts[-1].strip()
-            elif i > 0:
-                # A passage that continues the previous section: the same heading again keeps the
-                # section path and still makes the chunker cut here.
-                heading = last_heading or f"## {title}"
+        section = p.title[len(title) + len(TITLE_SEPARATOR):] if p.title.startswith(title + TITLE_SEPARATOR) else ""
+        parts = [part.strip() for part in section.split(SECTION_SEPARATOR)] if section else []
         starts.append(len(lines) + 1)
-        if heading:
-            lines += [heading, ""]
-            last_heading = heading
-        elif _is_heading(first):
+        own = _heading_level(first)
+        if own:
+            # The passage opens with its heading; its title may name the parents that an earlier
+            # (dropped or empty) passage would have opened: open them first, as the source did.
+            for depth, part in enumerate(parts[:-1]):
+                level = own - (len(parts) - 1) + depth
+                if level >= 2 and open_headings.get(level) != part:
+                    emit(level, part)
+            open_headings[own] = first.lstrip("#").strip()
             last_heading = first.strip()
+        elif parts:
+            for depth, part in enumerate(parts):
+                level = min(6, 2 + depth)
+                if depth == len(parts) - 1 or open_headings.get(level) != part:
+                    emit(level, part)
+        elif i > 0:
+            # A passage that continues the previous section: the same heading again keeps the
+            # section path and still makes the chunker cut here.
+            lines.extend([last_heading or f"## {title}", ""])
         block = body.split("\n")
         if sum(1 for line in block if line.lstrip().startswith("```")) % 2:
             block.append("```")  # an unclosed code fence would hide every later heading
@@ -97,7 +113,7 @@ def _document_text(members: Sequence[Passage]) -> tuple[str, list[int]]:
     return "\n".join(lines), starts
 
 
-def _is_heading(line: str) -> bool:
+def _heading_level(line: str) -> int:
     stripped = line.lstrip()
     hashes = len(stripped) - len(stripped.lstrip("#"))
-    return 1 <= hashes <= 6 and stripped[hashes : hashes + 1] == " "
+    return hashes if 1 <= hashes <= 6 and stripped[hashes : hashes + 1] == " " else 0
