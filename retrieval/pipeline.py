@@ -373,7 +373,9 @@ class KnowledgeBase:
                 # entities at the other end more than the one it names.
                 focus = {iri: self.settings.cued_seed_weight for iri in seeds} if cues else None
                 graph_hits = chunks_for_entities(self.store, entity_hits, self.expansion, entity_weights=focus,
-                                                 text_scores=text_scores, text_agreement=self.settings.text_agreement)
+                                                 text_scores=text_scores, text_agreement=self.settings.text_agreement,
+                                                 min_fit=self.settings.min_graph_fit, evidence=self.evidence,
+                                                 along_relation=bool(cues))
                 graph_hits = graph_hits[: self.settings.graph_candidates]
             t3 = time.perf_counter()
             fused = fuse_hits(

@@ -9,7 +9,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-__all__ = ["anchors_about", "chunk_parents", "clear_anchors", "ensure_schema", "put_anchors", "anchor_counts"]
+__all__ = ["anchor_counts", "anchors_about", "chunk_parents", "clear_anchors", "document_sections", "ensure_schema",
+           "put_anchors"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS anchors (
@@ -65,4 +66,15 @@ def chunk_parents(db: sqlite3.Connection, chunk_ids: Sequence[str]) -> dict[str,
         out.update(db.execute(
             "SELECT chunk_id, COALESCE(NULLIF(parent_id, ''), doc_id) FROM chunks"
             f" WHERE chunk_id IN ({','.join('?' * len(part))})", part))
+    return out
+
+
+def document_sections(db: sqlite3.Connection, chunk_ids: Sequence[str]) -> dict[str, int]:
+    """Chunk id -> how many sections (parents) its document has."""
+    out: dict[str, int] = {}
+    for i in range(0, len(chunk_ids), 500):
+        part = list(chunk_ids[i : i + 500])
+        out.update(db.execute(
+            "SELECT c.chunk_id, (SELECT COUNT(DISTINCT s.parent_id) FROM chunks s WHERE s.doc_id = c.doc_id)"
+            f" FROM chunks c WHERE c.chunk_id IN ({','.join('?' * len(part))})", part))
     return out

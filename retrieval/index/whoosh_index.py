@@ -139,33 +139,23 @@ class WhooshIndex:
                     fields: dict[str, float] | None = None) -> dict[int, dict[str, float]]:
         """docnum -> {term: its weighted BM25F score in that chunk}, for a few candidate chunks.
 
-        Each term's posting list is skipped through to the (sorted) candidates only, so a section's
-        chunks can be scored term by term without walking whole posting lists in Python.
+        Per-term posting scores come from the same cache as the common terms' (one walk of a
+        posting list per term until the next commit), so re-scoring a section's chunks word by
+        word costs dictionary look-ups once a word has been seen.
         """
-        from whoosh.reading import TermNotFound
-
         fields = {f: b for f, b in (fields or self.field_boosts).items() if b > 0}
-        wanted = sorted(set(docnums))
-        out: dict[int, dict[str, float]] = {d: {} for d in wanted}
-        if not wanted:
+        out: dict[int, dict[str, float]] = {d: {} for d in docnums}
+        if not out:
             return out
         for term, weight in terms:
             for field, boost in fields.items():
-                try:
-                    matcher = self._searcher.postings(field, term)
-                except TermNotFound:
+                scores = self._term_scores(field, term)
+                if not scores:
                     continue
-                scorer = self._weighting.scorer(self._searcher, field, term)
-                for docnum in wanted:
-                    if not matcher.is_active():
-                        break
-                    if matcher.id() < docnum:
-                        matcher.skip_to(docnum)
-                        if not matcher.is_active():
-                            break
-                    if matcher.id() == docnum:
-                        scores = out[docnum]
-                        scores[term] = scores.get(term, 0.0) + scorer.score(matcher) * weight * boost
+                for docnum, per_term in out.items():
+                    score = scores.get(docnum)
+                    if score is not None:
+                        per_term[term] = per_term.get(term, 0.0) + score * weight * boost
         return out
 
     def _split_by_frequency(self, terms: Sequence[tuple[str, float]], field: str):
