@@ -17,9 +17,9 @@ from pathlib import Path
 from kg.errors import InputError
 from kg.settings import Settings
 from retrieval.eval.datasets import Question, load_dataset, read_questions
+from retrieval.eval.grouping import group_passages
 from retrieval.eval.metrics import QuestionResult, format_table, summarize
 from retrieval.pipeline import KnowledgeBase
-from retrieval.eval.grouping import group_passages
 from retrieval.types import Hit
 
 __all__ = ["evaluate_dataset", "evaluate_kb", "format_self_check", "rank_documents", "rank_passages"]
