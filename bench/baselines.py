@@ -133,7 +133,7 @@ def run_baseline(
         ranked = tuple(dataset.passages[i].id for i in hits)
         results.append(QuestionResult(q.id, q.type, q.gold_ids, ranked, latency_ms))
 
-    summary = summarize(results)
+    summary = summarize(results, (1, 2, 5, 8, 10))
     return {
         "dataset": dataset.name,
         "system": system,

@@ -62,6 +62,14 @@ class Settings(BaseSettings):
         20_000_000, ge=1, description="Largest file POST /import accepts, in bytes (KG_IMPORT_MAX_BYTES)."
     )
 
+    # -- retrieval: section anchors and section-level ranking (issue 7) --
+    section_anchors: bool = Field(True, description="Graph expansion lands on the sections anchored to a reached entity (headings, titles, definitions naming it); off = only documents titled with it and mentions.")
+    anchor_weight: float = Field(1.0, ge=0, description="Weight of a section anchored to a reached entity against a document titled with it.")
+    parent_pooling: float = Field(0.5, ge=0, le=1, description="Share of the scores of a chunk's sibling chunks (same section) added to its own text score (0 = rank chunks alone).")
+    fit_beyond_names: bool = Field(True, description="Graph hits are weighed by the question words they match beyond the names of the entities it names (off = by their whole text score).")
+    min_graph_fit: float = Field(0.3, ge=0, le=1, description="Graph hits inside documents of several sections that match less than this share of the best fit to the question's words beyond the names it names are dropped (0 = keep all).")
+    section_boost: float = Field(0.5, ge=0, description="Weight of a word in the chunk's heading path against one in the body.")
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

@@ -1,7 +1,7 @@
 """The whole flow, in order: ingest -> index -> link -> expand -> fuse. `KnowledgeBase` is the one entry point.
 
-Read `query()` top to bottom for the query path and `ingest_documents()` for the write path; each
-step is a call into its own stage module.
+Read `ingest_documents()` top to bottom for the write path and `query()` (retrieval/query_path.py,
+mixed in) for the query path; each step is a call into its own stage module.
 """
 
 from __future__ import annotations
@@ -14,48 +14,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kg.errors import InputError, NotFoundError
+from kg.relations.aliases import import_alias_table, is_alias_table
 from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
 from retrieval.catalog.docstore import DocStore
-from retrieval.graph.expand import (
-    ExpansionSettings,
-    chunks_for_entities,
-    expand_neighbours,
-    relation_cues,
-)
+from retrieval.graph.anchors import anchor_document
+from retrieval.graph.expand import ExpansionSettings
 from retrieval.graph.seeds import GraphEvidence, fold_label
 from retrieval.index.analysis import (
     add_user_words,
-    cjk_bigrams,
-    compound_terms,
     normalize_text,
-    query_terms,
     taught_words,
     vocabulary_version,
 )
 from retrieval.index.synonyms import SynonymTable
 from retrieval.index.whoosh_index import WhooshIndex
 from retrieval.ingest.chunking import chunk_document, find_source_files, read_source_file
-from retrieval.rank.explain import build_hits, entities_json
-from retrieval.rank.followup import (
-    BRIDGE_WEIGHT,
-    FollowUp,
-    bridge_names,
-    merge_rounds,
-    named_subject,
-    needs_followup,
-)
-from retrieval.rank.fusion import cap_per_document, fuse_hits
-from retrieval.types import Chunk, QueryResult, SourceDocument
+from retrieval.query_path import MODES, QueryPath
+from retrieval.types import Chunk, SourceDocument
 
 __all__ = ["IngestReport", "KnowledgeBase", "MODES"]
 
-MODES = ("full", "bm25", "graph")
 MARKER = "kgrag.json"
 SYNONYMS_FILE = "synonyms.txt"
 Progress = Callable[[int], None]
-COMPOUND_WEIGHT = 0.3  # 心跳间隔 for a question that says 心跳
-FOLLOWUP_TOP = 5  # round one is judged on this many hits
 
 
 @dataclass
@@ -77,7 +59,7 @@ class IngestReport:
         )
 
 
-class KnowledgeBase:
+class KnowledgeBase(QueryPath):
     def __init__(self, settings: Settings, *, create: bool = False) -> None:
         self.settings = settings
         self.root = Path(settings.data_dir)
@@ -94,12 +76,13 @@ class KnowledgeBase:
         if not (self.root / GRAPH_FILE).exists():
             self.graph.save()
         self.store = DocStore(self.root / "kb.sqlite")
-        self.index = WhooshIndex(self.root / "index", {"title": settings.title_boost, "section": 0.5, "body": 1.0},
+        self.index = WhooshIndex(self.root / "index", {"title": settings.title_boost, "section": settings.section_boost, "body": 1.0},
                                  max_df_ratio=settings.max_df_ratio)
         self.synonyms = SynonymTable.read(self.root / SYNONYMS_FILE)
         self.expansion = ExpansionSettings(max_hops=settings.expansion_hops, hub_cap=settings.hub_cap,
                                            decay=settings.expansion_decay, mention_weight=settings.mention_weight,
-                                           min_score=settings.min_graph_score)
+                                           min_score=settings.min_graph_score,
+                                           anchor_weight=settings.anchor_weight if settings.section_anchors else 0.0)
         self._linker = None
         self._about_index: dict[str, list[str]] | None = None
         self.evidence = GraphEvidence(self.store, self.graph)
@@ -126,15 +109,6 @@ class KnowledgeBase:
             add_user_words([s for s, _ in view.surfaces()] + self.synonyms.words())
             self._linker = EntityLinker(view.link_surfaces(), view.labels())
         return self._linker
-
-    def _relation_matcher(self):
-        """Matches the labels and cue words (skos:altLabel) of the ontology's properties in a question."""
-        if self._relations is None:
-            from retrieval.graph.linking import EntityMatcher
-
-            surfaces = [(label, p.name) for p in self.graph.vocab.properties.values() for label in p.labels]
-            self._relations = _NameMatcher(EntityMatcher(surfaces))
-        return self._relations
 
     def _graph_changed(self) -> None:
         self.graph.invalidate()
@@ -209,9 +183,11 @@ class KnowledgeBase:
         report.doc_ids.append(doc.doc_id)
 
     def _link_document(self, doc_id: str, title: str, chunks: Sequence[Chunk], linker, about) -> None:
-        for chunk, mentions in zip(chunks, linker.link_many(c.text for c in chunks), strict=True):
+        found = list(linker.link_many(c.text for c in chunks))
+        for chunk, mentions in zip(chunks, found, strict=True):
             self.store.put_mentions(chunk.chunk_id, mentions)
         self.store.put_about(doc_id, about.get(fold_label(title), ()))
+        anchor_document(self.store.db, title, chunks, found, linker.link_many)
 
     def relink(self, progress: Progress | None = None) -> int:
         """Recompute every chunk's entity mentions (after the graph gained or lost labels)."""
@@ -269,7 +245,9 @@ class KnowledgeBase:
             raise InputError(f"{path}: no such file")
         suffix = path.suffix.lower()
         with self.lock:
-            if suffix == ".csv":
+            if suffix == ".csv" and is_alias_table(path):
+                result = self._import_aliases(path, **options)
+            elif suffix == ".csv":
                 report = self.graph.import_relations(path, progress=progress, **options)
                 result = {"kind": "relations", "summary": report.summary(), "report": _report_json(report)}
             elif suffix in (".ttl", ".owl", ".rdf", ".xml", ".nt", ".jsonld", ".ofn", ".omn", ".owx"):
@@ -298,81 +276,25 @@ class KnowledgeBase:
                 result["chunks_reindexed"] = self._sync_index_words()
             return result
 
+    def _import_aliases(self, path: Path, skip_invalid: bool = False, dry_run: bool = False, **_) -> dict:
+        """An `entity,alias` table: other names of entities the graph already has (skos:altLabel)."""
+        from kg.graph import entity_subjects
+
+        graph = self.graph
+        report = import_alias_table(graph.rdf, path, entity_subjects(graph.rdf, graph.vocab),
+                                    skip_invalid=skip_invalid, dry_run=dry_run)
+        if report.new_aliases and not dry_run:
+            graph.save()
+        return {"kind": "aliases", "summary": report.summary(), "report": {
+            "rows": report.rows, "new_aliases": report.new_aliases, "unchanged": report.unchanged,
+            "rejected": report.rejected, "dry_run": report.dry_run, "encoding": report.encoding}}
+
     def add_entities(self, labels: Iterable[str], type_name: str = "Topic") -> int:
         with self.lock:
             added = self.graph.add_entities(labels, type_name)
             if added:
                 self._graph_changed()
             return added
-
-    # -- read path: link -> search -> expand -> fuse ----------------------------------------------
-    def query(self, text: str, k: int | None = None, mode: str = "full", types: Sequence[str] | None = None) -> QueryResult:
-        """Ranked chunks for a question. `types` (class names or labels) keeps graph expansion to
-        entities of those classes or their subclasses (rdfs:subClassOf), e.g. ["Service"]."""
-        if mode not in MODES:
-            raise InputError(f"unknown mode '{mode}' (use one of: {', '.join(MODES)})")
-        text = (text or "").strip()
-        if not text:
-            raise InputError("the query is empty: ask a question or give a few words")
-        if k is None:
-            k = self.settings.default_k
-        if k < 1 or k > 1000:
-            raise InputError(f"k must be between 1 and 1000, got {k}")
-        timings: dict[str, float] = {}
-        with self.lock:
-            self._refresh_graph()
-            wanted = self._resolve_types(types) if types else []
-            t0 = time.perf_counter()
-            linker = self.linker  # also teaches jieba the entity labels, which the index was cut with
-            mentions = linker.link(text) if mode != "bm25" else []
-            t1 = time.perf_counter()
-            words = query_terms(text)
-            terms = self.synonyms.expand(words)
-            terms += [(w, COMPOUND_WEIGHT) for w in compound_terms(words) if w not in dict(terms)]
-            grams = [(g, self.settings.gram_weight) for g in dict.fromkeys(cjk_bigrams(text))] if self.settings.gram_weight else []
-            text_hits = self.index.search(terms, self.settings.bm25_candidates, grams=grams) if mode != "graph" else []
-            t2 = time.perf_counter()
-            graph_hits, entity_hits = [], []
-            if mentions:
-                seeds = self.evidence.seed_weights(mentions)
-                cues = relation_cues(self.graph.vocab, self._relation_matcher().find_names(text))
-                entity_hits = expand_neighbours(self.graph.view, seeds, self.expansion, relation_boosts=cues,
-                                                text_neighbours=self.evidence.mention_fit(text))
-                if wanted:
-                    entity_hits = self._of_types(entity_hits, wanted, seeds)
-                text_scores = {}
-                if text_hits:
-                    top = text_hits[0].score or 1.0
-                    text_scores = {h.chunk_id: h.score / top for h in text_hits}
-                # A question that asks along a relation ("哪些应用会受波及", "who owns ...") wants the
-                # entities at the other end more than the one it names.
-                focus = {iri: self.settings.cued_seed_weight for iri in seeds} if cues else None
-                graph_hits = chunks_for_entities(self.store, entity_hits, self.expansion, entity_weights=focus,
-                                                 text_scores=text_scores, text_agreement=self.settings.text_agreement)
-                graph_hits = graph_hits[: self.settings.graph_candidates]
-            t3 = time.perf_counter()
-            fused = fuse_hits(
-                text_hits, graph_hits, method=self.settings.fusion, graph_weight=self.settings.graph_weight,
-                graph_confidence=self.settings.graph_confidence, decay=self.expansion.decay, rrf_k=self.settings.rrf_k,
-            )
-            doc_of = self.store.chunk_documents(list({h.chunk_id for h in text_hits} | {h.chunk_id for h in graph_hits}))
-            fused = cap_per_document(fused, doc_of, self.settings.chunks_per_document)
-            t4 = time.perf_counter()
-            followup, second_hits = None, []
-            if mode == "full" and self.settings.followup:
-                followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams)
-            hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits)
-            t5 = time.perf_counter()
-        timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3,
-                       followup=(t5 - t4) * 1e3)
-        return QueryResult(
-            query=text,
-            entities=entities_json(mentions, entity_hits),
-            hits=hits,
-            mode=mode,
-            timings_ms={k_: round(v, 2) for k_, v in timings.items()},
-            followup=followup.to_json() if followup else None,
-        )
 
     def ask(self, question: str, k: int | None = None, mode: str = "full", *, as_of=None, packs=None,
             llm="settings", stream: bool = False):
@@ -381,97 +303,11 @@ class KnowledgeBase:
 
         return ask(self, question, k=k, mode=mode, as_of=as_of, packs=packs, llm=llm, stream=stream)
 
-    def _follow_up(self, text: str, words: list[str], fused: list, graph_hits: list, grams: list):
-        """Round two (`retrieval.rank.followup`), when round one's best hit is a first hop and not the end:
-        the question names that hit's subject (its whole title), no top hit came through a relation, and
-        the hit's lead names something the question does not. The second search drops the first
-        hop's name, adds those names, and is merged below the hit."""
-        related = {h.chunk_id for h in graph_hits if h.path}
-        if not needs_followup([f.id for f in fused[:FOLLOWUP_TOP]], related):
-            return None, fused, []
-        top = self.store.chunks([fused[0].id]).get(fused[0].id)
-        subject = set(query_terms(top.title)) if top else set()
-        hop = named_subject(words, top.title) if top else set()
-        bridge = bridge_names(text, top.title, top.text) if hop else []
-        if not bridge:
-            return None, fused, []
-        asked = self.synonyms.expand([t for t in words if t not in hop])
-        added = [t for t in query_terms(" ".join(bridge)) if t not in subject and t not in dict(asked)]
-        terms = asked + [(t, BRIDGE_WEIGHT) for t in added]
-        second = self.index.search(terms, self.settings.bm25_candidates, grams=grams)
-        doc_of = self.store.chunk_documents([f.id for f in fused] + [h.chunk_id for h in second])
-        merged = merge_rounds(fused, [h.chunk_id for h in second], doc_of, weight=self.settings.followup_weight,
-                              k=self.settings.rrf_k)
-        merged = cap_per_document(merged, doc_of, self.settings.chunks_per_document)
-        followup = FollowUp(f"{text} {' '.join(bridge)}", bridge, top.chunk_id, [t for t in words if t in hop])
-        return followup, merged, second
-
-    def _resolve_types(self, types: Sequence[str]) -> list[str]:
-        vocab = self.graph.vocab
-        wanted = []
-        for name in types:
-            cls = vocab.resolve_class(name)
-            if cls is None:
-                hint = vocab.suggest_classes(name)
-                raise InputError(f"unknown type '{name}'" + (f" (did you mean {', '.join(hint)}?)" if hint else ""))
-            wanted.append(cls.name)
-        return wanted
-
-    def _of_types(self, entity_hits, wanted: list[str], seeds) -> list:
-        vocab, entities = self.graph.vocab, self.graph.view.entities
-        return [
-            h for h in entity_hits
-            if h.entity in seeds or any(vocab.is_subclass(t, w) for t in entities[h.entity].types for w in wanted)
-        ]
-
-    # -- inspection -------------------------------------------------------------------------------
-    def entity(self, key: str) -> dict:
-        with self.lock:
-            self._refresh_graph()
-            view = self.graph.view
-            entity = view.resolve(key)
-            if entity is None:
-                raise NotFoundError(f"no entity '{key}' (give its IRI or its exact label; `kg stats` counts entities)")
-            neighbours: dict[str, list[dict]] = {}
-            for edge in view.neighbours(entity.iri):
-                neighbours.setdefault(edge.relation, []).append(
-                    {"id": edge.target, "label": view.entities[edge.target].label, "asserted": edge.forward}
-                )
-            mentioned = self.store.chunks_mentioning(entity.iri, limit=20)
-            chunks = self.store.chunks([cid for cid, _ in mentioned])
-            about = self.store.chunks_about(entity.iri)
-            return {
-                **entity.to_json(),
-                "neighbours": neighbours,
-                "documents_about": _docs(self.store, about),
-                "mentioned_in": [
-                    {"chunk_id": cid, "doc_id": chunks[cid].doc_id, "title": chunks[cid].title, "mentions": n}
-                    for cid, n in mentioned if cid in chunks
-                ],
-            }
-
     def stats(self) -> dict:
         with self.lock:
             self._refresh_graph()
             return {"data_dir": str(self.root), **self.store.stats(), **self.graph.view.stats(),
                     "indexed_chunks": self.index.doc_count(), "synonym_groups": len(self.synonyms)}
-
-
-class _NameMatcher:
-    def __init__(self, matcher) -> None:
-        self.matcher = matcher
-
-    def find_names(self, text: str) -> set[str]:
-        return {name for m in self.matcher.find(normalize_text(text)) for name in m.entities}
-
-
-def _docs(store: DocStore, chunk_ids: list[str]) -> list[dict]:
-    seen: dict[str, dict] = {}
-    for chunk in store.chunks(chunk_ids).values():
-        if chunk.doc_id not in seen:
-            doc = store.document(chunk.doc_id)
-            seen[chunk.doc_id] = {"doc_id": chunk.doc_id, "title": chunk.title, "source": doc.source if doc else ""}
-    return list(seen.values())
 
 
 def _report_json(report) -> dict:

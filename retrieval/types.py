@@ -88,6 +88,7 @@ class TextHit:
     chunk_id: str
     score: float
     terms: tuple[str, ...] = ()
+    docnum: int = -1  # the text index's own number for the chunk (for per-term re-scoring), -1 = unknown
 
 
 @dataclass
@@ -95,9 +96,10 @@ class GraphHit:
     chunk_id: str
     score: float
     entity: str  # IRI of the entity that brought the chunk in
-    via: str  # "about" (document title is the entity) or "mentions"
+    via: str  # "about" (document title is the entity), "section" (a section anchor) or "mentions"
     path: tuple[PathStep, ...] = ()
     evidence: float = 0.0  # the graph's own score, before agreement with the text is counted
+    about: str = ""  # why the chunk is about the entity (a section anchor's reason), when via == "section"
 
 
 @dataclass

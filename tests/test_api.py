@@ -127,7 +127,7 @@ def test_an_unknown_entity_is_404_json(client):
     assert response.json() == {
         "error": {
             "type": "NotFoundError",
-            "message": "no entity 'no-such-thing' (give its IRI or its exact label; `kg stats` counts entities)",
+            "message": "no entity 'no-such-thing' (give its IRI, its exact label or an alias; `kg stats` counts entities)",
         }
     }
 

@@ -248,7 +248,7 @@ def test_an_unknown_entity_exits_1(kb_dir):
     assert result.exit_code == 1
     assert (
         result.stderr
-        == "error: no entity 'no-such-thing' (give its IRI or its exact label; `kg stats` counts entities)\n"
+        == "error: no entity 'no-such-thing' (give its IRI, its exact label or an alias; `kg stats` counts entities)\n"
     )
 
 

@@ -82,7 +82,7 @@ def test_entity_and_documents(mcp_run, kb):
 def test_errors_are_tool_errors_with_the_fix(mcp_run):
     _, (*_, unknown, bad_mode, _dated) = mcp_run
     assert _field(unknown, "is_error", "isError")
-    assert "no entity 'no-such-thing' (give its IRI or its exact label" in unknown.content[0].text
+    assert "no entity 'no-such-thing' (give its IRI, its exact label or an alias" in unknown.content[0].text
     assert _field(bad_mode, "is_error", "isError")
     assert "vector" in bad_mode.content[0].text
 

@@ -346,7 +346,7 @@ def test_an_unknown_entity_is_not_found(kb):
         kb.entity("no-such-service")
     assert (
         str(error.value)
-        == "no entity 'no-such-service' (give its IRI or its exact label; `kg stats` counts entities)"
+        == "no entity 'no-such-service' (give its IRI, its exact label or an alias; `kg stats` counts entities)"
     )
 
 

@@ -59,6 +59,7 @@ def import_(file: Path, skip_invalid: bool, rejects: Path | None, dry_run: bool,
     relations.csv: header `source,relation,target`; optional columns
     source_type, target_type, source_aliases, target_aliases (separated by |), weight, note.
     A bad row stops the whole import (nothing changes) unless --skip-invalid is given.
+    aliases.csv: header `entity,alias` (other names of existing entities), same rules.
     """
     options = {}
     if file.suffix.lower() == ".csv":

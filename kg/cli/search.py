@@ -52,7 +52,8 @@ def print_result(result, max_text: int = 160) -> None:
         if "bm25" in hit.why:
             reasons.append(f"bm25 #{hit.why['bm25']['rank']} ({', '.join(hit.why['bm25']['terms'][:6])})")
         if "graph" in hit.why:
-            reasons.append(f"graph #{hit.why['graph']['rank']}: {hit.why['graph']['path']}")
+            about = f" ({hit.why['graph']['about']})" if hit.why["graph"].get("about") else ""
+            reasons.append(f"graph #{hit.why['graph']['rank']}: {hit.why['graph']['path']}{about}")
         if "followup" in hit.why:
             reasons.append(f"second round #{hit.why['followup']['rank']} ({', '.join(hit.why['followup']['terms'][:6])})")
         click.echo("    why: " + " | ".join(reasons))
@@ -63,7 +64,7 @@ def print_result(result, max_text: int = 160) -> None:
 @data_dir_option
 @json_option
 def entity(key: str, data_dir: Path | None, as_json: bool) -> None:
-    """Show an entity (by label or IRI): aliases, types, neighbours by relation, where it is mentioned."""
+    """Show an entity (by label or IRI): aliases, types, neighbours, the sections about it (strongest first), where it is mentioned."""
     with open_kb(data_dir) as kb:
         info = kb.entity(key)
     if as_json:
@@ -75,6 +76,9 @@ def entity(key: str, data_dir: Path | None, as_json: bool) -> None:
         click.echo(f"  {relation}: " + ", ".join(t["label"] for t in targets))
     for doc in info["documents_about"]:
         click.echo(f"  about it: {doc['title']} ({doc['source']})")
+    for sec in info.get("sections_about", []):
+        where = f"{sec['title']} § {sec['section']}" if sec["section"] else sec["title"]
+        click.echo(f"  section about it: {where} [{sec['chunk_id']}] {sec['strength']:.2f} ({sec['reason']})")
     for m in info["mentioned_in"]:
         click.echo(f"  mentioned in: {m['title']} [{m['chunk_id']}] x{m['mentions']}")
 

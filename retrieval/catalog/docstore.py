@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from retrieval.catalog import anchors
 from retrieval.types import Chunk, Document, Mention
 
 __all__ = ["DocStore"]
@@ -46,6 +47,7 @@ class DocStore:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(_SCHEMA)
+        anchors.ensure_schema(self.db)
 
     def close(self) -> None:
         self.db.close()

@@ -2,9 +2,10 @@
 
 The folder contract is the one of the shared benchmark sets (see their README):
 
-    corpus.jsonl      one passage a line: {"id", "title", "text"}
+    corpus.jsonl      one passage a line: {"id", "title", "text", "doc"?}
     questions.jsonl   one question a line: {"id", "question", "type", "gold_ids", ...}
     relations.csv     optional relation table (source,relation,target)
+    aliases.csv       optional alias table (entity,alias)
     *.ttl|*.owl|*.rdf optional ontology
 
 Question lines carry answer fields (`answer`, `gold_titles`, `supporting_facts`,
@@ -37,6 +38,7 @@ __all__ = [
 CORPUS_FILE = "corpus.jsonl"
 QUESTIONS_FILE = "questions.jsonl"
 RELATIONS_FILE = "relations.csv"
+ALIASES_FILE = "aliases.csv"
 ONTOLOGY_SUFFIXES = (".ttl", ".owl", ".rdf")
 DEFAULT_TYPE = "all"
 
@@ -46,6 +48,7 @@ class Passage:
     id: str
     title: str
     text: str
+    doc: str = ""  # the document this passage is a section of ("" = the passage is a document)
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class Dataset:
     passages: list[Passage]
     questions: list[Question]
     relations_path: Path | None = None
+    aliases_path: Path | None = None
     ontology_path: Path | None = None
     # Ids of questions left out because their gold list was empty (only with drop_empty_gold).
     dropped_question_ids: list[str] = field(default_factory=list)
@@ -90,8 +94,11 @@ def read_corpus(path: Path | str) -> list[Passage]:
             title = ""
         if not isinstance(title, str):
             raise QuestionSetError(f'{where}: "title" must be a string, got {_json_type(title)}')
+        doc = obj.get("doc") or ""
+        if not isinstance(doc, str):
+            raise QuestionSetError(f'{where}: "doc" must be a string (the document the passage belongs to), got {_json_type(doc)}')
         _check_unique(pid, lineno, first_line, where)
-        passages.append(Passage(id=pid, title=title, text=text))
+        passages.append(Passage(id=pid, title=title, text=text, doc=doc))
     return passages
 
 
@@ -149,6 +156,7 @@ def load_dataset(
         passages=passages,
         questions=questions,
         relations_path=relations if relations.is_file() else None,
+        aliases_path=root / ALIASES_FILE if (root / ALIASES_FILE).is_file() else None,
         ontology_path=_find_ontology(root),
         dropped_question_ids=dropped,
     )

@@ -1,8 +1,9 @@
 """A benchmark folder (or a knowledge base + its question set) -> retrieval metrics, overall and per question type.
 
 `evaluate_dataset` builds a fresh knowledge base in a temporary folder through the same calls as
-`kg import` and `kg ingest` (each passage a document whose title is an entity label), then runs
-every question through `KnowledgeBase.query`, exactly what `kg query` runs. Only a question's id,
+`kg import` and `kg ingest`: passages that carry `doc` are put back into their documents (with
+sections, `retrieval.eval.grouping`), the others are one document each titled with an entity label;
+`relations.csv` and `aliases.csv` are imported. Then it runs every question through `KnowledgeBase.query`, exactly what `kg query` runs. Only a question's id,
 text, type and gold ids are read (see `retrieval.eval.datasets`), so answers never reach the system.
 """
 
@@ -16,35 +17,41 @@ from pathlib import Path
 from kg.errors import InputError
 from kg.settings import Settings
 from retrieval.eval.datasets import Question, load_dataset, read_questions
+from retrieval.eval.grouping import group_passages
 from retrieval.eval.metrics import QuestionResult, format_table, summarize
 from retrieval.pipeline import KnowledgeBase
-from retrieval.types import SourceDocument
+from retrieval.types import Hit
 
-__all__ = ["evaluate_dataset", "evaluate_kb", "format_self_check", "rank_documents"]
+__all__ = ["evaluate_dataset", "evaluate_kb", "format_self_check", "rank_documents", "rank_passages"]
 
 Progress = Callable[[int], None]
 
 
 def rank_documents(kb: KnowledgeBase, question: str, mode: str, depth: int) -> list[str]:
     """Document ids best-first; a document's rank is that of its best chunk."""
+    return rank_passages(kb, question, mode, depth, lambda hit: [hit.doc_id])
+
+
+def rank_passages(kb: KnowledgeBase, question: str, mode: str, depth: int,
+                  passages_of: Callable[[Hit], list[str]]) -> list[str]:
+    """Passage (or document) ids best-first; a passage's rank is that of its best chunk."""
     result = kb.query(question, k=depth * 3, mode=mode)
-    ranked: list[str] = []
+    ranked: dict[str, None] = {}
     for hit in result.hits:
-        if hit.doc_id not in ranked:
-            ranked.append(hit.doc_id)
-    return ranked[:depth]
+        for pid in passages_of(hit):
+            ranked.setdefault(pid, None)
+    return list(ranked)[:depth]
 
 
-def _run(kb: KnowledgeBase, questions: Sequence[Question], to_gold_space: Callable[[str], str | None],
+def _run(kb: KnowledgeBase, questions: Sequence[Question], passages_of: Callable[[Hit], list[str]],
          mode: str, ks: Sequence[int], progress: Progress | None) -> list[QuestionResult]:
     depth = max(ks)
     results = []
     for q in questions:
         started = time.perf_counter()
-        ranked = rank_documents(kb, q.question, mode, depth)
+        ranked = rank_passages(kb, q.question, mode, depth, passages_of)
         latency = (time.perf_counter() - started) * 1e3
-        mapped = [g for g in (to_gold_space(d) for d in ranked) if g is not None]
-        results.append(QuestionResult(q.id, q.type, tuple(q.gold_ids), tuple(mapped), latency))
+        results.append(QuestionResult(q.id, q.type, tuple(q.gold_ids), tuple(ranked), latency))
         if progress:
             progress(1)
     return results
@@ -68,24 +75,28 @@ def evaluate_dataset(
         with KnowledgeBase(kb_settings, create=True) as kb:
             if dataset.ontology_path:
                 kb.import_file(dataset.ontology_path)
-            kb.add_entities(p.title for p in dataset.passages if p.title)
+            # A Wikipedia-style passage is a document titled with the entity it is about; sections of a
+            # user's document (passages with `doc`) are not entities of their own.
+            kb.add_entities(p.title for p in dataset.passages if p.title and not p.doc)
             rejected = 0
             if dataset.relations_path:
                 # Relation tables are exported by hand or by scripts and are imperfect: import the
                 # good rows, as a user would with --skip-invalid, and report how many were not.
                 report = kb.import_file(dataset.relations_path, skip_invalid=True)
                 rejected = len(report["report"]["rejected"])
-            sources = [
-                SourceDocument(source=f"{dataset.name}:{p.id}", text=p.text or p.title, format="txt", title=p.title or None)
-                for p in dataset.passages
-            ]
-            kb.ingest_documents(sources)
+            if dataset.aliases_path:
+                kb.import_file(dataset.aliases_path, skip_invalid=True)
+            corpus = group_passages(dataset.name, dataset.passages)
+            kb.ingest_documents(corpus.sources)
             ingest_seconds = time.perf_counter() - started
             if on_ingested:
                 on_ingested(ingest_seconds)
-            prefix = f"{dataset.name}:"
-            by_doc = {d.doc_id: d.source[len(prefix):] for d in kb.store.documents()}
-            results = _run(kb, dataset.questions, by_doc.get, mode, ks, progress)
+            sources = {d.doc_id: d.source for d in kb.store.documents()}
+
+            def passages_of(hit: Hit) -> list[str]:
+                return corpus.passages_of(sources.get(hit.doc_id, ""), *hit.lines)
+
+            results = _run(kb, dataset.questions, passages_of, mode, ks, progress)
             stats = kb.stats()
     summary = summarize(results, ks)
     return {
@@ -132,7 +143,7 @@ def evaluate_kb(
             + (" ..." if len(missing) > 5 else "")
             + " (give document ids or source paths of ingested documents)"
         )
-    results = _run(kb, questions, lookup.get, mode, ks, progress)
+    results = _run(kb, questions, lambda hit: [lookup.get(hit.doc_id, hit.doc_id)], mode, ks, progress)
     return {"dataset": Path(questions_path).name, "mode": mode, **summarize(results, ks)}
 
 

@@ -15,7 +15,9 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from kg.graph import Edge, GraphView
+from retrieval.catalog.anchors import anchors_about, document_sections
 from retrieval.catalog.docstore import DocStore
+from retrieval.graph.anchors import MENTION_REASON
 from retrieval.types import EntityHit, GraphHit, PathStep
 
 __all__ = ["ExpansionSettings", "chunks_for_entities", "expand_neighbours", "relation_cues"]
@@ -32,6 +34,8 @@ class ExpansionSettings:
     mention_weight: float = 0.5  # a chunk that mentions the entity
     mention_limit: int = 30  # chunks taken per entity through mentions
     min_score: float = 0.0  # graph hits below this are too unspecific to rank
+    anchor_weight: float = 1.0  # a section anchored to the entity (0 = section anchors off)
+    anchor_limit: int = 40  # anchored sections taken per entity, strongest first
 
 
 def expand_neighbours(
@@ -164,13 +168,19 @@ def chunks_for_entities(
     entity_weights: Mapping[str, float] | None = None,
     text_scores: Mapping[str, float] | None = None,
     text_agreement: float = 0.0,
+    min_fit: float = 0.0,
+    evidence=None,
+    along_relation: bool = False,
 ) -> list[GraphHit]:
-    """The chunks that the reached entities bring in, best first.
+    """The chunks that the reached entities bring in, best first (`evidence`: a `GraphEvidence` whose
+    caches answer the per-entity look-ups, else the store is asked).
 
     A chunk reached through several entities adds their contributions (a passage that is about one
     query entity and mentions another is the typical multi-hop evidence); its `why` keeps the best.
     """
     scores: dict[str, float] = {}
+    section_best: dict[str, float] = {}
+    exempt: set[str] = set()
     best: dict[str, GraphHit] = {}
     for hit in entity_hits:
         factor = hit.score * (entity_weights.get(hit.entity, 1.0) if entity_weights else 1.0)
@@ -180,24 +190,51 @@ def chunks_for_entities(
         # about any one of them: the evidence is spread by the square root of their number.
         about = store.about_chunks(hit.entity)
         spread = math.sqrt(len({doc for _, doc, _ in about})) if about else 1.0
+        # A long document about the entity (a page of twenty sections) should not flood the list:
+        # its later chunks share the weight a short document's would have.
+        length = {}
+        for _, doc, _ in about:
+            length[doc] = length.get(doc, 0) + 1
         contributions = [
-            (cid, settings.about_weight * factor * (1.0 if ordinal == 0 else 0.6) / spread, "about")
-            for cid, _, ordinal in about
+            (cid, settings.about_weight * factor * (1.0 if ordinal == 0 else 0.6 / math.sqrt(length[doc])) / spread, "about")
+            for cid, doc, ordinal in about
         ]
+
         about_ids = {cid for cid, _, _ in contributions}
+        if hit.path and along_relation:
+            # When the question asks along a relation ("依赖哪些组件"), the opening of a document about
+            # an entity at the other end may share no word with it (that is what the relation is
+            # for): it is not held to the fit.
+            exempt.update(cid for cid, _, ordinal in about if ordinal == 0)
+        sections = _anchored_sections(store, hit.entity, factor, settings, about_ids, evidence)
+        contributions += [(cid, score, "section") for cid, score, _ in sections]
+        reasons = {cid: reason for cid, _, reason in sections}
+        about_ids |= set(reasons)
         mentioning = store.chunks_mentioning(hit.entity, settings.mention_limit)
         # Likewise a mention: one of 70 chunks naming the entity is weak evidence for each.
-        mention_spread = math.sqrt(store.mention_count(hit.entity)) if mentioning else 1.0
+        mention_spread = math.sqrt(evidence.mention_count(hit.entity) if evidence else store.mention_count(hit.entity)) if mentioning else 1.0
         contributions += [
             (cid, settings.mention_weight * factor * min(1.0, 0.6 + 0.2 * n) / mention_spread, "mentions")
             for cid, n in mentioning
             if cid not in about_ids
         ]
         for cid, score, via in contributions:
+            if via == "section":
+                # Sibling keys anchored in one table all reach it: count the best of them once.
+                previous = section_best.get(cid, 0.0)
+                section_best[cid] = max(previous, score)
+                score = max(0.0, score - previous)
             scores[cid] = scores.get(cid, 0.0) + score
             if cid not in best or best[cid].score < score:
-                best[cid] = GraphHit(cid, score, hit.entity, via, hit.path)
+                best[cid] = GraphHit(cid, score, hit.entity, via, hit.path, about=reasons.get(cid, "") if via == "section" else "")
     graph_only = {cid: score for cid, score in scores.items() if score >= settings.min_score}
+    if text_scores and min_fit > 0:
+        # One section of a document of many that matches little of the question's other words is
+        # only the entity's name again: in a rank fusion even the graph's weakest list would reorder
+        # the text's top. A document of one section (a Wikipedia page) is all about its entity.
+        section_counts = document_sections(store.db, list(graph_only))
+        graph_only = {cid: score for cid, score in graph_only.items()
+                      if cid in exempt or section_counts.get(cid, 1) == 1 or text_scores.get(cid, 0.0) >= min_fit}
     ranked = dict(graph_only)
     if text_scores and text_agreement:
         # Among the chunks the graph brings, prefer those that also match the question's words:
@@ -207,5 +244,34 @@ def chunks_for_entities(
     out = []
     for cid, total in sorted(ranked.items(), key=lambda kv: (-kv[1], kv[0])):
         top = best[cid]
-        out.append(GraphHit(cid, total, top.entity, top.via, top.path, evidence=graph_only[cid]))
+        out.append(GraphHit(cid, total, top.entity, top.via, top.path, evidence=graph_only[cid], about=top.about))
     return out
+
+
+PEER_SHARE = 0.8  # anchors this close to the strongest share the entity's evidence
+
+
+def _anchored_sections(store: DocStore, entity: str, factor: float, settings: ExpansionSettings,
+                       skip: set[str], evidence=None) -> list[tuple[str, float, str]]:
+    """(chunk id, score, reason) of the sections anchored to a reached entity.
+
+    score = the entity's path score x the anchor's strength, spread over the anchors about as
+    strong as the best one: a key with one `###` section gives it everything, a component that
+    fifty pages name in their title gives each a little. Prominent-mention anchors of an entity
+    mentioned all over the corpus are not counted (a passing mention of a hub says nothing).
+    """
+    if settings.anchor_weight <= 0:
+        return []
+    found = evidence.anchors(entity, settings.anchor_limit) if evidence else anchors_about(store.db, entity, settings.anchor_limit)
+    rows = [r for r in found if r[0] not in skip]
+    if not rows:
+        return []
+    mentions = evidence.mention_count(entity) if evidence else store.mention_count(entity)
+    if mentions > settings.mention_limit * 3:
+        rows = [r for r in rows if not r[2].startswith(MENTION_REASON)]
+        if not rows:
+            return []
+    top = rows[0][1]
+    peers = sum(1 for _, strength, _ in rows if strength >= PEER_SHARE * top)
+    spread = math.sqrt(peers)
+    return [(cid, settings.anchor_weight * factor * strength / spread, reason) for cid, strength, reason in rows]

@@ -115,10 +115,29 @@ def _make_tokenizer(vocab):
     from spacy.tokens import Doc
 
     def tokenize(text: str) -> Doc:
-        words, spaces = [], []
+        # The Doc must spell `text` exactly (words + one trailing space each), or character offsets
+        # drift after every run of whitespace ("\n\n", "  |  "): runs become whitespace tokens.
+        words: list[str] = []
+        spaces: list[bool] = []
+        position = 0
         for m in _TOKEN.finditer(text):
+            gap = text[position : m.start()]
+            if gap:
+                if words and gap[0] == " " and not spaces[-1]:
+                    spaces[-1], gap = True, gap[1:]
+                if gap:
+                    words.append(gap)
+                    spaces.append(False)
             words.append(m.group())
-            spaces.append(m.end() < len(text) and text[m.end()].isspace())
+            spaces.append(False)
+            position = m.end()
+        tail = text[position:]
+        if tail:
+            if words and tail[0] == " ":
+                spaces[-1], tail = True, tail[1:]
+            if tail:
+                words.append(tail)
+                spaces.append(False)
         return Doc(vocab, words=words, spaces=spaces)
 
     return tokenize

@@ -40,10 +40,31 @@ class GraphEvidence:
         self.graph = graph
         self._weights: dict[str, float] | None = None
         self._contexts: dict[str, list[tuple[str, frozenset[str]]]] = {}
+        self.invalidate()
 
     def invalidate(self) -> None:
         self._weights = None
         self._contexts = {}
+        self._anchors: dict[str, list[tuple[str, float, str]]] = {}  # 'limit\0iri' -> rows
+        self._mention_counts: dict[str, int] | None = None
+
+    def anchors(self, iri: str, limit: int) -> list[tuple[str, float, str]]:
+        """The sections anchored to an entity, strongest first (cached until the next write)."""
+        key = f"{limit}\x00{iri}"
+        cached = self._anchors.get(key)
+        if cached is None:
+            from retrieval.catalog.anchors import anchors_about
+
+            if len(self._anchors) > 50_000:
+                self._anchors.clear()
+            cached = self._anchors[key] = anchors_about(self.store.db, iri, limit)
+        return cached
+
+    def mention_count(self, iri: str) -> int:
+        """How many chunks mention the entity (cached until the next write)."""
+        if self._mention_counts is None:
+            self._mention_counts = self.store.mention_counts()
+        return self._mention_counts.get(iri, 0)
 
     def entity_weight(self, iri: str) -> float:
         """Specificity of an entity: rarely mentioned entities say more about a query (an IDF)."""

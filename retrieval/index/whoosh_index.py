@@ -132,7 +132,31 @@ class WhooshIndex:
             self._add_common_terms(found, common, fields)
             self._add_common_terms(found, gram_common, {"grams": 1.0}, report=False)
             found.sort(key=lambda f: -f[2])
-        return [TextHit(chunk_id=cid, score=score, terms=tuple(sorted(matched))) for _, cid, score, matched in found]
+        return [TextHit(chunk_id=cid, score=score, terms=tuple(sorted(matched)), docnum=docnum)
+                for docnum, cid, score, matched in found]
+
+    def term_scores(self, terms: Sequence[tuple[str, float]], docnums: Sequence[int],
+                    fields: dict[str, float] | None = None) -> dict[int, dict[str, float]]:
+        """docnum -> {term: its weighted BM25F score in that chunk}, for a few candidate chunks.
+
+        Per-term posting scores come from the same cache as the common terms' (one walk of a
+        posting list per term until the next commit), so re-scoring a section's chunks word by
+        word costs dictionary look-ups once a word has been seen.
+        """
+        fields = {f: b for f, b in (fields or self.field_boosts).items() if b > 0}
+        out: dict[int, dict[str, float]] = {d: {} for d in docnums}
+        if not out:
+            return out
+        for term, weight in terms:
+            for field, boost in fields.items():
+                scores = self._term_scores(field, term)
+                if not scores:
+                    continue
+                for docnum, per_term in out.items():
+                    score = scores.get(docnum)
+                    if score is not None:
+                        per_term[term] = per_term.get(term, 0.0) + score * weight * boost
+        return out
 
     def _split_by_frequency(self, terms: Sequence[tuple[str, float]], field: str):
         """(rare, common): common terms are in more than `max_df_ratio` of the chunks.

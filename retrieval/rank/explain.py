@@ -43,6 +43,8 @@ def build_hits(
                 "via": g.via,
                 "path": path_text(label, g.path, g.via),
             }
+            if g.about:
+                why["graph"]["about"] = g.about
         if f.id in by_followup and "followup" in f.ranks:
             t = by_followup[f.id]
             why["followup"] = {"rank": f.ranks["followup"], "score": round(t.score, 3), "terms": list(t.terms)}
@@ -55,7 +57,7 @@ def build_hits(
 
 def path_text(label: str, path: Sequence[PathStep], via: str) -> str:
     """`query: 订单服务 → dependsOn → redis-cluster → mentioned in chunk`."""
-    end = "document about it" if via == "about" else "mentioned in chunk"
+    end = {"about": "document about it", "section": "section about it"}.get(via, "mentioned in chunk")
     if not path:
         return f"query: {label} → {end}"
     parts = [path[0].source] + [f"{step.relation} → {step.target}" for step in path]

@@ -1,0 +1,124 @@
+"""An alias table (aliases.csv: `entity,alias`) and the graph in -> skos:altLabel triples on known entities (+ an AliasReport) out.
+
+Maintainers keep the other names of their components beside the relation table (中文名 / English
+name, a section name the docs use, a CLI flag). Every row is checked first and every problem is
+reported with its line; nothing is written when a row is bad unless `skip_invalid`, the same
+contract as the relation table. Importing the same table twice adds nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import rdflib
+from rdflib import Literal
+from rdflib.namespace import RDFS, SKOS
+
+from kg.errors import RelationTableError
+from kg.relations.read import _column_key, _decode
+
+__all__ = ["AliasReport", "import_alias_table", "is_alias_table"]
+
+ALIAS_COLUMNS = ("entity", "alias")
+
+
+@dataclass
+class AliasReport:
+    rows: int = 0
+    new_aliases: int = 0
+    unchanged: int = 0
+    rejected: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    encoding: str = "utf-8"
+
+    def summary(self) -> str:
+        verb = "would add" if self.dry_run else "added"
+        text = f"{self.rows} alias rows: {verb} {self.new_aliases} aliases, {self.unchanged} already known"
+        return text + (f", {len(self.rejected)} rejected" if self.rejected else "")
+
+
+def is_alias_table(path: Path) -> bool:
+    """A CSV whose header is `entity,alias` (any case, BOM allowed)."""
+    try:
+        with Path(path).open("rb") as f:
+            first = f.readline()
+    except OSError:
+        return False
+    for encoding in ("utf-8-sig", "gbk"):
+        try:
+            header = next(csv.reader([first.decode(encoding)]), [])
+            return [_column_key(c) for c in header if c.strip()] == list(ALIAS_COLUMNS)
+        except (UnicodeDecodeError, StopIteration):
+            continue
+    return False
+
+
+def import_alias_table(graph: rdflib.Graph, path: Path, entities: set | None = None, *,
+                       skip_invalid: bool = False, dry_run: bool = False) -> AliasReport:
+    """Check every row, then add `skos:altLabel` to each named entity (all rows or none, unless skip_invalid).
+
+    `entities` (the graph's entity subjects, `kg.graph.entity_subjects`) keeps classes and
+    properties, which have labels too, from being given an entity's alias."""
+    path = Path(path)
+    name = path.name
+    text, encoding = _decode(path.read_bytes(), name)
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None or [_column_key(c) for c in header if c.strip()] != list(ALIAS_COLUMNS):
+        got = ",".join(header or []) or "an empty file"
+        raise RelationTableError(f"{name}:1: an alias table needs the header 'entity,alias' (got '{got}')")
+    subjects = _labelled_subjects(graph, entities)
+    folded = {label.casefold(): iri for label, iri in subjects.items()}
+    report = AliasReport(dry_run=dry_run, encoding=encoding)
+    planned: list[tuple[rdflib.URIRef, str]] = []
+    problems: list[tuple[int, str]] = []
+    for line, fields in enumerate(reader, start=2):
+        if not any(f.strip() for f in fields):
+            continue
+        report.rows += 1
+        if len(fields) != 2:
+            problems.append((line, f"expected 2 cells (entity,alias), got {len(fields)}"
+                                   " (quote a cell that contains a comma)"))
+            continue
+        entity, alias = (f.strip() for f in fields)
+        if not entity or not alias:
+            problems.append((line, "empty " + ("entity" if not entity else "alias") + " cell"))
+            continue
+        iri = subjects.get(entity) or folded.get(entity.casefold())
+        if iri is None:
+            hint = difflib.get_close_matches(entity, list(subjects), n=1)
+            problems.append((line, f"no entity '{entity}' in the graph "
+                                   + (f"(did you mean '{hint[0]}'?)" if hint else
+                                      "(import the relation table that names it first)")))
+            continue
+        planned.append((iri, alias))
+    rejected = [f"{name}:{line}: {message}" for line, message in problems]
+    if rejected and not skip_invalid:
+        raise RelationTableError(
+            f"{name}: {len(rejected)} bad row(s); nothing was imported (fix them, or use --skip-invalid "
+            "to import the good rows)", problems=rejected)
+    report.rejected = rejected
+    for iri, alias in dict.fromkeys(planned):
+        known = {str(o) for o in graph.objects(iri, SKOS.altLabel)} | {str(o) for o in graph.objects(iri, RDFS.label)}
+        if alias in known:
+            report.unchanged += 1
+            continue
+        report.new_aliases += 1
+        if not dry_run:
+            graph.add((iri, SKOS.altLabel, Literal(alias)))
+    return report
+
+
+def _labelled_subjects(graph: rdflib.Graph, entities: set | None) -> dict[str, rdflib.URIRef]:
+    """Label (or existing alias, or IRI) -> entity, for the subjects that are entities with a label."""
+    out: dict[str, rdflib.URIRef] = {}
+    for predicate in (SKOS.altLabel, RDFS.label):  # labels win over aliases
+        for subject, label in graph.subject_objects(predicate):
+            if isinstance(subject, rdflib.URIRef) and (entities is None or subject in entities):
+                out[str(label)] = subject
+                out.setdefault(str(subject), subject)
+    return out

@@ -1,0 +1,222 @@
+"""The query path of `KnowledgeBase`: question -> link -> search -> expand -> fuse -> second round -> `QueryResult`, and entity inspection.
+
+`KnowledgeBase` (retrieval/pipeline.py) inherits these methods; they read its stores, index,
+graph and settings and never write. Read `query()` top to bottom: each step is a call into its
+stage module.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from kg.errors import InputError, NotFoundError
+from retrieval.catalog.anchors import anchors_about, chunk_parents
+from retrieval.catalog.docstore import DocStore
+from retrieval.graph.expand import chunks_for_entities, expand_neighbours, relation_cues
+from retrieval.graph.seeds import fold_label
+from retrieval.index.analysis import cjk_bigrams, compound_terms, normalize_text, query_terms
+from retrieval.rank.explain import build_hits, entities_json
+from retrieval.rank.followup import (
+    BRIDGE_WEIGHT,
+    FollowUp,
+    bridge_names,
+    merge_rounds,
+    named_subject,
+    needs_followup,
+)
+from retrieval.rank.fusion import cap_per_document, fuse_hits
+from retrieval.rank.pooling import pool_by_parent, question_fit
+from retrieval.types import QueryResult
+
+__all__ = ["MODES", "QueryPath"]
+
+MODES = ("full", "bm25", "graph")
+COMPOUND_WEIGHT = 0.3  # 心跳间隔 for a question that says 心跳
+FOLLOWUP_TOP = 5  # round one is judged on this many hits
+
+
+class QueryPath:
+    """Mixed into `KnowledgeBase`: the read-only methods (query, entity) and their helpers."""
+
+    def _relation_matcher(self):
+        """Matches the labels and cue words (skos:altLabel) of the ontology's properties in a question."""
+        if self._relations is None:
+            from retrieval.graph.linking import EntityMatcher
+
+            surfaces = [(label, p.name) for p in self.graph.vocab.properties.values() for label in p.labels]
+            self._relations = _NameMatcher(EntityMatcher(surfaces))
+        return self._relations
+
+    # -- read path: link -> search -> expand -> fuse ----------------------------------------------
+    def query(self, text: str, k: int | None = None, mode: str = "full", types: Sequence[str] | None = None) -> QueryResult:
+        """Ranked chunks for a question. `types` (class names or labels) keeps graph expansion to
+        entities of those classes or their subclasses (rdfs:subClassOf), e.g. ["Service"]."""
+        if mode not in MODES:
+            raise InputError(f"unknown mode '{mode}' (use one of: {', '.join(MODES)})")
+        text = (text or "").strip()
+        if not text:
+            raise InputError("the query is empty: ask a question or give a few words")
+        if k is None:
+            k = self.settings.default_k
+        if k < 1 or k > 1000:
+            raise InputError(f"k must be between 1 and 1000, got {k}")
+        timings: dict[str, float] = {}
+        with self.lock:
+            self._refresh_graph()
+            wanted = self._resolve_types(types) if types else []
+            t0 = time.perf_counter()
+            linker = self.linker  # also teaches jieba the entity labels, which the index was cut with
+            mentions = linker.link(text) if mode != "bm25" else []
+            t1 = time.perf_counter()
+            words = query_terms(text)
+            terms = self.synonyms.expand(words)
+            terms += [(w, COMPOUND_WEIGHT) for w in compound_terms(words) if w not in dict(terms)]
+            grams = [(g, self.settings.gram_weight) for g in dict.fromkeys(cjk_bigrams(text))] if self.settings.gram_weight else []
+            text_hits = self.index.search(terms, self.settings.bm25_candidates, grams=grams) if mode != "graph" else []
+            parent_of = chunk_parents(self.store.db, [h.chunk_id for h in text_hits])
+            text_hits = pool_by_parent(text_hits, parent_of, self.settings.parent_pooling,
+                                       lambda docnums: self.index.term_scores(terms, docnums))
+            t2 = time.perf_counter()
+            graph_hits, entity_hits = [], []
+            if mentions:
+                seeds = self.evidence.seed_weights(mentions)
+                cues = relation_cues(self.graph.vocab, self._relation_matcher().find_names(text))
+                entity_hits = expand_neighbours(self.graph.view, seeds, self.expansion, relation_boosts=cues,
+                                                text_neighbours=self.evidence.mention_fit(text))
+                if wanted:
+                    entity_hits = self._of_types(entity_hits, wanted, seeds)
+                text_scores = question_fit(text_hits, words, mentions) if self.settings.fit_beyond_names else {}
+                if text_hits and not text_scores:
+                    top = text_hits[0].score or 1.0
+                    text_scores = {h.chunk_id: h.score / top for h in text_hits}
+                # A question that asks along a relation ("哪些应用会受波及", "who owns ...") wants the
+                # entities at the other end more than the one it names.
+                focus = {iri: self.settings.cued_seed_weight for iri in seeds} if cues else None
+                graph_hits = chunks_for_entities(self.store, entity_hits, self.expansion, entity_weights=focus,
+                                                 text_scores=text_scores, text_agreement=self.settings.text_agreement,
+                                                 min_fit=self.settings.min_graph_fit, evidence=self.evidence,
+                                                 along_relation=bool(cues))
+                graph_hits = graph_hits[: self.settings.graph_candidates]
+            t3 = time.perf_counter()
+            fused = fuse_hits(
+                text_hits, graph_hits, method=self.settings.fusion, graph_weight=self.settings.graph_weight,
+                graph_confidence=self.settings.graph_confidence, decay=self.expansion.decay, rrf_k=self.settings.rrf_k,
+            )
+            # The cap is per section (parent), not per document: a configuration reference is one
+            # document of many sections, each about a different key.
+            parent_of.update(chunk_parents(self.store.db, [h.chunk_id for h in graph_hits if h.chunk_id not in parent_of]))
+            fused = cap_per_document(fused, parent_of, self.settings.chunks_per_document)
+            t4 = time.perf_counter()
+            followup, second_hits = None, []
+            if mode == "full" and self.settings.followup:
+                followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams)
+            hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits)
+            t5 = time.perf_counter()
+        timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3,
+                       followup=(t5 - t4) * 1e3)
+        return QueryResult(
+            query=text,
+            entities=entities_json(mentions, entity_hits),
+            hits=hits,
+            mode=mode,
+            timings_ms={k_: round(v, 2) for k_, v in timings.items()},
+            followup=followup.to_json() if followup else None,
+        )
+
+    def _follow_up(self, text: str, words: list[str], fused: list, graph_hits: list, grams: list):
+        """Round two (`retrieval.rank.followup`), when round one's best hit is a first hop and not the end:
+        the question names that hit's subject (its whole title), no top hit came through a relation, and
+        the hit's lead names something the question does not. The second search drops the first
+        hop's name, adds those names, and is merged below the hit."""
+        related = {h.chunk_id for h in graph_hits if h.path}
+        if not needs_followup([f.id for f in fused[:FOLLOWUP_TOP]], related):
+            return None, fused, []
+        top = self.store.chunks([fused[0].id]).get(fused[0].id)
+        subject = set(query_terms(top.title)) if top else set()
+        hop = named_subject(words, top.title) if top else set()
+        bridge = bridge_names(text, top.title, top.text) if hop else []
+        if not bridge:
+            return None, fused, []
+        asked = self.synonyms.expand([t for t in words if t not in hop])
+        added = [t for t in query_terms(" ".join(bridge)) if t not in subject and t not in dict(asked)]
+        terms = asked + [(t, BRIDGE_WEIGHT) for t in added]
+        second = self.index.search(terms, self.settings.bm25_candidates, grams=grams)
+        doc_of = self.store.chunk_documents([f.id for f in fused] + [h.chunk_id for h in second])
+        merged = merge_rounds(fused, [h.chunk_id for h in second], doc_of, weight=self.settings.followup_weight,
+                              k=self.settings.rrf_k)
+        merged = cap_per_document(merged, chunk_parents(self.store.db, [f.id for f in merged]),
+                                  self.settings.chunks_per_document)
+        followup = FollowUp(f"{text} {' '.join(bridge)}", bridge, top.chunk_id, [t for t in words if t in hop])
+        return followup, merged, second
+
+    def _resolve_types(self, types: Sequence[str]) -> list[str]:
+        vocab = self.graph.vocab
+        wanted = []
+        for name in types:
+            cls = vocab.resolve_class(name)
+            if cls is None:
+                hint = vocab.suggest_classes(name)
+                raise InputError(f"unknown type '{name}'" + (f" (did you mean {', '.join(hint)}?)" if hint else ""))
+            wanted.append(cls.name)
+        return wanted
+
+    def _of_types(self, entity_hits, wanted: list[str], seeds) -> list:
+        vocab, entities = self.graph.vocab, self.graph.view.entities
+        return [
+            h for h in entity_hits
+            if h.entity in seeds or any(vocab.is_subclass(t, w) for t in entities[h.entity].types for w in wanted)
+        ]
+
+    # -- inspection -------------------------------------------------------------------------------
+    def entity(self, key: str) -> dict:
+        with self.lock:
+            self._refresh_graph()
+            view = self.graph.view
+            entity = view.resolve(key)
+            if entity is None:  # an alias names one entity just as well
+                named = {iri for surface, iri in view.surfaces() if fold_label(surface) == fold_label(key)}
+                entity = view.entities[named.pop()] if len(named) == 1 else None
+            if entity is None:
+                raise NotFoundError(f"no entity '{key}' (give its IRI, its exact label or an alias; `kg stats` counts entities)")
+            neighbours: dict[str, list[dict]] = {}
+            for edge in view.neighbours(entity.iri):
+                neighbours.setdefault(edge.relation, []).append(
+                    {"id": edge.target, "label": view.entities[edge.target].label, "asserted": edge.forward}
+                )
+            mentioned = self.store.chunks_mentioning(entity.iri, limit=20)
+            chunks = self.store.chunks([cid for cid, _ in mentioned])
+            about = self.store.chunks_about(entity.iri)
+            anchored = anchors_about(self.store.db, entity.iri, limit=20)
+            anchored_chunks = self.store.chunks([cid for cid, _, _ in anchored])
+            return {
+                **entity.to_json(),
+                "neighbours": neighbours,
+                "documents_about": _docs(self.store, about),
+                "sections_about": [
+                    {"chunk_id": cid, "doc_id": anchored_chunks[cid].doc_id, "title": anchored_chunks[cid].title,
+                     "section": anchored_chunks[cid].section, "strength": strength, "reason": reason}
+                    for cid, strength, reason in anchored if cid in anchored_chunks
+                ],
+                "mentioned_in": [
+                    {"chunk_id": cid, "doc_id": chunks[cid].doc_id, "title": chunks[cid].title, "mentions": n}
+                    for cid, n in mentioned if cid in chunks
+                ],
+            }
+
+
+class _NameMatcher:
+    def __init__(self, matcher) -> None:
+        self.matcher = matcher
+
+    def find_names(self, text: str) -> set[str]:
+        return {name for m in self.matcher.find(normalize_text(text)) for name in m.entities}
+
+
+def _docs(store: DocStore, chunk_ids: list[str]) -> list[dict]:
+    seen: dict[str, dict] = {}
+    for chunk in store.chunks(chunk_ids).values():
+        if chunk.doc_id not in seen:
+            doc = store.document(chunk.doc_id)
+            seen[chunk.doc_id] = {"doc_id": chunk.doc_id, "title": chunk.title, "source": doc.source if doc else ""}
+    return list(seen.values())
