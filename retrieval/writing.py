@@ -28,12 +28,17 @@ from retrieval.index.synonyms import SynonymTable
 __all__ = ["Commits", "writes"]
 
 
+# The name a write goes by in the journal and in KG_CRASH_AT=<op>:<step>.
+OPS = {"ingest_paths": "ingest", "ingest_documents": "ingest", "import_file": "import", "delete_documents": "delete"}
+
+
 def writes(method):
     """Make a KnowledgeBase method a journaled write (one line per write method)."""
+    op = OPS.get(method.__name__, method.__name__)
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        with self.writing(method.__name__):
+        with self.writing(op):
             return method(self, *args, **kwargs)
 
     return wrapper
