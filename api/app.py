@@ -95,10 +95,30 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     for module in (health, query, documents, entities):
         app.include_router(module.router, responses=ERROR_RESPONSES)
+    _document_class_names(app)
     # Outermost first: refuse a foreign Host, then an oversized body, before any route runs.
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(HostAllowList, hosts=allowed_hosts(settings))
     return app
+
+
+def _document_class_names(app: FastAPI) -> None:
+    """The spec lists the ontology's class names for `types` (read from the open knowledge base each
+    time the spec is served, so an imported class shows up); labels of classes are accepted too."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        app.openapi_schema = None
+        spec = build()
+        kb = getattr(app.state, "kb", None)
+        field = spec.get("components", {}).get("schemas", {}).get("QueryIn", {}).get("properties", {}).get("types")
+        if kb is not None and field:
+            for option in field.get("anyOf", []):
+                if option.get("type") == "array":
+                    option["items"]["enum"] = sorted(kb.graph.vocab.classes)
+        return spec
+
+    app.openapi = openapi
 
 
 def create_app_from_env() -> FastAPI:

@@ -46,7 +46,7 @@ ERROR_RESPONSES: dict = {status: {"model": ErrorOut, "description": text} for st
 
 
 class QueryIn(BaseModel):
-    query: Text = Field(..., min_length=1, max_length=4000, description="The question or keywords.")
+    query: Text = Field(..., min_length=1, max_length=4000, pattern=r"\S", description="The question or keywords.")
     k: int = Field(10, ge=1, le=200, description="How many hits to return.")
     mode: str = Field("full", pattern="^(full|bm25|graph)$", description="full, bm25 (text only) or graph only.")
     types: list[Annotated[Text, Field(max_length=200)]] | None = Field(
@@ -79,7 +79,7 @@ class QueryOut(BaseModel):
 
 
 class DocumentIn(BaseModel):
-    text: Text = Field(..., min_length=1, description="Markdown or plain text.")
+    text: Text = Field(..., min_length=1, pattern=r"\S", description="Markdown or plain text.")
     source: Text | None = Field(
         None, max_length=1000,
         description="A stable name, kept under `api:` (never a file's document); posting the same source again replaces it.",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import sys
 import threading
 from collections.abc import Iterable, Sequence
@@ -17,6 +18,25 @@ from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
 from retrieval.types import Chunk, TextHit
 
 __all__ = ["WhooshIndex", "FIELD_BOOSTS"]
+
+# whoosh names new segments with the global `random` module: a process that seeded it (a script's
+# random.seed(0), hypothesis) picks the names an earlier run picked, and the commit fails on the clash
+# (AssertionError in create_compound_file). Names from a generator of its own cannot repeat that way.
+def _install_segment_names() -> None:
+    import whoosh.codec.base
+    import whoosh.writing
+    from whoosh.util import IDCHARS
+
+    names = random.SystemRandom()
+
+    def random_name(size: int = 28) -> str:
+        return "".join(names.choice(IDCHARS) for _ in range(size))
+
+    whoosh.codec.base.random_name = random_name
+    whoosh.writing.random_name = random_name
+
+
+_install_segment_names()
 
 # whoosh pickles the schema with its analyzers' module path: indexes written before the
 # analyzers moved into retrieval/index/ name `retrieval.analysis`, so that name must still resolve.
