@@ -17,6 +17,7 @@ from kg.errors import InputError, NotFoundError
 from kg.lock import SharedLock
 from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
+from retrieval import write_path
 from retrieval.catalog.docstore import DocStore
 from retrieval.graph.expand import (
     ExpansionSettings,
@@ -47,7 +48,6 @@ from retrieval.rank.followup import (
 from retrieval.rank.fusion import cap_per_document, fuse_hits
 from retrieval.types import QueryResult, SourceDocument
 from retrieval.write_path import SYNONYMS_FILE, IngestReport
-from retrieval import write_path
 from retrieval.writing import Commits, Follower, writes
 
 __all__ = ["IngestReport", "KnowledgeBase", "MODES"]

@@ -19,7 +19,12 @@ from pathlib import Path
 from kg.errors import InputError, TooLargeError
 from retrieval.catalog import commit
 from retrieval.graph.seeds import fold_label
-from retrieval.index.analysis import add_user_words, normalize_text, taught_words, vocabulary_version
+from retrieval.index.analysis import (
+    add_user_words,
+    normalize_text,
+    taught_words,
+    vocabulary_version,
+)
 from retrieval.index.synonyms import SynonymTable
 from retrieval.ingest.chunking import chunk_document
 from retrieval.types import Chunk, SourceDocument
