@@ -29,7 +29,7 @@ __all__ = ["CACHE_FILE", "GRAPH_FILE", "KnowledgeGraph"]
 
 GRAPH_FILE = "graph.ttl"
 CACHE_FILE = "graph.cache"
-_CACHE_FORMAT = 1  # bump when Vocabulary or GraphView change shape
+_CACHE_FORMAT = 2  # bump when Vocabulary or GraphView change shape
 _TEMP_PREFIX = ".graph-"
 
 
@@ -64,12 +64,10 @@ class KnowledgeGraph:
         self._rdf = graph
 
     def reload(self) -> None:
+        # Nothing is parsed or unpickled here: `vocab`, `view` and `view_stats()` load on first use.
         self._stamp = self._disk_stamp()
         self._rdf = self._view = self._vocab = None
         self.digest = _digest(self.path)
-        cached = self._read_cache()
-        if cached is not None:
-            self._vocab, self._view = cached
 
     def changed_on_disk(self) -> bool:
         return self._disk_stamp() != self._stamp
@@ -100,18 +98,43 @@ class KnowledgeGraph:
         self._stamp = self._disk_stamp()
         self.digest = hashlib.sha256(data).hexdigest()
 
-    def _read_cache(self) -> tuple[Vocabulary, GraphView] | None:
+    def _read_cache(self, header_only: bool = False):
+        """(vocab, view) from graph.cache when it was made from this graph.ttl content (or its stats
+        alone, with `header_only`: a `kg stats` then never unpickles the graph)."""
         if not self.digest:
             return None
+        import gc
+
         try:
             with self.cache_path.open("rb") as fh:
                 # The cache is this data dir's own file, written by kgrag (see _write_cache).
-                fmt, digest, vocab, view = pickle.load(fh)  # noqa: S301
+                fmt, digest, stats = pickle.load(fh)  # noqa: S301
+                if fmt != _CACHE_FORMAT or digest != self.digest:
+                    return None
+                if header_only:
+                    return stats
+                gc.disable()  # millions of small objects: the collector would rescan them all, repeatedly
+                try:
+                    return pickle.load(fh)  # noqa: S301
+                finally:
+                    gc.enable()
         except Exception:  # missing, cut short or from another version: parse instead
             return None
-        if fmt != _CACHE_FORMAT or digest != self.digest:
-            return None
-        return vocab, view
+
+    def _load_derived(self) -> bool:
+        cached = self._read_cache() if self._rdf is None else None
+        if cached is None:
+            return False
+        self._vocab, self._view = cached
+        return True
+
+    def view_stats(self) -> dict:
+        """The view's counts, without loading the view when the cache has them."""
+        if self._view is None and self._rdf is None:
+            stats = self._read_cache(header_only=True)
+            if stats is not None:
+                return dict(stats)
+        return self.view.stats()
 
     def _write_cache(self) -> None:
         if not self.digest or self._view is None or self._vocab is None:
@@ -119,7 +142,9 @@ class KnowledgeGraph:
         try:
             fd, tmp = tempfile.mkstemp(prefix=".cache-", dir=self.cache_path.parent)
             with os.fdopen(fd, "wb") as fh:
-                pickle.dump((_CACHE_FORMAT, self.digest, self._vocab, self._view), fh, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump((_CACHE_FORMAT, self.digest, self._view.stats()), fh, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump((self._vocab, self._view), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.chmod(tmp, 0o644)
             os.replace(tmp, self.cache_path)
         except (OSError, pickle.PicklingError, RecursionError):
             Path(tmp).unlink(missing_ok=True)  # a cache that cannot be written only costs speed
@@ -130,13 +155,13 @@ class KnowledgeGraph:
     # -- derived -----------------------------------------------------------------------------
     @property
     def vocab(self) -> Vocabulary:
-        if self._vocab is None:
+        if self._vocab is None and not self._load_derived():
             self._vocab = Vocabulary.from_graph(self.rdf)
         return self._vocab
 
     @property
     def view(self) -> GraphView:
-        if self._view is None:
+        if self._view is None and not self._load_derived():
             self._view = GraphView.from_rdf(self.rdf, self.vocab)
             self._write_cache()
         return self._view
@@ -162,9 +187,10 @@ class KnowledgeGraph:
             self.invalidate()
         return report
 
-    def merge_rdf(self, path: Path) -> int:
-        """Add every triple of an RDF file (an ontology saved from Protégé); returns how many were new."""
-        incoming = load_rdf(path)
+    def merge_rdf(self, path: Path, incoming: Graph | None = None) -> int:
+        """Add every triple of an RDF file (an ontology saved from Protégé; `incoming` when already
+        read); returns how many were new."""
+        incoming = load_rdf(path) if incoming is None else incoming
         before = len(self.rdf)
         for prefix, ns in incoming.namespaces():
             if prefix and prefix not in dict(self.rdf.namespaces()):

@@ -332,7 +332,7 @@ class KnowledgeBase:
 
     def stats(self) -> dict:
         with self.reading():
-            return {"data_dir": str(self.root), **self.store.stats(), **self.graph.view.stats(),
+            return {"data_dir": str(self.root), **self.store.stats(), **self.graph.view_stats(),
                     "indexed_chunks": self.index.doc_count(), "synonym_groups": len(self.synonyms)}
 
 

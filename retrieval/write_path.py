@@ -187,14 +187,17 @@ def import_file(kb, path: Path, progress: Progress | None = None, **options) -> 
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     suffix = path.suffix.lower()
-    # Queries keep reading the view and vocabulary built before the triples change.
-    kb.graph.view  # noqa: B018
     if suffix == ".csv":
+        kb.graph.view  # noqa: B018 - queries keep reading the view built before the triples change
         report = kb.graph.import_relations(path, progress=progress, **options)
         result = {"kind": "relations", "summary": report.summary(), "report": _report_json(report)}
     elif suffix in RDF_SUFFIXES:
-        # .ofn/.omn/.owx reach the loader only for it to refuse them with Protégé's save-as hint.
-        added = kb.graph.merge_rdf(path)
+        from ontology import load_rdf
+
+        # Read (or refuse: .ofn/.omn/.owx, billion laughs) the file before touching the graph.
+        incoming = load_rdf(path)
+        kb.graph.view  # noqa: B018
+        added = kb.graph.merge_rdf(path, incoming)
         result = {"kind": "rdf", "summary": f"{added} new triples", "triples_added": added}
     elif suffix == ".txt":
         return _import_synonyms(kb, path)
