@@ -42,6 +42,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         from retrieval.pipeline import KnowledgeBase
 
         app.state.kb = KnowledgeBase(settings, create=True)
+        app.state.kb.linker  # noqa: B018 - spaCy and the entity linker load now, not in the first queries
         app.state.kb.follow()  # other processes' commits reach this server without a restart
         try:
             yield

@@ -126,22 +126,26 @@ class Clients:
                 "non_200": sum(v for k, v in self.statuses.items() if k != 200)}
 
 
-def serve(data_dir: Path, workers: int, env: dict) -> tuple[subprocess.Popen, int]:
+def serve(data_dir: Path, workers: int, env: dict, log: Path) -> tuple[subprocess.Popen, int]:
+    """`kg serve` in a process of its own; its log goes to a file (a pipe nobody reads would fill and block it)."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "kg.cli", "serve", "--port", str(port), "--workers", str(workers),
-                             "--data-dir", str(data_dir)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with log.open("a") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "kg.cli", "serve", "--port", str(port), "--workers", str(workers),
+                                 "--no-access-log", "--data-dir", str(data_dir)], env=env, stdout=fh, stderr=fh)
     wait_for_server(port)
     return proc, port
 
 
-def stop(proc: subprocess.Popen) -> str:
+def stop(proc: subprocess.Popen, log: Path) -> dict:
     proc.terminate()
     try:
-        _, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
     except subprocess.TimeoutExpired:
         proc.kill()
-        _, err = proc.communicate()
-    return err
+        proc.wait()
+    text = log.read_text(errors="replace")
+    errors = [line for line in text.splitlines() if "Exception in ASGI" in line or line.startswith("ERROR")]
+    return {"tracebacks": text.count("Traceback"), "error_lines": errors[:5]}
 
 
 def _server_writer(port: int, stop_event: threading.Event, out: dict) -> None:
@@ -168,6 +172,7 @@ def main() -> None:
     parser.add_argument("--ingest-docs", type=int, default=800, help="Documents of 5 sections (~5 chunks) each.")
     parser.add_argument("--base-docs", type=int, default=400)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "RESULTS-load.json")
+    parser.add_argument("--keep-logs", action="store_true", help="Copy the servers' logs next to --out.")
     args = parser.parse_args()
     # The server's writes wait for the CLI's whole ingest (one commit) instead of answering 503.
     env = {k: v for k, v in os.environ.items() if not k.startswith("KG_")} | {"KG_WRITE_WAIT": "900"}
@@ -180,7 +185,8 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "kg.cli", "ingest", str(root / "base"), "--data-dir", str(data_dir), "-q"],
                        env=env, check=True, capture_output=True)
 
-        server, port = serve(data_dir, 1, env)
+        log1, log2 = root / "serve-1.log", root / "serve-2.log"
+        server, port = serve(data_dir, 1, env, log1)
         try:
             results["idle_1_worker"] = Clients(port, args.clients).run(args.seconds)
             done, writes = threading.Event(), {}
@@ -212,16 +218,19 @@ def main() -> None:
             hits = json.loads(conn.getresponse().read())["hits"]
             results["cli_documents_visible_to_server"] = bool(hits) and hits[0]["title"].startswith("fresh ")
         finally:
-            results["server_stderr_tracebacks"] = stop(server).count("Traceback")
+            results["server_log_1_worker"] = stop(server, log1)
         idle = results["idle_1_worker"]["p95_ms"]
         busy = results["during_ingest_1_worker"]["p95_ms"]
         results["p95_ratio_ingest_vs_idle"] = round(busy / idle, 2) if idle and busy else None
 
-        server, port = serve(data_dir, 2, env)
+        server, port = serve(data_dir, 2, env, log2)
         try:
             results["idle_2_workers"] = Clients(port, args.clients).run(args.seconds)
         finally:
-            results["server_stderr_tracebacks_2_workers"] = stop(server).count("Traceback")
+            results["server_log_2_workers"] = stop(server, log2)
+        if args.keep_logs:
+            for log in (log1, log2):
+                (args.out.parent / log.name).write_text(log.read_text(errors="replace"))
     args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(json.dumps(results, indent=2, ensure_ascii=False))
 

@@ -32,8 +32,9 @@ def _is_loopback(host: str) -> bool:
               help="Worker processes; each follows the others' commits (one writer at a time across them).")
 @click.option("--allow-open-writes", is_flag=True,
               help="Serve on a non-loopback address without KG_API_TOKEN (anyone who can reach it can write).")
+@click.option("--no-access-log", is_flag=True, help="Do not log every request (under load the log costs CPU).")
 @data_dir_option
-def serve(host: str, port: int, workers: int, allow_open_writes: bool, data_dir: Path | None) -> None:
+def serve(host: str, port: int, workers: int, allow_open_writes: bool, no_access_log: bool, data_dir: Path | None) -> None:
     """Serve the HTTP API (OpenAPI docs at /docs). Set KG_API_TOKEN to protect write endpoints.
 
     \b
@@ -57,10 +58,11 @@ def serve(host: str, port: int, workers: int, allow_open_writes: bool, data_dir:
         click.echo(f"warning: serving on {host} with NO token: every write endpoint is open to anyone who can reach it",
                    err=True)
     if workers == 1:
-        uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=not no_access_log)
         return
     # Worker processes import the app themselves: hand them the settings through the environment.
     os.environ["KG_DATA_DIR"] = str(settings.data_dir.resolve())
     os.environ["KG_BIND_HOST"] = host
     create_app(settings)  # fail here, once, on a bad setting rather than in every worker
-    uvicorn.run("api.app:create_app_from_env", factory=True, host=host, port=port, workers=workers, log_level="info")
+    uvicorn.run("api.app:create_app_from_env", factory=True, host=host, port=port, workers=workers, log_level="info",
+                access_log=not no_access_log)
