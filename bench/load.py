@@ -5,7 +5,7 @@
 Phases, each against a `kg serve` process of its own: (1) idle; (2) the same clients while a CLI
 `kg ingest` (another process) adds ~4,000 chunks and the server itself takes a POST /documents every
 second: every error, 5xx and CLI traceback is counted, and the CLI's documents must answer through
-the server on its next query; (3) idle with 2 workers. The corpus is synthetic (mixed Chinese/English).
+the server on its next query; (3) idle with 2 workers. The corpus is synthetic: mixed Chinese/English words with Zipf frequencies.
 """
 
 from __future__ import annotations
@@ -49,21 +49,32 @@ def wait_for_server(port: int, seconds: float = 180) -> None:
     raise RuntimeError(f"the server on port {port} did not come up")
 
 
+def vocabulary(seed: int = 11) -> tuple[list[str], list[float]]:
+    """~3,000 English and Chinese words with Zipf weights: a few common, most rare, as in real notes."""
+    rng = random.Random(seed)
+    chars = "".join(ZH)
+    words = [f"{w}{n}" for w in EN for n in range(60)] + ["".join(rng.sample(chars, 2)) for _ in range(1700)]
+    words = list(dict.fromkeys(words))
+    rng.shuffle(words)
+    return words, [1.0 / (rank + 1) for rank in range(len(words))]
+
+
 def write_corpus(folder: Path, docs: int, sections: int, seed: int, tag: str) -> None:
     rng = random.Random(seed)
+    words, weights = vocabulary()
     folder.mkdir(parents=True, exist_ok=True)
     for d in range(docs):
         lines = [f"# {tag} {rng.choice(EN)}-{d}", ""]
         for s in range(sections):
             lines += [f"## {rng.choice(ZH)} {s}", ""]
-            words = [rng.choice(EN) if rng.random() < 0.5 else rng.choice(ZH) for _ in range(40)]
-            lines += [f"{tag}{d}x{s} " + " ".join(words) + "。", ""]
+            lines += [f"{tag}{d}x{s} " + " ".join(rng.choices(words, weights, k=40)) + "。", ""]
         (folder / f"{tag}-{d:05d}.md").write_text("\n".join(lines), encoding="utf-8")
 
 
 def questions(n: int, seed: int = 3) -> list[str]:
     rng = random.Random(seed)
-    return [" ".join(rng.choice(EN if rng.random() < 0.5 else ZH) for _ in range(rng.randint(2, 4))) for _ in range(n)]
+    words, weights = vocabulary()
+    return [" ".join(rng.choices(words, weights, k=rng.randint(2, 4))) for _ in range(n)]
 
 
 class Clients:
