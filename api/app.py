@@ -1,28 +1,49 @@
-"""HTTP requests -> KnowledgeBase calls -> JSON: `create_app(settings)` builds the FastAPI app from the routers in `api.routes`."""
+"""HTTP requests -> KnowledgeBase calls -> JSON: `create_app(settings)` builds the FastAPI app from the routers in `api.routes`.
+
+Every error leaves as `{"error": {"type", "message", "problems"?}}` with its documented status:
+the library's KgError tree, FastAPI's validation errors (422; an unparsable body is 400), unknown
+paths and methods (404, 405), a body over `KG_MAX_BODY_BYTES` (413, decided from Content-Length
+before anything is read, or while the body streams in), a Host header that is not allowed (400,
+against DNS rebinding) and anything unexpected (500, logged, never a traceback to the client).
+"""
 
 from __future__ import annotations
 
+import logging
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.guards import BodyLimit, HostAllowList, allowed_hosts
 from api.routes import admin, ask, documents, entities, health, openai_compat, query, web
-from kg.errors import AuthError, KgError
+from api.schemas import ERROR_RESPONSES
+from kg.errors import AuthError, BusyError, ConfigError, KgError
 from kg.settings import Settings, get_settings
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "create_app_from_env"]
+
+log = logging.getLogger("kgrag")
+_HTTP_TYPES = {404: "NotFoundError", 405: "MethodNotAllowed", 413: "TooLargeError", 401: "AuthError"}
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    if settings.api_token is not None and not settings.api_token.strip():
+        raise ConfigError(
+            "KG_API_TOKEN is set but empty, which would leave every write open: set a real token, or unset "
+            "KG_API_TOKEN (and serve on a loopback address only)"
+        )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         from retrieval.pipeline import KnowledgeBase
 
         app.state.kb = KnowledgeBase(settings, create=True)
+        app.state.kb.linker  # noqa: B018 - spaCy and the entity linker load now, not in the first queries
+        app.state.kb.follow()  # other processes' commits reach this server without a restart
         try:
             yield
         finally:
@@ -38,15 +59,69 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(KgError)
     async def _kg_error(request: Request, exc: KgError) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, AuthError) else None
+        headers = None
+        if isinstance(exc, AuthError):
+            headers = {"WWW-Authenticate": "Bearer"}
+        elif isinstance(exc, BusyError):
+            headers = {"Retry-After": str(exc.retry_after)}
         return JSONResponse(exc.to_json(), status_code=exc.status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
-        body = {"error": {"type": "InputError", "message": "invalid request body", "problems": problems}}
+        errors = exc.errors()
+        if any(e.get("type") == "json_invalid" for e in errors):
+            body = {"error": {"type": "InputError", "message": "the request body is not valid JSON"}}
+            return JSONResponse(body, status_code=400)
+        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors]
+        where = "body" if all(e["loc"][:1] == ("body",) for e in errors) else "parameters"
+        body = {"error": {"type": "InputError", "message": f"invalid request {where}", "problems": problems}}
         return JSONResponse(body, status_code=422)
 
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = exc.detail if isinstance(exc.detail, str) else "request failed"
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"no endpoint {request.url.path} (see /docs for the API)"
+        elif exc.status_code == 405:
+            message = f"{request.method} is not allowed on {request.url.path} (see /docs for the API)"
+        kind = _HTTP_TYPES.get(exc.status_code, "InputError" if exc.status_code < 500 else "KgError")
+        return JSONResponse({"error": {"type": kind, "message": message}}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        body = {"error": {"type": "InternalError", "message": f"internal error ({type(exc).__name__}); see the server log"}}
+        return JSONResponse(body, status_code=500)
+
     for module in (health, query, documents, entities, ask, openai_compat, admin, web):
-        app.include_router(module.router)
+        app.include_router(module.router, responses=ERROR_RESPONSES)
+    _document_class_names(app)
+    # Outermost first: refuse a foreign Host, then an oversized body, before any route runs.
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(HostAllowList, hosts=allowed_hosts(settings))
     return app
+
+
+def _document_class_names(app: FastAPI) -> None:
+    """The spec lists the ontology's class names for `types` (read from the open knowledge base each
+    time the spec is served, so an imported class shows up); labels of classes are accepted too."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        app.openapi_schema = None
+        spec = build()
+        kb = getattr(app.state, "kb", None)
+        field = spec.get("components", {}).get("schemas", {}).get("QueryIn", {}).get("properties", {}).get("types")
+        if kb is not None and field:
+            for option in field.get("anyOf", []):
+                if option.get("type") == "array":
+                    option["items"]["enum"] = sorted(kb.graph.vocab.classes)
+        return spec
+
+    app.openapi = openapi
+
+
+def create_app_from_env() -> FastAPI:
+    """For `kg serve --workers N`: each worker process builds its app from KG_* variables."""
+    return create_app(Settings())

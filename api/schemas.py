@@ -2,16 +2,56 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Annotated
 
-__all__ = ["DocumentIn", "IngestOut", "QueryIn", "QueryOut"]
+from pydantic import AfterValidator, BaseModel, Field
+
+__all__ = ["ERROR_RESPONSES", "DocumentIn", "ErrorOut", "IngestOut", "QueryIn", "QueryOut", "Text"]
+
+
+def _no_lone_surrogates(value: str) -> str:
+    # JSON can carry "\ud800" alone; it is no character, and UTF-8 (SQLite, the index) cannot store it.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"contains a lone surrogate (\\u{ord(value[e.start]):04x}) at {e.start}, which is no character") from None
+    return value
+
+
+Text = Annotated[str, AfterValidator(_no_lone_surrogates)]
+
+
+class ErrorBody(BaseModel):
+    type: str = Field(..., description="The error class, e.g. InputError, AuthError, NotFoundError, BusyError.")
+    message: str = Field(..., description="What went wrong and how to fix it.")
+    problems: list[str] | None = Field(None, description="Itemised details, e.g. one per invalid field or row.")
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody
+
+
+_DESCRIPTIONS = {
+    400: "Bad input (also an unparsable JSON body or a Host that is not allowed)",
+    401: "Missing or wrong bearer token (write endpoints, when KG_API_TOKEN is set)",
+    404: "Unknown entity, document or endpoint",
+    405: "Method not allowed on this endpoint",
+    413: "Request body or document over its size limit",
+    422: "The request does not match the schema",
+    500: "Unexpected server error",
+    503: "Another process holds the knowledge base's write lock; retry after Retry-After seconds",
+}
+# Documented on every route (api.app includes each router with them): each is what the API can return.
+ERROR_RESPONSES: dict = {status: {"model": ErrorOut, "description": text} for status, text in _DESCRIPTIONS.items()}
 
 
 class QueryIn(BaseModel):
-    query: str = Field(..., min_length=1, max_length=4000, description="The question or keywords.")
+    query: Text = Field(..., min_length=1, max_length=4000, pattern=r"\S", description="The question or keywords.")
     k: int = Field(10, ge=1, le=200, description="How many hits to return.")
     mode: str = Field("full", pattern="^(full|bm25|graph)$", description="full, bm25 (text only) or graph only.")
-    types: list[str] | None = Field(None, description="Expand only to entities of these classes (or subclasses).")
+    types: list[Annotated[Text, Field(max_length=200)]] | None = Field(
+        None, max_length=50, description="Expand only to entities of these classes (or subclasses); blank names are ignored."
+    )
 
 
 class HitOut(BaseModel):
@@ -39,9 +79,12 @@ class QueryOut(BaseModel):
 
 
 class DocumentIn(BaseModel):
-    text: str = Field(..., min_length=1, description="Markdown or plain text.")
-    source: str | None = Field(None, description="A stable name; posting the same source again replaces it.")
-    title: str | None = Field(None, description="Defaults to the first heading.")
+    text: Text = Field(..., min_length=1, pattern=r"\S", description="Markdown or plain text.")
+    source: Text | None = Field(
+        None, max_length=1000,
+        description="A stable name, kept under `api:` (never a file's document); posting the same source again replaces it.",
+    )
+    title: Text | None = Field(None, max_length=1000, description="Defaults to the first heading.")
     format: str = Field("md", pattern="^(md|txt)$")
 
 

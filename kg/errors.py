@@ -2,6 +2,7 @@
 
 from ontology.errors import (
     AuthError,
+    BusyError,
     ConfigError,
     InputError,
     KgError,
@@ -9,10 +10,12 @@ from ontology.errors import (
     OntologyFormatError,
     QuestionSetError,
     RelationTableError,
+    TooLargeError,
 )
 
 __all__ = [
     "AuthError",
+    "BusyError",
     "ConfigError",
     "InputError",
     "KgError",
@@ -20,4 +23,5 @@ __all__ = [
     "OntologyFormatError",
     "QuestionSetError",
     "RelationTableError",
+    "TooLargeError",
 ]

@@ -70,6 +70,24 @@ class Settings(BaseSettings):
     min_graph_fit: float = Field(0.3, ge=0, le=1, description="Graph hits inside documents of several sections that match less than this share of the best fit to the question's words beyond the names it names are dropped (0 = keep all).")
     section_boost: float = Field(0.5, ge=0, description="Weight of a word in the chunk's heading path against one in the body.")
 
+    # -- reliability: the write lock, following other processes' commits, limits, exposure --------
+    write_wait: float = Field(
+        30.0, ge=0, description="Seconds a writer waits for another kg process's write lock before failing (KG_WRITE_WAIT)."
+    )
+    follow_interval: float = Field(
+        0.5, gt=0, description="Seconds between a server's checks for commits made by other processes (KG_FOLLOW_INTERVAL)."
+    )
+    max_body_bytes: int = Field(
+        10_000_000, ge=1, description="Largest HTTP request body accepted; larger ones get 413 (KG_MAX_BODY_BYTES)."
+    )
+    max_document_bytes: int = Field(
+        5_000_000, ge=1, description="Largest document (UTF-8 bytes) an ingest accepts; larger ones are refused (KG_MAX_DOCUMENT_BYTES)."
+    )
+    allowed_hosts: str = Field(
+        "", description="Extra Host names the API answers, comma-separated, besides localhost names and the bind host; `*` = any (KG_ALLOWED_HOSTS)."
+    )
+    bind_host: str = Field("127.0.0.1", description="The address `kg serve` binds to (set by `kg serve --host`).")
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

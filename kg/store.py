@@ -1,13 +1,20 @@
 """The knowledge graph on disk: `graph.ttl` (the base ontology + the user's entities and relations) <-> rdflib.
 
 The file is the single source of truth and is what Protégé opens; kgrag writes it atomically
-(temporary file + rename) so a failed write never leaves half a graph. Edits made on disk (in
+(temporary file, fsync, rename) so a failed write never leaves half a graph. Edits made on disk (in
 Protégé) are noticed by modification time and picked up on the next read.
+
+Parsing a large graph.ttl takes long (a 78 MB file: about 100 s), and reading commands need only
+the derived `Vocabulary` and `GraphView`: those are kept in `graph.cache`, keyed by the sha256 of
+graph.ttl's content, so opening an unchanged graph costs one hash and one unpickle; rdflib parses
+the file only when a write needs the triples (`rdf`) or the content changed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pickle
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -18,18 +25,23 @@ from kg.errors import InputError
 from kg.graph import GraphView
 from ontology import BASE_ONTOLOGY_PATH, KG, Vocabulary, entity_iri, load_rdf
 
-__all__ = ["GRAPH_FILE", "KnowledgeGraph"]
+__all__ = ["CACHE_FILE", "GRAPH_FILE", "KnowledgeGraph"]
 
 GRAPH_FILE = "graph.ttl"
+CACHE_FILE = "graph.cache"
+_CACHE_FORMAT = 2  # bump when Vocabulary or GraphView change shape
+_TEMP_PREFIX = ".graph-"
 
 
 class KnowledgeGraph:
     def __init__(self, data_dir: Path) -> None:
         self.path = Path(data_dir) / GRAPH_FILE
+        self.cache_path = Path(data_dir) / CACHE_FILE
         self._stamp: tuple[int, int] | None = None
         self._view: GraphView | None = None
         self._vocab: Vocabulary | None = None
-        self.rdf = Graph()
+        self._rdf: Graph | None = None
+        self.digest = ""  # sha256 of the graph.ttl content the triples in memory came from
         self.reload()
 
     # -- file <-> memory ---------------------------------------------------------------------
@@ -40,14 +52,22 @@ class KnowledgeGraph:
             return None
         return (st.st_mtime_ns, st.st_size)
 
+    @property
+    def rdf(self) -> Graph:
+        if self._rdf is None:
+            self._rdf = load_rdf(self.path) if self.path.exists() else load_rdf(BASE_ONTOLOGY_PATH)
+            _bind_prefixes(self._rdf)
+        return self._rdf
+
+    @rdf.setter
+    def rdf(self, graph: Graph) -> None:
+        self._rdf = graph
+
     def reload(self) -> None:
-        if self.path.exists():
-            self.rdf = load_rdf(self.path)
-        else:
-            self.rdf = load_rdf(BASE_ONTOLOGY_PATH)
-        _bind_prefixes(self.rdf)
+        # Nothing is parsed or unpickled here: `vocab`, `view` and `view_stats()` load on first use.
         self._stamp = self._disk_stamp()
-        self._view = self._vocab = None
+        self._rdf = self._view = self._vocab = None
+        self.digest = _digest(self.path)
 
     def changed_on_disk(self) -> bool:
         return self._disk_stamp() != self._stamp
@@ -60,10 +80,13 @@ class KnowledgeGraph:
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".graph-", suffix=".ttl", dir=self.path.parent)
+        data = self.rdf.serialize(format="turtle", encoding="utf-8")
+        fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".ttl", dir=self.path.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
-                self.rdf.serialize(destination=fh, format="turtle")
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())  # the rename must never publish a file whose bytes are not on disk
             # mkstemp makes the file private (0600); graph.ttl is meant to be opened in Protégé.
             umask = os.umask(0)
             os.umask(umask)
@@ -73,6 +96,58 @@ class KnowledgeGraph:
             Path(tmp).unlink(missing_ok=True)
             raise
         self._stamp = self._disk_stamp()
+        self.digest = hashlib.sha256(data).hexdigest()
+
+    def _read_cache(self, header_only: bool = False):
+        """(vocab, view) from graph.cache when it was made from this graph.ttl content (or its stats
+        alone, with `header_only`: a `kg stats` then never unpickles the graph)."""
+        if not self.digest:
+            return None
+        import gc
+
+        try:
+            with self.cache_path.open("rb") as fh:
+                # The cache is this data dir's own file, written by kgrag (see _write_cache).
+                fmt, digest, stats = pickle.load(fh)  # noqa: S301
+                if fmt != _CACHE_FORMAT or digest != self.digest:
+                    return None
+                if header_only:
+                    return stats
+                gc.disable()  # millions of small objects: the collector would rescan them all, repeatedly
+                try:
+                    return pickle.load(fh)  # noqa: S301
+                finally:
+                    gc.enable()
+        except Exception:  # missing, cut short or from another version: parse instead
+            return None
+
+    def _load_derived(self) -> bool:
+        cached = self._read_cache() if self._rdf is None else None
+        if cached is None:
+            return False
+        self._vocab, self._view = cached
+        return True
+
+    def view_stats(self) -> dict:
+        """The view's counts, without loading the view when the cache has them."""
+        if self._view is None and self._rdf is None:
+            stats = self._read_cache(header_only=True)
+            if stats is not None:
+                return dict(stats)
+        return self.view.stats()
+
+    def _write_cache(self) -> None:
+        if not self.digest or self._view is None or self._vocab is None:
+            return
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".cache-", dir=self.cache_path.parent)
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump((_CACHE_FORMAT, self.digest, self._view.stats()), fh, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump((self._vocab, self._view), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, self.cache_path)
+        except (OSError, pickle.PicklingError, RecursionError):
+            Path(tmp).unlink(missing_ok=True)  # a cache that cannot be written only costs speed
 
     def invalidate(self) -> None:
         self._view = self._vocab = None
@@ -80,14 +155,15 @@ class KnowledgeGraph:
     # -- derived -----------------------------------------------------------------------------
     @property
     def vocab(self) -> Vocabulary:
-        if self._vocab is None:
+        if self._vocab is None and not self._load_derived():
             self._vocab = Vocabulary.from_graph(self.rdf)
         return self._vocab
 
     @property
     def view(self) -> GraphView:
-        if self._view is None:
+        if self._view is None and not self._load_derived():
             self._view = GraphView.from_rdf(self.rdf, self.vocab)
+            self._write_cache()
         return self._view
 
     # -- writes ------------------------------------------------------------------------------
@@ -111,9 +187,10 @@ class KnowledgeGraph:
             self.invalidate()
         return report
 
-    def merge_rdf(self, path: Path) -> int:
-        """Add every triple of an RDF file (an ontology saved from Protégé); returns how many were new."""
-        incoming = load_rdf(path)
+    def merge_rdf(self, path: Path, incoming: Graph | None = None) -> int:
+        """Add every triple of an RDF file (an ontology saved from Protégé; `incoming` when already
+        read); returns how many were new."""
+        incoming = load_rdf(path) if incoming is None else incoming
         before = len(self.rdf)
         for prefix, ns in incoming.namespaces():
             if prefix and prefix not in dict(self.rdf.namespaces()):
@@ -147,6 +224,17 @@ class KnowledgeGraph:
             self.save()
             self.invalidate()
         return added
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except FileNotFoundError:
+        return ""
+    return h.hexdigest()
 
 
 def _bind_prefixes(g: Graph) -> None:

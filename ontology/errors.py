@@ -7,7 +7,9 @@
     │   └── QuestionSetError        a malformed questions.jsonl line
     ├── AuthError (401)             missing or wrong bearer token
     ├── NotFoundError (404)         unknown entity, document or knowledge base
-    └── ConfigError (500)           a setting that cannot work (bad data dir, ...)
+    ├── TooLargeError (413)         a request body or document over its size limit
+    ├── BusyError (503)             another process holds the knowledge base's write lock
+    └── ConfigError (500)           a setting that cannot work (bad data dir, empty token, ...)
 
 The API turns any of them into `{"error": {"type", "message"}}` with `status`; the CLI prints
 `error: <message>` and exits with `exit_code`.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 __all__ = [
     "AuthError",
+    "BusyError",
     "ConfigError",
     "InputError",
     "KgError",
@@ -24,6 +27,7 @@ __all__ = [
     "OntologyFormatError",
     "QuestionSetError",
     "RelationTableError",
+    "TooLargeError",
 ]
 
 
@@ -72,6 +76,21 @@ class AuthError(KgError):
 
 class NotFoundError(KgError):
     status = 404
+
+
+class TooLargeError(InputError):
+    status = 413
+
+
+class BusyError(KgError):
+    """Another writer kept the write lock past the wait; `retry_after` seconds is a fair next try."""
+
+    status = 503
+    exit_code = 75  # EX_TEMPFAIL: try again later
+
+    def __init__(self, message: str, *, retry_after: int = 5, problems: list[str] | None = None) -> None:
+        super().__init__(message, problems=problems)
+        self.retry_after = retry_after
 
 
 class ConfigError(KgError):

@@ -43,6 +43,8 @@ def load_rdf(path: Path | str) -> rdflib.Graph:
     except OSError as e:
         raise OntologyFormatError(f"{path.name}: cannot read the file ({e.strerror})") from e
     fmt = _choose_format(path, head)
+    if fmt == "xml":
+        _refuse_entity_expansion(path)
     graph = rdflib.Graph()
     graph.bind("kg", KG)
     graph.bind("ent", ENT)
@@ -88,6 +90,55 @@ def _choose_format(path: Path, head: bytes) -> str:
     if re.match(r"<[^>\s]*>\s", stripped):
         return "nt" if by_suffix == "nt" else "turtle"
     return by_suffix or "turtle"
+
+
+_MAX_EXPANSION = 10_000_000  # characters entity references may add to an RDF/XML file
+
+
+class _PrologEnd(Exception):
+    pass
+
+
+def _refuse_entity_expansion(path: Path) -> None:
+    """Refuse the DOCTYPEs that make an XML parser expand without bound ("billion laughs": entities
+    defined by other entities) or read other files (external entities). Protégé's own DOCTYPE, plain
+    entities for namespace IRIs (`<!ENTITY owl "http://...#">`), passes: its expansion is bounded."""
+    declared: dict[str, str] = {}
+    problems: list[str] = []
+
+    def entity(name, is_parameter, value, base, system_id, public_id, notation) -> None:
+        if is_parameter:
+            problems.append(f"parameter entity '%{name}'")
+        elif value is None:
+            problems.append(f"external entity '{name}' ({system_id or public_id})")
+        elif "&" in value or "%" in value:
+            problems.append(f"entity '{name}' defined through other entities")
+        else:
+            declared[name] = value
+
+    def start(*_args) -> None:
+        raise _PrologEnd
+
+    parser = expat.ParserCreate()
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    parser.EntityDeclHandler = entity
+    parser.StartElementHandler = start
+    try:
+        with path.open("rb") as fh:
+            parser.ParseFile(fh)
+    except (_PrologEnd, expat.ExpatError):
+        pass  # the prolog is read; a broken file is reported by the RDF/XML parser itself
+    if not problems and declared:
+        data = path.read_bytes()
+        added = sum(len(value) * data.count(f"&{name};".encode()) for name, value in declared.items())
+        if added > _MAX_EXPANSION:
+            problems.append(f"entity references that would add {added:,} characters")
+    if problems:
+        raise OntologyFormatError(
+            f"{path.name}: refused: its DOCTYPE declares {problems[0]}, which could make reading it expand without "
+            "bound or read other files. Save it again from Protégé (File > Save as... > \"RDF/XML Syntax\" or "
+            "\"Turtle Syntax\"), or remove the DOCTYPE."
+        )
 
 
 def _refuse(path: Path, syntax: str) -> OntologyFormatError:

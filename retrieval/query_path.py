@@ -62,8 +62,7 @@ class QueryPath:
         if k < 1 or k > 1000:
             raise InputError(f"k must be between 1 and 1000, got {k}")
         timings: dict[str, float] = {}
-        with self.lock:
-            self._refresh_graph()
+        with self.reading():
             wanted = self._resolve_types(types) if types else []
             t0 = time.perf_counter()
             linker = self.linker  # also teaches jieba the entity labels, which the index was cut with
@@ -170,8 +169,7 @@ class QueryPath:
 
     # -- inspection -------------------------------------------------------------------------------
     def entity(self, key: str) -> dict:
-        with self.lock:
-            self._refresh_graph()
+        with self.reading():
             view = self.graph.view
             entity = view.resolve(key)
             if entity is None:  # an alias names one entity just as well

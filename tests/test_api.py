@@ -132,13 +132,15 @@ def test_an_unknown_entity_is_404_json(client):
     }
 
 
-def test_a_blank_query_is_400_json(client):
+def test_a_blank_query_is_422_json(client):
+    # The schema says a query has a non-space character (so the OpenAPI spec admits only what is accepted).
     response = client.post("/query", json={"query": "   "})
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert response.json() == {
         "error": {
             "type": "InputError",
-            "message": "the query is empty: ask a question or give a few words",
+            "message": "invalid request body",
+            "problems": ["body.query: String should match pattern '\\S'"],
         }
     }
 
@@ -165,9 +167,10 @@ def test_an_invalid_query_body_is_422_json(client, body, problem):
 
 def test_an_empty_document_is_a_json_error(client):
     response = client.post("/documents", json={"text": "  \n  ", "source": "api:blank"})
-    assert response.status_code == 400
+    assert response.status_code == 422  # the schema asks for a non-space character
     assert response.json() == {
-        "error": {"type": "InputError", "message": "api:blank: the document is empty"}
+        "error": {"type": "InputError", "message": "invalid request body",
+                  "problems": ["body.text: String should match pattern '\\S'"]}
     }
     assert (
         client.post("/documents", json={"text": "egret notes", "source": "api:egret"}).status_code

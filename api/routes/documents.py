@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
-
 from fastapi import APIRouter, Depends
 
-from api.deps import knowledge_base, require_token
+from api.deps import api_source, knowledge_base, require_token
 from api.schemas import DocumentIn, IngestOut
 
 router = APIRouter()
@@ -16,6 +14,6 @@ router = APIRouter()
 def add_document(body: DocumentIn, kb=Depends(knowledge_base)) -> dict:  # noqa: B008 - FastAPI idiom
     from retrieval.types import SourceDocument
 
-    source = body.source or "api:" + hashlib.sha256(body.text.encode("utf-8")).hexdigest()[:16]
+    source = api_source(body.source, body.text)
     report = kb.ingest_documents([SourceDocument(source=source, text=body.text, format=body.format, title=body.title)])
     return {k: getattr(report, k) for k in IngestOut.model_fields}

@@ -1,4 +1,4 @@
-"""GET /health and GET /stats: liveness and counts."""
+"""GET /health and GET /stats: liveness and counts (read from the snapshot being served; never a reload or relink)."""
 
 from __future__ import annotations
 

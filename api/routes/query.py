@@ -12,4 +12,5 @@ router = APIRouter()
 
 @router.post("/query", response_model=QueryOut)
 def query(body: QueryIn, kb=Depends(knowledge_base)) -> dict:  # noqa: B008 - FastAPI idiom
-    return kb.query(body.query, k=body.k, mode=body.mode, types=body.types).to_json()
+    types = [t for t in body.types or () if t.strip()] or None  # `"types": [""]` asks for no restriction
+    return kb.query(body.query, k=body.k, mode=body.mode, types=types).to_json()

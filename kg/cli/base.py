@@ -75,14 +75,22 @@ def echo_json(data) -> None:
 
 
 class _KgGroup(click.Group):
-    """Turns every KgError into `error: <message>` on stderr and the error's exit code."""
+    """Turns every KgError into `error: <message>` on stderr and the error's exit code (75, "try again
+    later", when another kg process kept the write lock); a busy SQLite file is reported the same way."""
 
     def invoke(self, ctx: click.Context):
+        import sqlite3
+
         try:
             return super().invoke(ctx)
         except KgError as exc:
             click.echo(f"error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            click.echo(f"error: the catalog (kb.sqlite) is busy ({exc}): another program holds it; try again", err=True)
+            ctx.exit(75)
 
 
 @click.group(cls=_KgGroup, context_settings={"help_option_names": ["-h", "--help"]})

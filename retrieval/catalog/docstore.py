@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from retrieval.catalog import anchors
+from retrieval.catalog import anchors, commit
 from retrieval.types import Chunk, Document, Mention
 
 __all__ = ["DocStore"]
@@ -42,15 +43,35 @@ CREATE TABLE IF NOT EXISTS index_words (word TEXT PRIMARY KEY);
 class DocStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(_SCHEMA)
+        # One connection a thread: a writer's open transaction stays invisible to the queries other
+        # threads run meanwhile (WAL: they read the last commit and never wait for the writer).
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        if self.db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'index_words'").fetchone()[0] == 0:
+            self.db.executescript(_SCHEMA)  # only when missing: a no-op script would still wait for a writer
+        commit.ensure_schema(self.db)
         anchors.ensure_schema(self.db)
 
+    @property
+    def db(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "db", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            with self._connections_lock:
+                self._connections.append(conn)
+            self._local.db = conn
+        return conn
+
     def close(self) -> None:
-        self.db.close()
+        with self._connections_lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()
 
     # -- writes (callers wrap several in `transaction()`) ------------------------------------
     def transaction(self):
@@ -99,7 +120,7 @@ class DocStore:
         self.db.executemany("INSERT OR IGNORE INTO index_words VALUES (?)", [(w,) for w in words])
 
     def index_words(self) -> set[str]:
-        """The user-dictionary words the text index was cut with (see `KnowledgeBase._sync_index_words`)."""
+        """The user-dictionary words the text index was cut with (see `retrieval.write_path.sync_index_words`)."""
         return {row[0] for row in self.db.execute("SELECT word FROM index_words")}
 
     # -- reads ----------------------------------------------------------------------------------

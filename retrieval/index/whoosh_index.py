@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import sys
 import threading
 from collections.abc import Iterable, Sequence
@@ -17,6 +18,25 @@ from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
 from retrieval.types import Chunk, TextHit
 
 __all__ = ["WhooshIndex", "FIELD_BOOSTS"]
+
+# whoosh names new segments with the global `random` module: a process that seeded it (a script's
+# random.seed(0), hypothesis) picks the names an earlier run picked, and the commit fails on the clash
+# (AssertionError in create_compound_file). Names from a generator of its own cannot repeat that way.
+def _install_segment_names() -> None:
+    import whoosh.codec.base
+    import whoosh.writing
+    from whoosh.util import IDCHARS
+
+    names = random.SystemRandom()
+
+    def random_name(size: int = 28) -> str:
+        return "".join(names.choice(IDCHARS) for _ in range(size))
+
+    whoosh.codec.base.random_name = random_name
+    whoosh.writing.random_name = random_name
+
+
+_install_segment_names()
 
 # whoosh pickles the schema with its analyzers' module path: indexes written before the
 # analyzers moved into retrieval/index/ name `retrieval.analysis`, so that name must still resolve.
@@ -54,6 +74,9 @@ class WhooshIndex:
         self._has_grams = "grams" in self.ix.schema.names()  # indexes made before the field existed lack it
         self._weighting = scoring.BM25F(B=0.75, K1=1.2)
         self._lock = threading.Lock()
+        # One searcher serves every thread, and whoosh reads its posting files with seek + read on
+        # shared file objects: two searches at once corrupt each other's reads (UnpicklingError).
+        self._search_lock = threading.Lock()
         self._closed = False
         self._writer = None
         self._searcher = self.ix.searcher(weighting=self._weighting)
@@ -94,9 +117,10 @@ class WhooshIndex:
                 self._writer.commit(optimize=optimize)
                 self._writer = None
             # Searcher.refresh() fails on an index that was empty when opened; reopen instead.
-            self._searcher.close()
-            self._searcher = self.ix.searcher(weighting=self._weighting)
-            self._common_scores = {}
+            searcher = self.ix.searcher(weighting=self._weighting)
+            with self._search_lock:  # never under a search that is still reading the old one
+                self._searcher.close()
+                self._searcher, self._common_scores = searcher, {}
 
     def rollback(self) -> None:
         with self._lock:
@@ -113,6 +137,10 @@ class WhooshIndex:
         grams: Sequence[tuple[str, float]] = (),
     ) -> list[TextHit]:
         """BM25F over the word fields for `terms`, plus the `grams` field for Chinese character pairs."""
+        with self._search_lock:
+            return self._search(terms, limit, fields, grams)
+
+    def _search(self, terms, limit, fields, grams) -> list[TextHit]:
         fields = {f: b for f, b in (fields or self.field_boosts).items() if b > 0}
         rare, common = self._split_by_frequency(terms, "body")
         clauses = [Term(field, term, boost=weight * boost) for term, weight in rare for field, boost in fields.items()]
@@ -216,7 +244,8 @@ class WhooshIndex:
         return cached
 
     def doc_count(self) -> int:
-        return self._searcher.doc_count()
+        with self._search_lock:
+            return self._searcher.doc_count()
 
     def close(self) -> None:
         if self._closed:

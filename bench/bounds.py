@@ -1,0 +1,137 @@
+"""The issue's bounds, measured with the real CLI and server: a synthetic 190k-row relation table in, peak RSS of `kg import`, the next `kg stats` wall time, the billion-laughs refusal time and the 413 time for a 50 MB body out (bench/RESULTS-load.md).
+
+    python bench/bounds.py [--rows 190000] [--out bench/RESULTS-bounds.json]
+
+Each command runs in a process of its own; peak RSS is that process's ru_maxrss (os.wait4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+LAUGHS = """<?xml version="1.0"?>
+<!DOCTYPE rdf:RDF [
+ <!ENTITY a "lollollollollollollollollollol">
+ <!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">
+ <!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">
+ <!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">
+ <!ENTITY e "&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;">
+ <!ENTITY f "&e;&e;&e;&e;&e;&e;&e;&e;&e;&e;">
+ <!ENTITY g "&f;&f;&f;&f;&f;&f;&f;&f;&f;&f;">
+ <!ENTITY h "&g;&g;&g;&g;&g;&g;&g;&g;&g;&g;">
+ <!ENTITY i "&h;&h;&h;&h;&h;&h;&h;&h;&h;&h;">
+]>
+<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:rdfs="http://www.w3.org/2000/01/rdf-schema#">
+ <rdf:Description rdf:about="https://kgrag.dev/entity/x"><rdfs:label>&i;</rdfs:label></rdf:Description>
+</rdf:RDF>
+"""
+RELATIONS = (("dependsOn", "Service", "Service"), ("runtimeDependsOn", "Service", "Service"), ("ownedBy", "Service", "Team"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from load import free_port, wait_for_server  # noqa: E402
+
+
+def write_table(path: Path, rows: int, seed: int = 7) -> None:
+    rng = random.Random(seed)
+    entities = max(1000, rows // 3)
+    seen: set[tuple[str, str, str]] = set()
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write("source,relation,target,source_type,target_type,source_aliases,target_aliases,weight,note\n")
+        while len(seen) < rows:
+            name, source_type, target_type = RELATIONS[rng.randrange(3)]
+            source = f"svc-{rng.randrange(entities)}"
+            target = f"team-{rng.randrange(500)}" if target_type == "Team" else f"svc-{rng.randrange(entities)}"
+            if source == target or (source, name, target) in seen:
+                continue
+            seen.add((source, name, target))
+            fh.write(f"{source},{name},{target},{source_type},{target_type},服务{source[4:]},,,\n")
+
+
+def run_measured(args: list[str], env: dict) -> tuple[int, float, str]:
+    """(exit code, wall seconds, stderr) of one kg command in its own process."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "kg.cli", *args], env=env, capture_output=True, text=True)
+    return done.returncode, time.perf_counter() - started, done.stderr
+
+
+def _children_peak() -> float:
+    """Peak RSS (MB) of the largest child process so far."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=190_000)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "RESULTS-bounds.json")
+    args = parser.parse_args()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KG_")}
+    results: dict = {"rows": args.rows}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        table = root / "relations.csv"
+        write_table(table, args.rows)
+        results["table_mb"] = round(table.stat().st_size / 1e6, 1)
+        data_dir = str(root / "kb")
+        subprocess.run([sys.executable, "-m", "kg.cli", "init", "--data-dir", data_dir], env=env, check=True,
+                       capture_output=True)
+        # ru_maxrss of RUSAGE_CHILDREN is the largest child so far: the import is the first big one.
+        code, wall, err = run_measured(["import", str(table), "--data-dir", data_dir, "-q"], env)
+        assert code == 0, err[-2000:]
+        results["import_seconds"] = round(wall, 1)
+        results["import_peak_rss_mb"] = round(_children_peak(), 0)
+        results["graph_ttl_mb"] = round((root / "kb" / "graph.ttl").stat().st_size / 1e6, 1)
+        for n in (1, 2):
+            code, wall, err = run_measured(["stats", "--data-dir", data_dir, "--json"], env)
+            assert code == 0, err[-2000:]
+            results[f"stats_seconds_run{n}"] = round(wall, 2)
+        laughs = root / "laughs.rdf"
+        laughs.write_text(LAUGHS, encoding="utf-8")
+        code, wall, err = run_measured(["import", str(laughs), "--data-dir", data_dir], env)
+        results["billion_laughs"] = {"exit_code": code, "seconds": round(wall, 2), "error": err.strip().splitlines()[-1][:160]}
+        results["body_413"] = _post_50mb(root, env)
+    args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(json.dumps(results, indent=2, ensure_ascii=False))
+
+
+def _post_50mb(root: Path, env: dict) -> dict:
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "kg.cli", "serve", "--port", str(port), "--data-dir",
+                               str(root / "kb-serve")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_server(port)
+        body = b"x" * 50_000_000
+        times = []
+        for _ in range(3):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            started = time.perf_counter()
+            conn.putrequest("POST", "/documents")
+            conn.putheader("Content-Type", "application/json")
+            conn.putheader("Content-Length", str(len(body)))
+            conn.endheaders()
+            try:  # the server answers before the body is sent; it may close while we send
+                conn.sock.sendall(body[:65536])
+            except (TimeoutError, BrokenPipeError, ConnectionResetError):
+                pass
+            response = conn.getresponse()
+            payload = response.read()
+            times.append(time.perf_counter() - started)
+            conn.close()
+        return {"status": response.status, "ms_best": round(min(times) * 1e3, 1), "ms_worst": round(max(times) * 1e3, 1),
+                "body": json.loads(payload)}
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+if __name__ == "__main__":
+    main()

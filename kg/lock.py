@@ -1,0 +1,191 @@
+"""Locks: a data dir in, one writer at a time across processes out (`DataDirLock`), and many readers with short exclusive commit instants inside one process (`SharedLock`).
+
+`DataDirLock` is an `fcntl.flock` on `<data dir>/write.lock`: the kernel drops it when the
+holder dies, so a killed `kg ingest` never leaves a stale lock behind. A second writer polls for
+a bounded time (`KG_WRITE_WAIT`), saying once on stderr that it waits, and then fails with
+`BusyError` (CLI: `error:` line and exit code 75; API: 503 with Retry-After).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kg.errors import BusyError
+
+__all__ = ["LOCK_FILE", "DataDirLock", "SharedLock"]
+
+LOCK_FILE = "write.lock"
+_POLL = 0.05
+
+
+def _say_waiting(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class DataDirLock:
+    """The cross-process write lock of one data dir; re-entrant inside the process that holds it."""
+
+    def __init__(self, root: Path, wait: float, on_wait: Callable[[str], None] = _say_waiting) -> None:
+        self.path = Path(root) / LOCK_FILE
+        self.wait = wait
+        self.on_wait = on_wait
+        self._mutex = threading.RLock()
+        self._fd: int | None = None
+        self._depth = 0
+
+    @property
+    def held(self) -> bool:
+        return self._depth > 0
+
+    def try_acquire(self) -> bool:
+        """Take the lock only if no other process holds it (never waits); True when taken."""
+        if not self._mutex.acquire(blocking=False):
+            return False
+        try:
+            if not self._depth:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    self._mutex.release()
+                    return False
+                self._fd = fd
+            self._depth += 1
+            return True
+        except BaseException:
+            self._mutex.release()
+            raise
+
+    def acquire(self) -> None:
+        self._mutex.acquire()
+        if self._depth:
+            self._depth += 1
+            return
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                self._take(fd)
+            except BaseException:
+                os.close(fd)
+                raise
+        except BaseException:
+            self._mutex.release()
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd, self._depth = fd, 1
+
+    def _take(self, fd: int) -> None:
+        deadline = time.monotonic() + self.wait
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                pass
+            holder = self._holder()
+            if time.monotonic() >= deadline:
+                raise BusyError(
+                    f"another kg process{holder} is writing to {self.path.parent} and kept its write lock for "
+                    f"{self.wait:g} s: try again when it has finished, or wait longer with KG_WRITE_WAIT=<seconds>",
+                    retry_after=max(1, min(60, round(self.wait) or 1)),
+                )
+            if not told:
+                self.on_wait(f"waiting for another kg process{holder} to finish writing to {self.path.parent} "
+                             f"(up to {self.wait:g} s, KG_WRITE_WAIT)…")
+                told = True
+            time.sleep(_POLL)
+
+    def _holder(self) -> str:
+        try:
+            pid = self.path.read_text().strip()
+        except OSError:
+            return ""
+        return f" (pid {pid})" if pid.isdigit() else ""
+
+    def release(self) -> None:
+        if not self._depth:
+            raise RuntimeError("release of a DataDirLock that is not held")
+        self._depth -= 1
+        if not self._depth and self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+        self._mutex.release()
+
+    def __enter__(self) -> DataDirLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+class SharedLock:
+    """Readers share; a writer takes it alone for the instant a commit becomes visible.
+
+    Writer-preferring (a waiting commit lets no new reader in, so a stream of queries cannot
+    starve it), and re-entrant for a thread that already holds either side.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writer: int | None = None
+        self._waiting = 0
+        self._local = threading.local()
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        me = threading.get_ident()
+        depth = getattr(self._local, "depth", 0)
+        if depth or self._writer == me:
+            self._local.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._local.depth = depth
+            return
+        with self._cond:
+            while self._writer is not None or self._waiting:
+                self._cond.wait()
+            self._readers += 1
+        self._local.depth = 1
+        try:
+            yield
+        finally:
+            self._local.depth = 0
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        me = threading.get_ident()
+        if self._writer == me:
+            yield
+            return
+        held_shared = getattr(self._local, "depth", 0)
+        with self._cond:
+            self._waiting += 1
+            # A reader that commits (a write called inside a read) counts itself out while it waits.
+            while self._writer is not None or self._readers - (1 if held_shared else 0):
+                self._cond.wait()
+            self._waiting -= 1
+            self._writer = me
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = None
+                self._cond.notify_all()

@@ -1,0 +1,124 @@
+"""`kg check`: a KnowledgeBase in, a CheckReport out (what disagrees between catalog, text index, graph and mentions, and what was repaired).
+
+The SQLite catalog (documents, chunks), graph.ttl and synonyms.txt are the truth; the whoosh
+index, the mentions and the re-cut index words are derived from them. So every repair is a
+re-derivation, which is also how a commit a killed process left half done is finished: the
+result is the state before the write when its catalog transaction had not committed, and the
+state after it otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from retrieval.catalog import commit
+
+__all__ = ["CheckReport", "check", "repair"]
+
+
+@dataclass
+class CheckReport:
+    problems: list[str] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def clean(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict:
+        return {"clean": self.clean, "problems": self.problems, "repaired": self.repaired, "counts": self.counts}
+
+
+def _temp_files(kb) -> list:
+    root = kb.root
+    return [*root.glob(".graph-*.ttl"), *root.glob(".cache-*"), *root.glob(".synonyms.txt-*")]
+
+
+def _index_ids(kb) -> set[str]:
+    with kb.index.ix.searcher() as searcher:
+        return {fields["chunk_id"] for fields in searcher.all_stored_fields()}
+
+
+def inspect(kb) -> tuple[CheckReport, dict]:
+    """Every disagreement, with what a repair needs to know about it."""
+    report, found = CheckReport(), {}
+    journal = commit.pending_journal(kb.root)
+    if journal is not None:
+        report.problems.append(f"a commit of '{journal.get('op')}' was cut short (its process died before finishing)")
+    temps = _temp_files(kb)
+    if temps:
+        report.problems.append(f"{len(temps)} temporary file(s) left by an interrupted save: "
+                               + ", ".join(sorted(p.name for p in temps)))
+    if kb.graph.changed_on_disk():
+        kb.commits.reload()
+    linked = commit.get_state(kb.store.db, "linked_graph")
+    found["relink"] = linked is not None and linked != kb.graph.digest
+    if found["relink"]:
+        report.problems.append("graph.ttl changed after the mentions were linked (an import cut short, or an outside edit)")
+    entities = kb.graph.view.entities
+    unknown = [e for e in kb.store.mention_counts() if e not in entities]
+    unknown += [e for (e,) in kb.store.db.execute("SELECT DISTINCT entity FROM about") if e not in entities]
+    if unknown:
+        found["relink"] = True
+        report.problems.append(f"{len(set(unknown))} linked entit(y/ies) are not in graph.ttl, e.g. {sorted(unknown)[0]}")
+    miscounted = kb.store.db.execute(
+        "SELECT d.doc_id FROM documents d LEFT JOIN chunks c USING (doc_id) GROUP BY d.doc_id"
+        " HAVING COUNT(c.chunk_id) != MAX(d.n_chunks)").fetchall()
+    if miscounted:
+        report.problems.append(f"{len(miscounted)} document(s) whose chunk count disagrees with their chunks")
+    catalog = {row[0] for row in kb.store.db.execute("SELECT chunk_id FROM chunks")}
+    indexed = _index_ids(kb)
+    found["missing"], found["orphans"] = catalog - indexed, indexed - catalog
+    if found["missing"]:
+        report.problems.append(f"{len(found['missing'])} chunk(s) in the catalog are not in the text index (unsearchable)")
+    if found["orphans"]:
+        report.problems.append(f"{len(found['orphans'])} text index entr(y/ies) have no chunk in the catalog (orphans)")
+    report.counts = {"documents": kb.store.stats()["documents"], "chunks": len(catalog), "indexed": len(indexed),
+                     "entities": len(entities)}
+    return report, found
+
+
+def check(kb, repair_problems: bool = False) -> CheckReport:
+    report, found = inspect(kb)
+    if repair_problems and not report.clean:
+        report.repaired = _repair(kb, report, found)
+    return report
+
+
+def repair(kb) -> list[str]:
+    """Finish or undo a half-done commit: re-derive what is derived. Call with the write lock held."""
+    report, found = inspect(kb)
+    return _repair(kb, report, found)
+
+
+def _repair(kb, report: CheckReport, found: dict) -> list[str]:
+    from retrieval.write_path import relink, sync_index_words
+
+    done = []
+    removed = _temp_files(kb)
+    for path in removed:
+        path.unlink(missing_ok=True)
+    if removed:
+        done.append(f"removed {len(removed)} temporary file(s)")
+    if found["relink"]:
+        kb._graph_changed()
+        done.append(f"linked {relink(kb)} chunk(s) again against graph.ttl")
+    if found["orphans"] or found["missing"]:
+        kb.index.delete_chunks(sorted(found["orphans"]))
+        missing = kb.store.chunks(sorted(found["missing"]))
+        kb.index.add_chunks(missing.values())
+        with kb.readers.exclusive():
+            kb.index.commit()
+        done.append(f"text index: {len(found['orphans'])} orphan(s) removed, {len(missing)} chunk(s) added")
+    kb._index_words_synced = None
+    again = sync_index_words(kb)
+    if again:
+        done.append(f"re-indexed {again} chunk(s) with words taught since they were indexed")
+    with kb.store.transaction():
+        commit.set_state(kb.store.db, "linked_graph", kb.graph.digest)
+        kb.commits.generation = commit.bump_generation(kb.store.db)
+    commit.finish_journal(kb.root)
+    if report.problems and not done:
+        done.append("cleared the journal of the interrupted commit (nothing else needed)")
+    return done

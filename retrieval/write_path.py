@@ -1,0 +1,287 @@
+"""The write path of a KnowledgeBase: source documents or an import file in, the catalog, the text index and the mentions changed out (an IngestReport or an import summary).
+
+Each function runs inside `KnowledgeBase.writing()` (the write lock and the journal of
+`retrieval.writing`), so the ordering here is what makes a killed process recoverable: the truth
+(SQLite catalog, graph.ttl, synonyms.txt) is committed first, each part atomically, then what is
+derived from it (whoosh, mentions, re-cut index words). `mark(op, step)` names each step for the
+crash tests (`KG_CRASH_AT=<op>:<step>`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kg.errors import InputError, TooLargeError
+from kg.relations.aliases import import_alias_table, is_alias_table
+from retrieval.catalog import commit
+from retrieval.graph.anchors import anchor_document
+from retrieval.graph.seeds import fold_label
+from retrieval.index.analysis import (
+    add_user_words,
+    normalize_text,
+    taught_words,
+    vocabulary_version,
+)
+from retrieval.index.synonyms import SynonymTable
+from retrieval.ingest.chunking import chunk_document
+from retrieval.types import Chunk, SourceDocument
+
+__all__ = ["SYNONYMS_FILE", "IngestReport", "add_entities", "import_file", "ingest_documents", "relink", "sync_index_words"]
+
+SYNONYMS_FILE = "synonyms.txt"
+RDF_SUFFIXES = (".ttl", ".owl", ".rdf", ".xml", ".nt", ".jsonld", ".ofn", ".omn", ".owx")
+Progress = Callable[[int], None]
+
+
+@dataclass
+class IngestReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    chunks_indexed: int = 0
+    chunks_removed: int = 0
+    seconds: float = 0.0
+    doc_ids: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if not (self.added or self.updated):
+            return f"nothing changed: {self.unchanged} document(s) already up to date"
+        return (
+            f"{self.added} new, {self.updated} updated, {self.unchanged} unchanged document(s); "
+            f"{self.chunks_indexed} chunks indexed in {self.seconds:.1f} s"
+        )
+
+
+def ingest_documents(kb, sources: Iterable[SourceDocument], progress: Progress | None = None) -> IngestReport:
+    report = IngestReport()
+    started = time.perf_counter()
+    limit = kb.settings.max_document_bytes
+    linker = kb.linker
+    sync_index_words(kb)  # older chunks first, so that every chunk is cut the same way
+    about = kb._about()
+    # The same source twice in one batch: the last one wins (whoosh cannot delete what
+    # the open writer added, so the earlier copy must never reach it).
+    batch = list({src.source: src for src in sources}.values())
+    for src in batch:
+        size = len(src.text.encode("utf-8", "surrogatepass"))
+        if size > limit:
+            raise TooLargeError(
+                f"{src.source}: {size:,} bytes is over the document size limit of {limit:,} bytes: split it, "
+                "or raise KG_MAX_DOCUMENT_BYTES"
+            )
+    try:
+        # The catalog transaction stays open (and invisible to queries) until the commit instant;
+        # whoosh's writer likewise buffers until its commit.
+        with kb.store.transaction():
+            for src in batch:
+                _ingest_one(kb, src, linker, about, report)
+                if progress:
+                    progress(1)
+            commit.crash_point("ingest", "prepared")
+            kb.commits.enter_commit_instant()
+        kb.commits.mark("ingest", "catalog")
+        kb.index.commit(optimize=report.chunks_indexed > 1000)
+        kb.commits.mark("ingest", "index")
+    except BaseException:
+        kb.index.rollback()
+        raise
+    finally:
+        kb.commits.leave_commit_instant()
+    kb.evidence.invalidate()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _ingest_one(kb, src: SourceDocument, linker, about, report: IngestReport) -> None:
+    doc, chunks = chunk_document(src)
+    existing = kb.store.document_by_source(src.source)
+    if existing is not None and existing.sha256 == doc.sha256:
+        report.unchanged += 1
+        report.doc_ids.append(existing.doc_id)
+        return
+    if existing is not None:
+        removed = kb.store.delete_document(existing.doc_id)
+        report.chunks_removed += kb.index.delete_chunks(removed)
+        doc = type(doc)(**{**doc.__dict__, "version": existing.version + 1})
+        report.updated += 1
+    else:
+        report.added += 1
+    kb.store.put_document(doc, chunks)
+    report.chunks_indexed += kb.index.add_chunks(chunks)
+    link_document(kb, doc.doc_id, doc.title, chunks, linker, about)
+    report.doc_ids.append(doc.doc_id)
+
+
+def link_document(kb, doc_id: str, title: str, chunks: Sequence[Chunk], linker, about) -> None:
+    found = list(linker.link_many(c.text for c in chunks))
+    for chunk, mentions in zip(chunks, found, strict=True):
+        kb.store.put_mentions(chunk.chunk_id, mentions)
+    kb.store.put_about(doc_id, about.get(fold_label(title), ()))
+    anchor_document(kb.store.db, title, chunks, found, linker.link_many)
+
+
+def relink(kb, progress: Progress | None = None) -> int:
+    """Recompute every chunk's entity mentions against the graph in memory; records which graph it was."""
+    linker, about = kb.linker, kb._about()
+    by_doc: dict[str, list[Chunk]] = {}
+    for chunk in kb.store.iter_chunks():
+        by_doc.setdefault(chunk.doc_id, []).append(chunk)
+    try:
+        with kb.store.transaction():
+            kb.store.clear_links()
+            for doc_id, chunks in by_doc.items():
+                link_document(kb, doc_id, chunks[0].title, chunks, linker, about)
+                if progress:
+                    progress(len(chunks))
+            commit.set_state(kb.store.db, "linked_graph", kb.graph.digest)
+            kb.commits.enter_commit_instant()
+    finally:
+        kb.commits.leave_commit_instant()
+    kb.commits.mark("relink", "mentions")
+    kb.evidence.invalidate()
+    return sum(len(c) for c in by_doc.values())
+
+
+def sync_index_words(kb) -> int:
+    """Re-index the chunks that contain a word jieba was taught after they were indexed.
+
+    A label added after its documents were ingested (`kg import relations.csv` after `kg
+    ingest`) cuts the question's 熔断降级 whole while the index holds 熔断 + 降级, so BM25 never
+    matched it. Chunks are found with one Aho-Corasick pass; nothing else is re-indexed. The
+    index commits before the words are recorded, so a crash in between only repeats the work.
+    """
+    view = kb.graph.view
+    kb.linker  # noqa: B018 - teaches jieba this knowledge base's labels and synonyms
+    # The view itself, not its id: a rebuilt view may reuse a freed one's address.
+    state = (vocabulary_version(), view, len(kb.synonyms))
+    last = kb._index_words_synced
+    if last is not None and last[1] is view and last[::2] == state[::2]:
+        return 0  # nothing taught and no graph change since the last sync: skip the work per ingest
+    current = taught_words([s for s, _ in view.surfaces()] + kb.synonyms.words())
+    new = current - kb.store.index_words()
+    kb._index_words_synced = state
+    if not new:
+        return 0
+    import ahocorasick
+
+    automaton = ahocorasick.Automaton()
+    for word in new:
+        automaton.add_word(word, word)
+    automaton.make_automaton()
+    stale = [c for c in kb.store.iter_chunks()
+             if next(automaton.iter(normalize_text(f"{c.title}\n{c.section}\n{c.text}")), None) is not None]
+    if stale:
+        kb.index.add_chunks(stale)
+        with kb.readers.exclusive():
+            kb.index.commit()
+        kb.commits.mark("reindex", "index")
+    with kb.store.transaction():
+        kb.store.add_index_words(new)
+    return len(stale)
+
+
+def import_file(kb, path: Path, progress: Progress | None = None, **options) -> dict:
+    """A relation table (.csv), an RDF/OWL file (.ttl .owl .rdf .nt) or a synonym table (.txt)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix == ".csv" and is_alias_table(path):
+        kb.graph.view  # noqa: B018 - queries keep reading the view built before the triples change
+        result = _import_aliases(kb, path, **options)
+    elif suffix == ".csv":
+        kb.graph.view  # noqa: B018 - queries keep reading the view built before the triples change
+        report = kb.graph.import_relations(path, progress=progress, **options)
+        result = {"kind": "relations", "summary": report.summary(), "report": _report_json(report)}
+    elif suffix in RDF_SUFFIXES:
+        from ontology import load_rdf
+
+        # Read (or refuse: .ofn/.omn/.owx, billion laughs) the file before touching the graph.
+        incoming = load_rdf(path)
+        kb.graph.view  # noqa: B018
+        added = kb.graph.merge_rdf(path, incoming)
+        result = {"kind": "rdf", "summary": f"{added} new triples", "triples_added": added}
+    elif suffix == ".txt":
+        return _import_synonyms(kb, path)
+    else:
+        raise InputError(
+            f"{path.name}: cannot import '{suffix}' files: give a relation table (.csv), an ontology "
+            "(.ttl, .owl, .rdf) or a synonym table (.txt)"
+        )
+    kb.commits.mark("import", "graph")
+    if not options.get("dry_run"):
+        kb._graph_changed()
+        result["chunks_relinked"] = relink(kb)
+        kb.commits.mark("import", "mentions")
+        result["chunks_reindexed"] = sync_index_words(kb)
+    return result
+
+
+def _import_aliases(kb, path: Path, skip_invalid: bool = False, dry_run: bool = False, **_) -> dict:
+    """An `entity,alias` table: other names of entities the graph already has (skos:altLabel)."""
+    from kg.graph import entity_subjects
+
+    graph = kb.graph
+    report = import_alias_table(graph.rdf, path, entity_subjects(graph.rdf, graph.vocab),
+                                skip_invalid=skip_invalid, dry_run=dry_run)
+    if report.new_aliases and not dry_run:
+        graph.save()
+    return {"kind": "aliases", "summary": report.summary(), "report": {
+        "rows": report.rows, "new_aliases": report.new_aliases, "unchanged": report.unchanged,
+        "rejected": report.rejected, "dry_run": report.dry_run, "encoding": report.encoding}}
+
+
+def _import_synonyms(kb, path: Path) -> dict:
+    table = SynonymTable.read(path)  # validates before anything is written
+    target = kb.root / SYNONYMS_FILE
+    existing = target.read_text(encoding="utf-8") if target.exists() else ""
+    new_lines = [", ".join(g) for g in table.groups if ", ".join(g) not in existing.splitlines()]
+    if new_lines:
+        _write_atomically(target, existing + "".join(line + "\n" for line in new_lines))
+        kb.commits.mark("import", "synonyms")
+    kb.synonyms = SynonymTable.read(target)
+    add_user_words(kb.synonyms.words())
+    return {"kind": "synonyms", "summary": f"{len(new_lines)} new synonym groups", "groups_added": len(new_lines),
+            "chunks_reindexed": sync_index_words(kb)}
+
+
+def add_entities(kb, labels: Iterable[str], type_name: str = "Topic") -> int:
+    kb.graph.view  # noqa: B018 - queries keep this one while the triples change
+    added = kb.graph.add_entities(labels, type_name)
+    if added:
+        kb.commits.mark("add_entities", "graph")
+        kb._graph_changed()
+        # Chunks already ingested may name the new entities: their mentions follow the graph.
+        if kb.store.stats()["chunks"]:
+            relink(kb)
+        else:
+            with kb.store.transaction():
+                commit.set_state(kb.store.db, "linked_graph", kb.graph.digest)
+    return added
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _report_json(report) -> dict:
+    return {
+        "rows": report.rows, "new_entities": report.new_entities, "new_edges": report.new_edges,
+        "unchanged_edges": report.unchanged_edges, "rejected": [str(p) for p in report.rejected],
+        "dry_run": report.dry_run, "encoding": report.encoding,
+    }

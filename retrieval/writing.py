@@ -1,0 +1,228 @@
+"""The commit protocol of a KnowledgeBase: a write in, one writer across processes, a journaled commit and the latest commit seen by every process out.
+
+`@writes` wraps each public write method of `KnowledgeBase` in `Commits.writing()`:
+
+    in-process writer mutex (kb.lock) -> data dir write lock (flock) -> catch up with other
+    processes' commits -> journal -> the write (retrieval.write_path) -> generation + 1 -> journal off
+
+Queries share `kb.readers` and never wait for a writer except at the instant its catalog and
+index commits become visible (`enter_commit_instant`). A process that did not write notices another
+one's commit by the catalog's generation number (one indexed SELECT) or graph.ttl's stamp, and
+reloads in the background (`Follower`, started by the server), serving the old snapshot until
+the new one is built; a library or CLI process without a follower catches up before its next read.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+
+from kg.lock import DataDirLock
+from kg.store import KnowledgeGraph
+from retrieval.catalog import commit
+from retrieval.graph.seeds import GraphEvidence
+from retrieval.index.synonyms import SynonymTable
+
+__all__ = ["Commits", "writes"]
+
+
+# The name a write goes by in the journal and in KG_CRASH_AT=<op>:<step>.
+OPS = {"ingest_paths": "ingest", "ingest_documents": "ingest", "import_file": "import", "delete_documents": "delete"}
+
+
+def writes(method):
+    """Make a KnowledgeBase method a journaled write (one line per write method)."""
+    op = OPS.get(method.__name__, method.__name__)
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self.writing(op):
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+class Commits:
+    def __init__(self, kb) -> None:
+        self.kb = kb
+        self.flock = DataDirLock(kb.root, kb.settings.write_wait)
+        self.generation = commit.generation(kb.store.db)
+        self._synonyms_stamp = _stamp(kb.root / "synonyms.txt")
+        self._instant = ExitStack()
+        self._op: str | None = None
+        self._steps: list[str] = []
+        self.follower: Follower | None = None
+
+    # -- writes --------------------------------------------------------------------------------
+    @contextmanager
+    def writing(self, op: str) -> Iterator[None]:
+        kb = self.kb
+        with kb.lock, self.flock:
+            if self._op is not None:  # a write inside a write (import -> relink): one commit
+                yield
+                return
+            self.catch_up(writing=True)
+            commit.start_journal(kb.root, op)
+            self._op, self._steps = op, []
+            try:
+                commit.crash_point(op, "journal")
+                yield
+            except BaseException:
+                kb.index.rollback()
+                if self._steps:  # something did commit: bring the rest in line with it now
+                    from retrieval.consistency import repair
+
+                    repair(kb)
+                raise
+            else:
+                self._publish(op)
+            finally:
+                self._op = None
+                commit.finish_journal(kb.root)
+
+    def mark(self, op: str, step: str) -> None:
+        """A step of the write committed (see `KG_CRASH_AT`)."""
+        self._steps.append(f"{op}:{step}")
+        commit.crash_point(op, step)
+
+    def enter_commit_instant(self) -> None:
+        if not self._instant._exit_callbacks:
+            self._instant.enter_context(self.kb.readers.exclusive())
+
+    def leave_commit_instant(self) -> None:
+        self._instant.close()
+
+    def _publish(self, op: str) -> None:
+        kb = self.kb
+        with kb.store.transaction():
+            if commit.get_state(kb.store.db, "linked_graph") is None:
+                commit.set_state(kb.store.db, "linked_graph", kb.graph.digest)
+            self.generation = commit.bump_generation(kb.store.db)
+        self._synonyms_stamp = _stamp(kb.root / "synonyms.txt")
+        commit.crash_point(op, "generation")
+
+    # -- following other processes ----------------------------------------------------------------
+    def behind(self) -> bool:
+        """Cheap: did another process commit, or graph.ttl / synonyms.txt change, since we loaded?"""
+        kb = self.kb
+        return (
+            commit.generation(kb.store.db) != self.generation
+            or kb.graph.changed_on_disk()
+            or _stamp(kb.root / "synonyms.txt") != self._synonyms_stamp
+        )
+
+    def needs_relink(self) -> bool:
+        linked = commit.get_state(self.kb.store.db, "linked_graph")
+        return linked is not None and linked != self.kb.graph.digest
+
+    def catch_up(self, writing: bool = False) -> None:
+        """Reload what other processes committed; repair a dead writer's commit and relink after an
+        outside edit of graph.ttl. The last two are writes: a reader does them only when the write
+        lock is free this instant (otherwise the writer holding it will), never waiting for it."""
+        kb = self.kb
+        if self.behind():
+            self.reload()
+        if not writing:
+            if (commit.pending_journal(kb.root) is None and not self.needs_relink()) or not self.flock.try_acquire():
+                return
+            try:
+                with self.writing("catch_up"):
+                    pass  # writing() itself repairs, reloads and relinks (below, with writing=True)
+            finally:
+                self.flock.release()
+            return
+        if commit.pending_journal(kb.root) is not None:
+            from retrieval.consistency import repair
+
+            repair(kb)
+        if self.needs_relink():
+            from retrieval.write_path import relink, sync_index_words
+
+            relink(kb)
+            sync_index_words(kb)
+
+    def reload(self) -> None:
+        """Build the new snapshot beside the old one, then swap it in at one instant."""
+        kb = self.kb
+        with kb.lock:
+            generation = commit.generation(kb.store.db)
+            graph = kb.graph
+            if graph.changed_on_disk():
+                graph = KnowledgeGraph(kb.root)
+            synonyms_stamp = _stamp(kb.root / "synonyms.txt")
+            synonyms = kb.synonyms if synonyms_stamp == self._synonyms_stamp else SynonymTable.read(kb.root / "synonyms.txt")
+            linker = kb._linker
+            if graph is not kb.graph or synonyms is not kb.synonyms:
+                graph.vocab  # noqa: B018 - built here, not in the first query after the swap
+                linker = kb.build_linker(graph.view, synonyms)
+            with kb.readers.exclusive():
+                if graph is not kb.graph:
+                    kb.graph = graph
+                    kb.evidence = GraphEvidence(kb.store, graph)
+                    kb._about_index = kb._relations = None
+                kb.synonyms, kb._linker = synonyms, linker
+                kb.evidence.invalidate()
+                kb.index.commit()  # no writer open: reopens the searcher on the latest index commit
+                self.generation, self._synonyms_stamp = generation, synonyms_stamp
+
+    def before_read(self) -> None:
+        """Called before each query: a follower reloads in the background (the read goes on with the
+        snapshot it has); without one, this process catches up first."""
+        if self.follower is not None:
+            self.follower.poke()
+            return
+        if self.flock.held or self._op is not None:
+            return
+        if self.behind() or self.needs_relink():
+            self.catch_up()
+
+
+class Follower:
+    """A daemon thread that keeps a long-running process on the latest commit."""
+
+    def __init__(self, commits: Commits, interval: float) -> None:
+        self.commits = commits
+        self.interval = interval
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self.errors = 0
+        self.thread = threading.Thread(target=self._run, name="kg-follower", daemon=True)
+
+    def start(self) -> Follower:
+        self.thread.start()
+        return self
+
+    def poke(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self.thread.join(timeout=30)
+
+    def _run(self) -> None:
+        import logging
+
+        log = logging.getLogger("kgrag")
+        while not self._stop.is_set():
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                commits = self.commits
+                if commits.behind() or commits.needs_relink():
+                    commits.catch_up()
+            except Exception:  # the server keeps serving its snapshot; the next round tries again
+                self.errors += 1
+                log.exception("reloading the knowledge base after another process's commit failed")
+
+
+def _stamp(path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_size)

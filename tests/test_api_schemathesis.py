@@ -1,0 +1,34 @@
+"""schemathesis against the served OpenAPI spec (bounded examples): every response is one the spec
+documents, with its schema, and no input makes a 5xx."""
+
+from __future__ import annotations
+
+import pytest
+
+schemathesis = pytest.importorskip("schemathesis")
+
+from conftest import build_kb, make_settings  # noqa: E402
+from fastapi.testclient import TestClient  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+from api.app import create_app  # noqa: E402
+
+TOKEN = "st-token"
+
+
+@pytest.fixture(scope="module")
+def api_schema(tmp_path_factory):
+    root = tmp_path_factory.mktemp("schemathesis")
+    build_kb(root).close()
+    app = create_app(make_settings(root / "kb", api_token=TOKEN))
+    with TestClient(app):  # runs the lifespan, so the knowledge base is open while schemathesis calls
+        yield schemathesis.openapi.from_asgi("/openapi.json", app)
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+@schema.parametrize()
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+def test_the_api_keeps_to_its_openapi_spec(case):
+    case.call_and_validate(headers={"Authorization": f"Bearer {TOKEN}"})
