@@ -6,7 +6,9 @@ step is a call into its own stage module.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -17,6 +19,8 @@ from kg.errors import InputError, NotFoundError
 from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
 from retrieval.catalog.docstore import DocStore
+from retrieval.catalog.timewords import find_as_of, parse_as_of
+from retrieval.catalog.versions import VersionCatalog, one_hit_per_parent
 from retrieval.graph.expand import (
     ExpansionSettings,
     chunks_for_entities,
@@ -35,7 +39,8 @@ from retrieval.index.analysis import (
 )
 from retrieval.index.synonyms import SynonymTable
 from retrieval.index.whoosh_index import WhooshIndex
-from retrieval.ingest.chunking import chunk_document, find_source_files, read_source_file
+from retrieval.ingest.chunking import ChunkSizes, cut_document
+from retrieval.ingest.readers import Skipped, find_files, parse_effective, read_source_file
 from retrieval.rank.explain import build_hits, entities_json
 from retrieval.rank.followup import (
     BRIDGE_WEIGHT,
@@ -61,20 +66,39 @@ FOLLOWUP_TOP = 5  # round one is judged on this many hits
 @dataclass
 class IngestReport:
     added: int = 0
-    updated: int = 0
+    updated: int = 0  # documents that got a new version
     unchanged: int = 0
-    chunks_indexed: int = 0
-    chunks_removed: int = 0
+    chunks_indexed: int = 0  # children new to their document: indexed and linked
+    chunks_removed: int = 0  # children deleted from the index (deleted documents, --sync)
     seconds: float = 0.0
     doc_ids: list[str] = field(default_factory=list)
+    chunks_unchanged: int = 0  # children a new version carried over: not touched
+    chunks_retired: int = 0  # children of the old version that the new one dropped (kept for --as-of)
+    deleted: list[str] = field(default_factory=list)  # documents removed (--sync: their files are gone)
+    versions_removed: int = 0  # versions removed by --sync (their files are gone)
+    skipped: list[Skipped] = field(default_factory=list)  # files not ingested, with the reason
+    warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        if not (self.added or self.updated):
-            return f"nothing changed: {self.unchanged} document(s) already up to date"
-        return (
-            f"{self.added} new, {self.updated} updated, {self.unchanged} unchanged document(s); "
-            f"{self.chunks_indexed} chunks indexed in {self.seconds:.1f} s"
-        )
+        if not (self.added or self.updated or self.deleted or self.versions_removed):
+            text = f"nothing changed: {self.unchanged} document(s) already up to date"
+        else:
+            text = (
+                f"{self.added} new, {self.updated} updated, {self.unchanged} unchanged document(s); "
+                f"{self.chunks_indexed} chunks indexed in {self.seconds:.1f} s"
+                f" (chunks: {self.chunks_indexed} added, {self.chunks_unchanged} unchanged, {self.chunks_retired} retired)"
+            )
+            if self.deleted or self.versions_removed:
+                text += (f"; removed {self.versions_removed} version(s) whose files are gone"
+                         f" ({len(self.deleted)} whole document(s), {self.chunks_removed} chunks)")
+        if self.skipped:
+            text += f"; {len(self.skipped)} file(s) skipped"
+        return text
+
+    def to_json(self) -> dict:
+        data = {k: v for k, v in self.__dict__.items() if k not in ("doc_ids", "skipped")}
+        data["skipped"] = [{"path": s.path, "reason": s.reason} for s in self.skipped]
+        return data
 
 
 class KnowledgeBase:
@@ -94,6 +118,8 @@ class KnowledgeBase:
         if not (self.root / GRAPH_FILE).exists():
             self.graph.save()
         self.store = DocStore(self.root / "kb.sqlite")
+        self.history = VersionCatalog(self.store.db)
+        self.chunk_sizes = ChunkSizes(settings.chunk_child_size, settings.chunk_parent_size, settings.chunk_overlap)
         self.index = WhooshIndex(self.root / "index", {"title": settings.title_boost, "section": 0.5, "body": 1.0},
                                  max_df_ratio=settings.max_df_ratio)
         self.synonyms = SynonymTable.read(self.root / SYNONYMS_FILE)
@@ -159,26 +185,67 @@ class KnowledgeBase:
         return self._about_index
 
     # -- write path: ingest -> index -> link ---------------------------------------------------
-    def ingest_paths(self, paths: Sequence[Path], progress: Progress | None = None) -> IngestReport:
-        files = find_source_files(paths)
-        if not files:
-            raise InputError("no Markdown or text files found in " + ", ".join(str(p) for p in paths))
-        return self.ingest_documents((read_source_file(f, str(f.resolve())) for f in files), progress)
+    def today(self) -> dt.date:
+        return self.settings.today or dt.date.today()
 
-    def ingest_documents(self, sources: Iterable[SourceDocument], progress: Progress | None = None) -> IngestReport:
+    def ingest_paths(self, paths: Sequence[Path], progress: Progress | None = None, *, strict: bool = False,
+                     doc_id: str | None = None, effective: str | None = None) -> IngestReport:
+        """Files and folders. A file that cannot be read is skipped and reported (`strict`: an error)."""
+        found = find_files(paths)
+        if not found.files:
+            skipped = "".join(f"\n  skipped {s}" for s in found.skipped)
+            raise InputError("no readable files found in " + ", ".join(str(p) for p in paths)
+                             + " (kgrag reads Markdown, text, HTML and PDF files)" + skipped)
+        if doc_id and len(found.files) > 1:
+            raise InputError(f"--doc-id names one document, but {len(found.files)} files were given: ingest them one by one")
+        if effective is not None:
+            effective = parse_effective(effective, "--effective")
+        skipped = list(found.skipped)
+
+        def sources():
+            for file in found.files:
+                try:
+                    src = read_source_file(file, str(file.resolve()))
+                except InputError as exc:
+                    if strict:
+                        raise
+                    skipped.append(Skipped(os.path.abspath(file), str(exc).removeprefix(f"{file}: ")))
+                    if progress:
+                        progress(1)
+                    continue
+                if doc_id or effective:
+                    src = type(src)(**{**src.__dict__, "doc_key": doc_id or src.doc_key,
+                                       "effective_date": effective or src.effective_date})
+                yield src
+
+        report = self.ingest_documents(sources(), progress, strict=strict, skipped=skipped)
+        if found.skipped and strict:
+            report.skipped = skipped
+        return report
+
+    def ingest_documents(self, sources: Iterable[SourceDocument], progress: Progress | None = None, *,
+                         strict: bool = True, skipped: list[Skipped] | None = None) -> IngestReport:
         report = IngestReport()
+        if skipped is not None:
+            report.skipped = skipped  # the caller's list: files it could not read land here as it reads them
         started = time.perf_counter()
         with self.lock:
             linker = self.linker
             self._sync_index_words()  # older chunks first, so that every chunk is cut the same way
             about = self._about()
             try:
-                # The same source twice in one batch: the last one wins (whoosh cannot delete what
-                # the open writer added, so the earlier copy must never reach it).
+                # The same source twice in one batch: the last one wins.
                 batch = list({src.source: src for src in sources}.values())
                 with self.store.transaction():
                     for src in batch:
-                        self._ingest_one(src, linker, about, report)
+                        try:
+                            cut = cut_document(src, self.chunk_sizes)
+                        except InputError as exc:
+                            if strict:
+                                raise
+                            report.skipped.append(Skipped(src.source, str(exc).removeprefix(f"{src.source}: ")))
+                        else:
+                            self._ingest_one(src, cut, linker, about, report)
                         if progress:
                             progress(1)
                     self.index.commit(optimize=report.chunks_indexed > 1000)
@@ -189,24 +256,79 @@ class KnowledgeBase:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _ingest_one(self, src: SourceDocument, linker, about, report: IngestReport) -> None:
-        doc, chunks = chunk_document(src)
-        existing = self.store.document_by_source(src.source)
-        if existing is not None and existing.sha256 == doc.sha256:
+    def _ingest_one(self, src: SourceDocument, cut, linker, about, report: IngestReport) -> None:
+        """A new version of the document when its text, title or dates changed; only new children are indexed."""
+        doc = cut.document
+        report.warnings += src.warnings
+        removed = self.history.take_source(src.source, doc.doc_id)
+        report.chunks_removed += self.index.delete_chunks(removed) if removed else 0
+        last = self.history.latest_from_source(doc.doc_id, src.source)
+        if last is not None and last[:2] == (doc.sha256, src.effective_date) and src.version_label in (None, last[2]):
             report.unchanged += 1
-            report.doc_ids.append(existing.doc_id)
+            report.doc_ids.append(doc.doc_id)
             return
-        if existing is not None:
-            removed = self.store.delete_document(existing.doc_id)
-            report.chunks_removed += self.index.delete_chunks(removed)
-            doc = type(doc)(**{**doc.__dict__, "version": existing.version + 1})
-            report.updated += 1
-        else:
-            report.added += 1
-        self.store.put_document(doc, chunks)
-        report.chunks_indexed += self.index.add_chunks(chunks)
-        self._link_document(doc.doc_id, doc.title, chunks, linker, about)
+        existed = self.store.document(doc.doc_id) is not None
+        change = self.history.add_version(doc, src, cut.parents, cut.children, self.today())
+        report.updated += existed
+        report.added += not existed
+        report.chunks_indexed += self.index.add_chunks(change.new_chunks)
+        report.chunks_unchanged += change.carried
+        report.chunks_retired += change.retired
+        self.history.clear_about(doc.doc_id)
+        self._link_document(doc.doc_id, doc.title, change.new_chunks, linker, about)
         report.doc_ids.append(doc.doc_id)
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> list[dict]:
+        """Remove documents (by id, front matter `id:` or source path) with every version, chunk, mention
+        and index entry. Unknown names are an error before anything is removed."""
+        with self.lock:
+            resolved = {key: self.history.resolve(key) or self.history.resolve(str(Path(key).resolve())) for key in doc_ids}
+            unknown = [key for key, doc in resolved.items() if doc is None]
+            if unknown:
+                raise NotFoundError(f"no document {', '.join(repr(k) for k in unknown)} "
+                                    "(give a doc_id, a front matter id or a source path; `kg documents` lists them)")
+            out = []
+            try:
+                with self.store.transaction():
+                    for doc_id in dict.fromkeys(resolved.values()):
+                        doc = self.store.document(doc_id)
+                        removed = self.history.delete_document(doc_id)
+                        self.index.delete_chunks(removed)
+                        out.append({"doc_id": doc_id, "title": doc.title, "source": doc.source, "chunks_removed": len(removed)})
+                    self.index.commit()
+            except BaseException:
+                self.index.rollback()
+                raise
+            self.evidence.invalidate()
+            return out
+
+    def sync(self, paths: Sequence[Path]) -> IngestReport:
+        """Remove the versions (and documents) whose source files under `paths` are gone."""
+        roots = [Path(p).resolve() for p in paths]
+        report = IngestReport()
+
+        def exists(source: str) -> bool:
+            path = Path(source)
+            if not path.is_absolute() or not any(path.is_relative_to(r) for r in roots):
+                return True  # not a file of these folders (an API document, another folder): not ours to judge
+            return path.is_file()
+
+        with self.lock:
+            try:
+                with self.store.transaction():
+                    for doc_id, version_ids in self.history.versions_from_missing_sources(exists).items():
+                        doc = self.store.document(doc_id)
+                        removed = self.history.remove_versions(doc_id, version_ids)
+                        report.versions_removed += len(version_ids)
+                        report.chunks_removed += self.index.delete_chunks(removed) if removed else 0
+                        if self.store.document(doc_id) is None:
+                            report.deleted.append(doc.source)
+                    self.index.commit()
+            except BaseException:
+                self.index.rollback()
+                raise
+            self.evidence.invalidate()
+        return report
 
     def _link_document(self, doc_id: str, title: str, chunks: Sequence[Chunk], linker, about) -> None:
         for chunk, mentions in zip(chunks, linker.link_many(c.text for c in chunks), strict=True):
@@ -306,9 +428,12 @@ class KnowledgeBase:
             return added
 
     # -- read path: link -> search -> expand -> fuse ----------------------------------------------
-    def query(self, text: str, k: int | None = None, mode: str = "full", types: Sequence[str] | None = None) -> QueryResult:
+    def query(self, text: str, k: int | None = None, mode: str = "full", types: Sequence[str] | None = None, *,
+              as_of: dt.date | str | None = None, packs: Sequence[str] | None = None) -> QueryResult:
         """Ranked chunks for a question. `types` (class names or labels) keeps graph expansion to
-        entities of those classes or their subclasses (rdfs:subClassOf), e.g. ["Service"]."""
+        entities of those classes or their subclasses (rdfs:subClassOf), e.g. ["Service"].
+        `as_of` (a date or YYYY-MM-DD): search the versions in force then; else a date the question
+        names (去年12月, in March 2024), else today's versions."""
         if mode not in MODES:
             raise InputError(f"unknown mode '{mode}' (use one of: {', '.join(MODES)})")
         text = (text or "").strip()
@@ -319,8 +444,10 @@ class KnowledgeBase:
         if k < 1 or k > 1000:
             raise InputError(f"k must be between 1 and 1000, got {k}")
         timings: dict[str, float] = {}
+        day, as_of_from = self._as_of(text, as_of)
         with self.lock:
             self._refresh_graph()
+            hidden = self.history.hidden_chunks(day)  # children of versions not in force that day
             wanted = self._resolve_types(types) if types else []
             t0 = time.perf_counter()
             linker = self.linker  # also teaches jieba the entity labels, which the index was cut with
@@ -331,6 +458,7 @@ class KnowledgeBase:
             terms += [(w, COMPOUND_WEIGHT) for w in compound_terms(words) if w not in dict(terms)]
             grams = [(g, self.settings.gram_weight) for g in dict.fromkeys(cjk_bigrams(text))] if self.settings.gram_weight else []
             text_hits = self.index.search(terms, self.settings.bm25_candidates, grams=grams) if mode != "graph" else []
+            text_hits = [h for h in text_hits if h.chunk_id not in hidden] if hidden else text_hits
             t2 = time.perf_counter()
             graph_hits, entity_hits = [], []
             if mentions:
@@ -349,7 +477,7 @@ class KnowledgeBase:
                 focus = {iri: self.settings.cued_seed_weight for iri in seeds} if cues else None
                 graph_hits = chunks_for_entities(self.store, entity_hits, self.expansion, entity_weights=focus,
                                                  text_scores=text_scores, text_agreement=self.settings.text_agreement)
-                graph_hits = graph_hits[: self.settings.graph_candidates]
+                graph_hits = [h for h in graph_hits if h.chunk_id not in hidden][: self.settings.graph_candidates]
             t3 = time.perf_counter()
             fused = fuse_hits(
                 text_hits, graph_hits, method=self.settings.fusion, graph_weight=self.settings.graph_weight,
@@ -360,8 +488,11 @@ class KnowledgeBase:
             t4 = time.perf_counter()
             followup, second_hits = None, []
             if mode == "full" and self.settings.followup:
-                followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams)
+                followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams, hidden)
+            if self.settings.one_hit_per_parent:
+                fused = one_hit_per_parent(fused, self.history.parent_of([f.id for f in fused[: k * 4]]))
             hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits)
+            self._with_versions(hits, day)
             t5 = time.perf_counter()
         timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3,
                        followup=(t5 - t4) * 1e3)
@@ -372,9 +503,34 @@ class KnowledgeBase:
             mode=mode,
             timings_ms={k_: round(v, 2) for k_, v in timings.items()},
             followup=followup.to_json() if followup else None,
+            as_of=day.isoformat() if as_of_from else None,
+            as_of_from=as_of_from,
         )
 
-    def _follow_up(self, text: str, words: list[str], fused: list, graph_hits: list, grams: list):
+    def _as_of(self, text: str, as_of) -> tuple[dt.date, str | None]:
+        """The day whose versions a query searches, and what set it (the parameter, the question, neither)."""
+        if as_of not in (None, ""):
+            return parse_as_of(as_of), "parameter"
+        if self.settings.time_words:
+            found = find_as_of(text, self.today())
+            if found is not None:
+                return found.day, "question"
+        return self.today(), None
+
+    def _with_versions(self, hits: list, day: dt.date) -> None:
+        """Each hit gets the version that answered, its lines and page in that version, and its parent's text."""
+        placed = self.history.in_force([h.chunk_id for h in hits], day)
+        parents = self.history.parent_texts([p[4] for p in placed.values()])
+        for hit in hits:
+            if hit.chunk_id not in placed:
+                continue
+            version, start, end, page, parent_id = placed[hit.chunk_id]
+            hit.version, hit.lines, hit.page = version, (start, end), page
+            if parent_id in parents:
+                hit.parent = {"chunk_id": parent_id, "text": parents[parent_id]}
+
+    def _follow_up(self, text: str, words: list[str], fused: list, graph_hits: list, grams: list,
+                   hidden: set[str] = frozenset()):
         """Round two (`retrieval.rank.followup`), when round one's best hit is a first hop and not the end:
         the question names that hit's subject (its whole title), no top hit came through a relation, and
         the hit's lead names something the question does not. The second search drops the first
@@ -391,7 +547,7 @@ class KnowledgeBase:
         asked = self.synonyms.expand([t for t in words if t not in hop])
         added = [t for t in query_terms(" ".join(bridge)) if t not in subject and t not in dict(asked)]
         terms = asked + [(t, BRIDGE_WEIGHT) for t in added]
-        second = self.index.search(terms, self.settings.bm25_candidates, grams=grams)
+        second = [h for h in self.index.search(terms, self.settings.bm25_candidates, grams=grams) if h.chunk_id not in hidden]
         doc_of = self.store.chunk_documents([f.id for f in fused] + [h.chunk_id for h in second])
         merged = merge_rounds(fused, [h.chunk_id for h in second], doc_of, weight=self.settings.followup_weight,
                               k=self.settings.rrf_k)
@@ -418,6 +574,30 @@ class KnowledgeBase:
         ]
 
     # -- inspection -------------------------------------------------------------------------------
+    def documents(self) -> list[dict]:
+        """Every document with the version in force today and how many versions it has."""
+        with self.lock:
+            return self.history.documents(self.today())
+
+    def document(self, key: str) -> dict:
+        """One document (by doc_id, front matter `id:` or source path) with all its versions."""
+        with self.lock:
+            doc_id = self._resolve_document(key)
+            [doc] = self.history.documents(self.today(), doc_id)
+            return {**doc, "versions_list": self.history.versions(doc_id, self.today())}
+
+    def versions(self, key: str) -> list[dict]:
+        """The versions of a document, oldest first, each with its effective range and whether it is in force."""
+        with self.lock:
+            return self.history.versions(self._resolve_document(key), self.today())
+
+    def _resolve_document(self, key: str) -> str:
+        doc_id = self.history.resolve(key) or self.history.resolve(str(Path(key).resolve()))
+        if doc_id is None:
+            raise NotFoundError(f"no document '{key}' (give a doc_id, a front matter id or a source path; "
+                                "`kg documents` lists them)")
+        return doc_id
+
     def entity(self, key: str) -> dict:
         with self.lock:
             self._refresh_graph()
@@ -446,7 +626,7 @@ class KnowledgeBase:
     def stats(self) -> dict:
         with self.lock:
             self._refresh_graph()
-            return {"data_dir": str(self.root), **self.store.stats(), **self.graph.view.stats(),
+            return {"data_dir": str(self.root), **self.store.stats(), **self.history.stats(self.today()), **self.graph.view.stats(),
                     "indexed_chunks": self.index.doc_count(), "synonym_groups": len(self.synonyms)}
 
 

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from retrieval.catalog.versions import ensure_schema
 from retrieval.types import Chunk, Document, Mention
 
 __all__ = ["DocStore"]
@@ -46,6 +47,7 @@ class DocStore:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(_SCHEMA)
+        ensure_schema(self.db)  # versions, parent chunks (retrieval.catalog.versions)
 
     def close(self) -> None:
         self.db.close()
