@@ -177,11 +177,11 @@ def split_front_matter(text: str, label: str = "") -> tuple[dict, str]:
         meta = yaml.safe_load("\n".join(lines[1:end])) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" (front matter line {mark.line + 2})" if mark else ""
+        where = f" (line {mark.line + 2})" if mark else ""
         raise InputError(f"{label}: the YAML front matter does not parse{where}; fix it or remove the `---` block") from None
     if not isinstance(meta, dict):
         return {}, text
-    body = "\n" * end + "\n".join(lines[end + 1 :])
+    body = "\n" * (end + 1) + "\n".join(lines[end + 1 :])
     return meta, body
 
 
