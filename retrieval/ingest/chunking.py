@@ -132,19 +132,28 @@ def _paragraphs(lines: list[tuple[int, str]]) -> list[tuple[int, int, str]]:
     return paras
 
 
-def _split_long(start: int, end: int, text: str) -> list[tuple[int, int, str]]:
-    if text_size(text) <= CHUNK_MAX:
-        return [(start, end, text)]
-    pieces, buf = [], ""
+Piece = tuple[int, int, str, str]  # (first line, last line, text, glue to the piece before it)
+
+
+def _split_long(start: int, end: int, text: str, limit: float = CHUNK_MAX) -> list[Piece]:
+    """A paragraph as one piece, or, when larger than `limit`, as its sentences (glued back as written)."""
+    if text_size(text) <= limit:
+        return [(start, end, text, "\n\n")]
+    pieces: list[Piece] = []
+    previous = ""
     for sentence in _SENTENCE_END.split(text):
-        if buf and text_size(buf) + text_size(sentence) > CHUNK_TARGET:
-            pieces.append(buf)
-            buf = ""
-        buf += sentence if not buf or buf.endswith("\n") else (" " + sentence if sentence[:1].isascii() else sentence)
-    if buf:
-        pieces.append(buf)
-    # Line numbers are kept at paragraph granularity for sentence-split pieces.
-    return [(start, end, p.strip()) for p in pieces if p.strip()]
+        if not sentence.strip():
+            previous += sentence
+            continue
+        glue = "\n\n" if not pieces else ("" if previous.endswith("\n") or not sentence[:1].isascii() else " ")
+        # Line numbers are kept at paragraph granularity for sentence pieces.
+        pieces.append((start, end, sentence.strip(), glue))
+        previous = sentence
+    return pieces
+
+
+def _join(pieces: list[Piece]) -> str:
+    return "".join((glue if i else "") + text for i, (_, _, text, glue) in enumerate(pieces))
 
 
 def _first_line_title(text: str) -> str | None:
@@ -155,19 +164,19 @@ def _first_line_title(text: str) -> str | None:
     return None
 
 
-def _group(pieces: list[tuple[int, int, str]], target: float, overlap: float = 0) -> list[list[tuple[int, int, str]]]:
+def _group(pieces: list[Piece], target: float, overlap: float = 0) -> list[list[Piece]]:
     """Consecutive pieces up to `target` each; with `overlap`, a group starts with the previous one's
     last pieces up to that size (a sentence cut at a chunk border is then whole in one of them)."""
-    groups: list[list[tuple[int, int, str]]] = []
-    group: list[tuple[int, int, str]] = []
+    groups: list[list[Piece]] = []
+    group: list[Piece] = []
     fresh = 0  # pieces of the group that are not carried over from the previous one
     for piece in pieces:
-        size = sum(text_size(t) for _, _, t in group)
+        size = text_size(_join(group))
         if fresh and size + text_size(piece[2]) > target:
             groups.append(group)
-            carried: list[tuple[int, int, str]] = []
+            carried: list[Piece] = []
             for prev in reversed(group):
-                if sum(text_size(t) for _, _, t in carried) + text_size(prev[2]) > overlap:
+                if text_size(_join([prev] + carried)) > overlap:
                     break
                 carried.insert(0, prev)
             group, fresh = carried, 0
@@ -175,6 +184,27 @@ def _group(pieces: list[tuple[int, int, str]], target: float, overlap: float = 0
         fresh += 1
     if fresh:
         groups.append(group)
+    return groups
+
+
+def _parent_groups(paragraphs: list[tuple[int, int, str]], target: float) -> list[list[Piece]]:
+    """Whole paragraphs up to `target` per parent; a paragraph larger than that alone is cut at sentences."""
+    groups: list[list[Piece]] = []
+    current: list[Piece] = []
+    for para in paragraphs:
+        size = text_size(para[2])
+        if size > target:
+            if current:
+                groups.append(current)
+                current = []
+            groups += _group(_split_long(*para, limit=target), target)
+            continue
+        if current and text_size(_join(current)) + size > target:
+            groups.append(current)
+            current = []
+        current.append((*para, "\n\n"))
+    if current:
+        groups.append(current)
     return groups
 
 
@@ -203,16 +233,16 @@ def cut_document(src: SourceDocument, sizes: ChunkSizes | None = None, doc_id: s
         return prefix + sha256_hex(f"{doc_id}\x00{digest}\x00{n}")[: 19 if prefix == "c" else 15]
 
     for section in sections:
-        pieces: list[tuple[int, int, str]] = []
-        for para in _paragraphs(section.lines):
-            pieces += _split_long(*para)
-        for group in _group(pieces, max(sizes.parent, sizes.child)):
-            body = "\n\n".join(t for _, _, t in group)
+        # A child larger than a paragraph groups paragraphs; a smaller one (or one with overlap) groups sentences.
+        limit = CHUNK_MAX if sizes.child >= CHUNK_TARGET and not sizes.overlap else sizes.child
+        for group in _parent_groups(_paragraphs(section.lines), max(sizes.parent, sizes.child)):
+            body = _join(group)
             parent_id = unique("p", fingerprint(f"{section.path}\x00{body}"))
             parents.append(ParentChunk(parent_id, doc_id, len(parents), section.path, body, group[0][0], group[-1][1],
                                        sha256_hex(body), _page_of(src.line_pages, group[0][0])))
+            group = [p for piece in group for p in (_split_long(*piece[:3], limit=limit) if piece[3] == "\n\n" else [piece])]
             for child in _group(group, sizes.child, sizes.overlap):
-                body = "\n\n".join(t for _, _, t in child)
+                body = _join(child)
                 chunks.append(Chunk(
                     chunk_id=unique("c", fingerprint(f"{title}\x00{section.path}\x00{body}")),
                     doc_id=doc_id, ordinal=len(chunks), title=title, section=section.path, text=body,
