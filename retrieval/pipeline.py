@@ -39,7 +39,7 @@ from retrieval.index.analysis import (
 )
 from retrieval.index.synonyms import SynonymTable
 from retrieval.index.whoosh_index import WhooshIndex
-from retrieval.ingest.chunking import ChunkSizes, cut_document
+from retrieval.ingest.chunking import ChunkSizes, cut_document, doc_id_for, source_fingerprint
 from retrieval.ingest.readers import Skipped, find_files, parse_effective, read_source_file
 from retrieval.rank.explain import build_hits, entities_json
 from retrieval.rank.followup import (
@@ -230,22 +230,27 @@ class KnowledgeBase:
             report.skipped = skipped  # the caller's list: files it could not read land here as it reads them
         started = time.perf_counter()
         with self.lock:
-            linker = self.linker
-            self._sync_index_words()  # older chunks first, so that every chunk is cut the same way
-            about = self._about()
+            linking: list = []
+
+            def link_state():
+                # Loaded for the first document that changed: an unchanged folder never loads spaCy.
+                if not linking:
+                    linker = self.linker
+                    self._sync_index_words()  # older chunks first, so that every chunk is cut the same way
+                    linking.extend((linker, self._about()))
+                return linking
+
             try:
                 # The same source twice in one batch: the last one wins.
                 batch = list({src.source: src for src in sources}.values())
                 with self.store.transaction():
                     for src in batch:
                         try:
-                            cut = cut_document(src, self.chunk_sizes)
+                            self._ingest_one(src, link_state, report)
                         except InputError as exc:
                             if strict:
                                 raise
                             report.skipped.append(Skipped(src.source, str(exc).removeprefix(f"{src.source}: ")))
-                        else:
-                            self._ingest_one(src, cut, linker, about, report)
                         if progress:
                             progress(1)
                     self.index.commit(optimize=report.chunks_indexed > 1000)
@@ -256,17 +261,20 @@ class KnowledgeBase:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _ingest_one(self, src: SourceDocument, cut, linker, about, report: IngestReport) -> None:
+    def _ingest_one(self, src: SourceDocument, link_state, report: IngestReport) -> None:
         """A new version of the document when its text, title or dates changed; only new children are indexed."""
+        doc_id = doc_id_for(src.doc_key or src.source)
+        last = self.history.latest_from_source(doc_id, src.source)
+        if last is not None and last[:2] == (source_fingerprint(src), src.effective_date) and src.version_label in (None, last[2]):
+            report.unchanged += 1  # decided before cutting: an unchanged folder costs one hash a file
+            report.doc_ids.append(doc_id)
+            return
+        linker, about = link_state()
+        cut = cut_document(src, self.chunk_sizes, doc_id)
         doc = cut.document
         report.warnings += src.warnings
         removed = self.history.take_source(src.source, doc.doc_id)
         report.chunks_removed += self.index.delete_chunks(removed) if removed else 0
-        last = self.history.latest_from_source(doc.doc_id, src.source)
-        if last is not None and last[:2] == (doc.sha256, src.effective_date) and src.version_label in (None, last[2]):
-            report.unchanged += 1
-            report.doc_ids.append(doc.doc_id)
-            return
         existed = self.store.document(doc.doc_id) is not None
         change = self.history.add_version(doc, src, cut.parents, cut.children, self.today())
         report.updated += existed

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +24,7 @@ __all__ = [
     "chunk_document",
     "cut_document",
     "fingerprint",
+    "source_fingerprint",
     "doc_id_for",
     "find_source_files",
     "normalize_document",
@@ -55,14 +55,19 @@ def doc_id_for(source: str) -> str:
     return "d" + sha256_hex("doc\x00" + source)[:15]
 
 
-_INVISIBLE = re.compile(r"\s+")
+# Whitespace and the invisible formatting characters (Unicode category Cf) editors leave behind.
+_INVISIBLE = re.compile(r"[\s\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]+")
 
 
 def fingerprint(text: str) -> str:
     """SHA-256 of the text without whitespace and invisible formatting (zero-width, soft hyphen, BOM):
     re-flowing, re-wrapping or re-saving a file does not make a new version."""
-    squeezed = "".join(ch for ch in _INVISIBLE.sub("", text) if unicodedata.category(ch) != "Cf")
-    return sha256_hex(squeezed)
+    return sha256_hex(_INVISIBLE.sub("", text))
+
+
+def source_fingerprint(src: SourceDocument) -> str:
+    """What makes a new version: the normalized text and the title it was given (front matter, upload)."""
+    return fingerprint(f"{src.title or ''}\x00{src.text}")
 
 
 @dataclass(frozen=True)
@@ -251,7 +256,7 @@ def cut_document(src: SourceDocument, sizes: ChunkSizes | None = None, doc_id: s
                 ))
     if not chunks:  # a document that is only a title
         chunks.append(Chunk(unique("c", fingerprint(title)), doc_id, 0, title, "", title, 1, 1, sha256_hex(title), ""))
-    document = Document(doc_id=doc_id, source=src.source, title=title, sha256=fingerprint(text), version=1,
+    document = Document(doc_id=doc_id, source=src.source, title=title, sha256=source_fingerprint(src), version=1,
                         n_chunks=len(chunks))
     return Cut(document, parents, chunks)
 
