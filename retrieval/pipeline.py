@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from kg.errors import InputError, NotFoundError
 from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
 from retrieval.catalog.docstore import DocStore
-from retrieval.catalog.timewords import find_as_of, parse_as_of
+from retrieval.catalog.timewords import as_of_day
 from retrieval.catalog.versions import VersionCatalog, one_hit_per_parent
 from retrieval.graph.expand import (
     ExpansionSettings,
@@ -40,7 +38,9 @@ from retrieval.index.analysis import (
 from retrieval.index.synonyms import SynonymTable
 from retrieval.index.whoosh_index import WhooshIndex
 from retrieval.ingest.chunking import ChunkSizes, cut_document, doc_id_for, source_fingerprint
-from retrieval.ingest.readers import Skipped, find_files, parse_effective, read_source_file
+from retrieval.ingest.readers import Skipped, find_files, parse_effective, read_sources
+from retrieval.ingest.removal import delete_documents, remove_missing_sources, resolve_documents
+from retrieval.ingest.report import IngestReport
 from retrieval.rank.explain import build_hits, entities_json
 from retrieval.rank.followup import (
     BRIDGE_WEIGHT,
@@ -61,44 +61,6 @@ SYNONYMS_FILE = "synonyms.txt"
 Progress = Callable[[int], None]
 COMPOUND_WEIGHT = 0.3  # 心跳间隔 for a question that says 心跳
 FOLLOWUP_TOP = 5  # round one is judged on this many hits
-
-
-@dataclass
-class IngestReport:
-    added: int = 0
-    updated: int = 0  # documents that got a new version
-    unchanged: int = 0
-    chunks_indexed: int = 0  # children new to their document: indexed and linked
-    chunks_removed: int = 0  # children deleted from the index (deleted documents, --sync)
-    seconds: float = 0.0
-    doc_ids: list[str] = field(default_factory=list)
-    chunks_unchanged: int = 0  # children a new version carried over: not touched
-    chunks_retired: int = 0  # children of the old version that the new one dropped (kept for --as-of)
-    deleted: list[str] = field(default_factory=list)  # documents removed (--sync: their files are gone)
-    versions_removed: int = 0  # versions removed by --sync (their files are gone)
-    skipped: list[Skipped] = field(default_factory=list)  # files not ingested, with the reason
-    warnings: list[str] = field(default_factory=list)
-
-    def summary(self) -> str:
-        if not (self.added or self.updated or self.deleted or self.versions_removed):
-            text = f"nothing changed: {self.unchanged} document(s) already up to date"
-        else:
-            text = (
-                f"{self.added} new, {self.updated} updated, {self.unchanged} unchanged document(s); "
-                f"{self.chunks_indexed} chunks indexed in {self.seconds:.1f} s"
-                f" (chunks: {self.chunks_indexed} added, {self.chunks_unchanged} unchanged, {self.chunks_retired} retired)"
-            )
-            if self.deleted or self.versions_removed:
-                text += (f"; removed {self.versions_removed} version(s) whose files are gone"
-                         f" ({len(self.deleted)} whole document(s), {self.chunks_removed} chunks)")
-        if self.skipped:
-            text += f"; {len(self.skipped)} file(s) skipped"
-        return text
-
-    def to_json(self) -> dict:
-        data = {k: v for k, v in self.__dict__.items() if k not in ("doc_ids", "skipped")}
-        data["skipped"] = [{"path": s.path, "reason": s.reason} for s in self.skipped]
-        return data
 
 
 class KnowledgeBase:
@@ -201,27 +163,8 @@ class KnowledgeBase:
         if effective is not None:
             effective = parse_effective(effective, "--effective")
         skipped = list(found.skipped)
-
-        def sources():
-            for file in found.files:
-                try:
-                    src = read_source_file(file, str(file.resolve()))
-                except InputError as exc:
-                    if strict:
-                        raise
-                    skipped.append(Skipped(os.path.abspath(file), str(exc).removeprefix(f"{file}: ")))
-                    if progress:
-                        progress(1)
-                    continue
-                if doc_id or effective:
-                    src = type(src)(**{**src.__dict__, "doc_key": doc_id or src.doc_key,
-                                       "effective_date": effective or src.effective_date})
-                yield src
-
-        report = self.ingest_documents(sources(), progress, strict=strict, skipped=skipped)
-        if found.skipped and strict:
-            report.skipped = skipped
-        return report
+        sources = read_sources(found.files, skipped, strict=strict, progress=progress, doc_key=doc_id, effective=effective)
+        return self.ingest_documents(sources, progress, strict=strict, skipped=skipped)
 
     def ingest_documents(self, sources: Iterable[SourceDocument], progress: Progress | None = None, *,
                          strict: bool = True, skipped: list[Skipped] | None = None) -> IngestReport:
@@ -290,53 +233,29 @@ class KnowledgeBase:
         """Remove documents (by id, front matter `id:` or source path) with every version, chunk, mention
         and index entry. Unknown names are an error before anything is removed."""
         with self.lock:
-            resolved = {key: self.history.resolve(key) or self.history.resolve(str(Path(key).resolve())) for key in doc_ids}
-            unknown = [key for key, doc in resolved.items() if doc is None]
-            if unknown:
-                raise NotFoundError(f"no document {', '.join(repr(k) for k in unknown)} "
-                                    "(give a doc_id, a front matter id or a source path; `kg documents` lists them)")
-            out = []
+            found = resolve_documents(self.history, doc_ids)
             try:
                 with self.store.transaction():
-                    for doc_id in dict.fromkeys(resolved.values()):
-                        doc = self.store.document(doc_id)
-                        removed = self.history.delete_document(doc_id)
-                        self.index.delete_chunks(removed)
-                        out.append({"doc_id": doc_id, "title": doc.title, "source": doc.source, "chunks_removed": len(removed)})
+                    deleted = delete_documents(self.store, self.history, self.index, found)
                     self.index.commit()
             except BaseException:
                 self.index.rollback()
                 raise
             self.evidence.invalidate()
-            return out
+            return deleted
 
     def sync(self, paths: Sequence[Path]) -> IngestReport:
-        """Remove the versions (and documents) whose source files under `paths` are gone."""
-        roots = [Path(p).resolve() for p in paths]
-        report = IngestReport()
-
-        def exists(source: str) -> bool:
-            path = Path(source)
-            if not path.is_absolute() or not any(path.is_relative_to(r) for r in roots):
-                return True  # not a file of these folders (an API document, another folder): not ours to judge
-            return path.is_file()
-
+        """Remove the versions (and documents) whose source files under the folders `paths` are gone."""
         with self.lock:
             try:
                 with self.store.transaction():
-                    for doc_id, version_ids in self.history.versions_from_missing_sources(exists).items():
-                        doc = self.store.document(doc_id)
-                        removed = self.history.remove_versions(doc_id, version_ids)
-                        report.versions_removed += len(version_ids)
-                        report.chunks_removed += self.index.delete_chunks(removed) if removed else 0
-                        if self.store.document(doc_id) is None:
-                            report.deleted.append(doc.source)
+                    removed = remove_missing_sources(self.store, self.history, self.index, paths)
                     self.index.commit()
             except BaseException:
                 self.index.rollback()
                 raise
             self.evidence.invalidate()
-        return report
+        return IngestReport(versions_removed=removed.versions, chunks_removed=removed.chunks, deleted=removed.documents)
 
     def _link_document(self, doc_id: str, title: str, chunks: Sequence[Chunk], linker, about) -> None:
         for chunk, mentions in zip(chunks, linker.link_many(c.text for c in chunks), strict=True):
@@ -452,7 +371,7 @@ class KnowledgeBase:
         if k < 1 or k > 1000:
             raise InputError(f"k must be between 1 and 1000, got {k}")
         timings: dict[str, float] = {}
-        day, as_of_from = self._as_of(text, as_of)
+        day, as_of_from = as_of_day(text, as_of, self.today(), self.settings.time_words)
         with self.lock:
             self._refresh_graph()
             hidden = self.history.hidden_chunks(day)  # children of versions not in force that day
@@ -500,7 +419,7 @@ class KnowledgeBase:
             if self.settings.one_hit_per_parent:
                 fused = one_hit_per_parent(fused, self.history.parent_of([f.id for f in fused[: k * 4]]))
             hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits)
-            self._with_versions(hits, day)
+            self.history.annotate(hits, day)  # the version that answered, its lines and page, the parent
             t5 = time.perf_counter()
         timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3,
                        followup=(t5 - t4) * 1e3)
@@ -514,28 +433,6 @@ class KnowledgeBase:
             as_of=day.isoformat() if as_of_from else None,
             as_of_from=as_of_from,
         )
-
-    def _as_of(self, text: str, as_of) -> tuple[dt.date, str | None]:
-        """The day whose versions a query searches, and what set it (the parameter, the question, neither)."""
-        if as_of not in (None, ""):
-            return parse_as_of(as_of), "parameter"
-        if self.settings.time_words:
-            found = find_as_of(text, self.today())
-            if found is not None:
-                return found.day, "question"
-        return self.today(), None
-
-    def _with_versions(self, hits: list, day: dt.date) -> None:
-        """Each hit gets the version that answered, its lines and page in that version, and its parent's text."""
-        placed = self.history.in_force([h.chunk_id for h in hits], day)
-        parents = self.history.parent_texts([p[4] for p in placed.values()])
-        for hit in hits:
-            if hit.chunk_id not in placed:
-                continue
-            version, start, end, page, parent_id = placed[hit.chunk_id]
-            hit.version, hit.lines, hit.page = version, (start, end), page
-            if parent_id in parents:
-                hit.parent = {"chunk_id": parent_id, "text": parents[parent_id]}
 
     def _follow_up(self, text: str, words: list[str], fused: list, graph_hits: list, grams: list,
                    hidden: set[str] = frozenset()):
@@ -600,11 +497,7 @@ class KnowledgeBase:
             return self.history.versions(self._resolve_document(key), self.today())
 
     def _resolve_document(self, key: str) -> str:
-        doc_id = self.history.resolve(key) or self.history.resolve(str(Path(key).resolve()))
-        if doc_id is None:
-            raise NotFoundError(f"no document '{key}' (give a doc_id, a front matter id or a source path; "
-                                "`kg documents` lists them)")
-        return doc_id
+        return resolve_documents(self.history, [key])[0]
 
     def entity(self, key: str) -> dict:
         with self.lock:

@@ -24,7 +24,7 @@ def test_parents_follow_headings_and_paragraphs_and_children_stay_inside_them():
         assert text_size(child.text) <= 120 + 30
     first = [c for c in cut.children if c.parent_id == cut.parents[0].parent_id]
     assert len(first) >= 3
-    for a, b in zip(first, first[1:]):  # neighbours share whole sentences, and nothing is lost
+    for a, b in zip(first, first[1:], strict=False):  # neighbours share whole sentences, and nothing is lost
         last_sentence = a.text.split("。")[-2] + "。"
         assert b.text.startswith(last_sentence)
     assert "".join(SENTENCES[:20]) == "".join(dict.fromkeys(s + "。" for c in first for s in c.text.split("。") if s))

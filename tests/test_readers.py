@@ -12,7 +12,12 @@ from kg.cli import cli
 from kg.errors import InputError
 from retrieval.ingest.chunking import ChunkSizes, cut_document
 from retrieval.ingest.html import html_to_text
-from retrieval.ingest.readers import find_files, read_source_bytes, read_source_file, split_front_matter
+from retrieval.ingest.readers import (
+    find_files,
+    read_source_bytes,
+    read_source_file,
+    split_front_matter,
+)
 
 FRONT = """\
 ---

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from kg.errors import InputError
 
-__all__ = ["TimeReference", "find_as_of", "parse_as_of"]
+__all__ = ["TimeReference", "as_of_day", "find_as_of", "parse_as_of"]
 
 _MONTHS = {name: i for i, name in enumerate(calendar.month_name) if name} | {
     name: i for i, name in enumerate(calendar.month_abbr) if name}
@@ -115,3 +115,14 @@ def parse_as_of(value, today: dt.date | None = None) -> dt.date:
         return dt.date.fromisoformat(text[:10])
     except ValueError:
         raise InputError(f"as_of '{text}' is not a date: write YYYY-MM-DD, YYYY-MM or YYYY") from None
+
+
+def as_of_day(question: str, as_of, today: dt.date, time_words: bool = True) -> tuple[dt.date, str | None]:
+    """The day whose versions a query searches, and what set it: "parameter", "question" or None (today)."""
+    if as_of not in (None, ""):
+        return parse_as_of(as_of), "parameter"
+    if time_words:
+        found = find_as_of(question, today)
+        if found is not None:
+            return found.day, "question"
+    return today, None

@@ -290,6 +290,18 @@ class VersionCatalog:
         return {"chunks": total - hidden, "retired_chunks": hidden,
                 "versions": self.db.execute("SELECT COUNT(*) FROM versions").fetchone()[0]}
 
+    def annotate(self, hits: Sequence, day: dt.date) -> None:
+        """Each hit gets the version that answered on `day`, its lines and page in it, and its parent's text."""
+        placed = self.in_force([h.chunk_id for h in hits], day)
+        parents = self.parent_texts([p[4] for p in placed.values()])
+        for hit in hits:
+            if hit.chunk_id not in placed:
+                continue
+            version, start, end, page, parent_id = placed[hit.chunk_id]
+            hit.version, hit.lines, hit.page = version, (start, end), page
+            if parent_id in parents:
+                hit.parent = {"chunk_id": parent_id, "text": parents[parent_id]}
+
     def clear_about(self, doc_id: str) -> None:
         """Before a new version's title is matched against the entities again."""
         self.db.execute("DELETE FROM about WHERE doc_id = ?", (doc_id,))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kg.errors import InputError
@@ -24,6 +24,7 @@ __all__ = [
     "find_source_files",
     "read_source_bytes",
     "read_source_file",
+    "read_sources",
     "split_front_matter",
 ]
 
@@ -117,6 +118,25 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
 def find_source_files(paths: Iterable[Path]) -> list[Path]:
     """The readable files of `find_files`, without the report."""
     return find_files(paths).files
+
+
+def read_sources(files: Iterable[Path], skipped: list[Skipped], *, strict: bool = False, progress=None,
+                 doc_key: str | None = None, effective: str | None = None) -> Iterator[SourceDocument]:
+    """Each file as a `SourceDocument` (its source: the resolved path); one that cannot be read is added to
+    `skipped` (and counted in `progress`), or, with `strict`, raises. `doc_key`/`effective` override the file's own."""
+    for file in files:
+        try:
+            src = read_source_file(file, str(Path(file).resolve()))
+        except InputError as exc:
+            if strict:
+                raise
+            skipped.append(Skipped(os.path.abspath(file), str(exc).removeprefix(f"{file}: ")))
+            if progress:
+                progress(1)
+            continue
+        if doc_key or effective:
+            src = replace(src, doc_key=doc_key or src.doc_key, effective_date=effective or src.effective_date)
+        yield src
 
 
 def read_source_file(path: Path, source: str | None = None) -> SourceDocument:
