@@ -140,20 +140,31 @@ def _paragraphs(lines: list[tuple[int, str]]) -> list[tuple[int, int, str]]:
 Piece = tuple[int, int, str, str]  # (first line, last line, text, glue to the piece before it)
 
 
-def _split_long(start: int, end: int, text: str, limit: float = CHUNK_MAX) -> list[Piece]:
-    """A paragraph as one piece, or, when larger than `limit`, as its sentences (glued back as written)."""
+def _split_long(start: int, end: int, text: str, limit: float = CHUNK_MAX, target: float | None = None) -> list[Piece]:
+    """A paragraph as one piece, or, when larger than `limit`, as its sentences (glued back as written),
+    merged into pieces of up to `target` when given."""
     if text_size(text) <= limit:
         return [(start, end, text, "\n\n")]
     pieces: list[Piece] = []
-    previous = ""
+    previous = buf = ""
     for sentence in _SENTENCE_END.split(text):
         if not sentence.strip():
             previous += sentence
             continue
-        glue = "\n\n" if not pieces else ("" if previous.endswith("\n") or not sentence[:1].isascii() else " ")
-        # Line numbers are kept at paragraph granularity for sentence pieces.
-        pieces.append((start, end, sentence.strip(), glue))
+        glue = "" if previous.endswith("\n") or not sentence[:1].isascii() else " "
         previous = sentence
+        if target is not None and buf and text_size(buf) + text_size(sentence) <= target:
+            buf += glue + sentence
+            continue
+        if target is not None and buf:
+            pieces.append((start, end, buf.strip(), "\n\n" if not pieces else glue))
+        if target is None:
+            # Line numbers are kept at paragraph granularity for sentence pieces.
+            pieces.append((start, end, sentence.strip(), "\n\n" if not pieces else glue))
+        else:
+            buf = sentence
+    if target is not None and buf.strip():
+        pieces.append((start, end, buf.strip(), "\n\n" if not pieces else glue))
     return pieces
 
 
@@ -169,6 +180,11 @@ def _first_line_title(text: str) -> str | None:
     return None
 
 
+def _size(pieces: list[Piece]) -> float:
+    """The size of grouped pieces; the blank line between paragraphs does not count."""
+    return sum(text_size(t) + (text_size(g) if i and g != "\n\n" else 0) for i, (_, _, t, g) in enumerate(pieces))
+
+
 def _group(pieces: list[Piece], target: float, overlap: float = 0) -> list[list[Piece]]:
     """Consecutive pieces up to `target` each; with `overlap`, a group starts with the previous one's
     last pieces up to that size (a sentence cut at a chunk border is then whole in one of them)."""
@@ -176,12 +192,11 @@ def _group(pieces: list[Piece], target: float, overlap: float = 0) -> list[list[
     group: list[Piece] = []
     fresh = 0  # pieces of the group that are not carried over from the previous one
     for piece in pieces:
-        size = text_size(_join(group))
-        if fresh and size + text_size(piece[2]) > target:
+        if fresh and _size(group) + text_size(piece[2]) > target:
             groups.append(group)
             carried: list[Piece] = []
             for prev in reversed(group):
-                if text_size(_join([prev] + carried)) > overlap:
+                if _size([prev] + carried) > overlap:
                     break
                 carried.insert(0, prev)
             group, fresh = carried, 0
@@ -204,7 +219,7 @@ def _parent_groups(paragraphs: list[tuple[int, int, str]], target: float) -> lis
                 current = []
             groups += _group(_split_long(*para, limit=target), target)
             continue
-        if current and text_size(_join(current)) + size > target:
+        if current and _size(current) + size > target:
             groups.append(current)
             current = []
         current.append((*para, "\n\n"))
@@ -238,14 +253,17 @@ def cut_document(src: SourceDocument, sizes: ChunkSizes | None = None, doc_id: s
         return prefix + sha256_hex(f"{doc_id}\x00{digest}\x00{n}")[: 19 if prefix == "c" else 15]
 
     for section in sections:
-        # A child larger than a paragraph groups paragraphs; a smaller one (or one with overlap) groups sentences.
-        limit = CHUNK_MAX if sizes.child >= CHUNK_TARGET and not sizes.overlap else sizes.child
+        # A child of the default size or larger groups paragraphs, and sentence runs of a paragraph too long
+        # for one child; a smaller one (or one with overlap) groups sentences.
+        whole = sizes.child >= CHUNK_TARGET and not sizes.overlap
+        limit, target = (CHUNK_MAX, sizes.child) if whole else (sizes.child, None)
         for group in _parent_groups(_paragraphs(section.lines), max(sizes.parent, sizes.child)):
             body = _join(group)
             parent_id = unique("p", fingerprint(f"{section.path}\x00{body}"))
             parents.append(ParentChunk(parent_id, doc_id, len(parents), section.path, body, group[0][0], group[-1][1],
                                        sha256_hex(body), _page_of(src.line_pages, group[0][0])))
-            group = [p for piece in group for p in (_split_long(*piece[:3], limit=limit) if piece[3] == "\n\n" else [piece])]
+            group = [p for piece in group
+                     for p in (_split_long(*piece[:3], limit=limit, target=target) if piece[3] == "\n\n" else [piece])]
             for child in _group(group, sizes.child, sizes.overlap):
                 body = _join(child)
                 chunks.append(Chunk(
