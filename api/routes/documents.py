@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from dataclasses import replace
 from pathlib import PurePath
 
 from fastapi import APIRouter, Depends
@@ -68,6 +69,6 @@ def add_document(body: DocumentIn, kb=Depends(knowledge_base)) -> dict:  # noqa:
             src = SourceDocument(source=source, text=body.text, format=fmt)
     changes = {"title": body.title or src.title, "doc_key": body.doc_id or src.doc_key,
                "effective_date": parse_effective(body.effective, "effective") if body.effective else src.effective_date}
-    src = type(src)(**{**src.__dict__, **changes})
+    src = replace(src, **changes)
     report = kb.ingest_documents([src])
     return {k: getattr(report, k) for k in IngestOut.model_fields}
