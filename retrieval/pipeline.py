@@ -374,7 +374,9 @@ class KnowledgeBase:
         day, as_of_from = as_of_day(text, as_of, self.today(), self.settings.time_words)
         with self.lock:
             self._refresh_graph()
-            hidden = self.history.hidden_chunks(day)  # children of versions not in force that day
+            # Children of versions not in force that day; a date from the question's words never hides a
+            # document that did not exist yet (the words may be about its content).
+            hidden = self.history.hidden_chunks(day, keep_unborn=as_of_from == "question")
             wanted = self._resolve_types(types) if types else []
             t0 = time.perf_counter()
             linker = self.linker  # also teaches jieba the entity labels, which the index was cut with

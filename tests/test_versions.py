@@ -81,6 +81,10 @@ def test_time_words_in_the_question_pick_the_version(kb):
     assert budget_texts(last_december) == ["本期预算为 80 万元。"]
     assert kb.query("what was the 预算 in March 2026").hits[0].version["label"] == "v1.3"
     assert kb.query("预算 as of 2025-01").hits[0].version["label"] == "v1.2"
+    # A date from the question's words chooses among versions but never hides a document that did not
+    # exist yet (the words may be about its content); the as_of parameter does.
+    assert budget_texts(kb.query("2019年的预算")) == ["本期预算为 80 万元。"]
+    assert kb.query("预算", as_of="2019-12-31").hits == []
     # A parameter wins over the question's words.
     assert kb.query("去年的预算", as_of="2026-02-01").as_of_from == "parameter"
 

@@ -205,16 +205,33 @@ class VersionCatalog:
             " AND COALESCE(v.effective_from, '') <= ? AND (v.effective_to IS NULL OR v.effective_to > ?)",
             (doc_id, day, day))}
 
-    def hidden_chunks(self, day: dt.date) -> set[str]:
-        """Children of no version in force on `day` (superseded, not yet in force): queries skip them."""
+    def hidden_chunks(self, day: dt.date, keep_unborn: bool = False) -> set[str]:
+        """Children of no version in force on `day` (superseded, not yet in force): queries skip them.
+
+        `keep_unborn`: a document none of whose versions had begun by `day` answers with its first
+        version instead of not at all (for a date read from the question's words, which may be about
+        the content rather than the document: "2019年的招生人数" in a report dated 2024).
+        """
         d = day.isoformat()
         if not self.db.execute("SELECT 1 FROM versions WHERE effective_to IS NOT NULL OR effective_from > ? LIMIT 1",
                                (d,)).fetchone():
             return set()  # no document has a history or a future version: the common case, one query
+        by_doc: dict[str, list[tuple[str, str, str | None]]] = {}
+        for version_id, doc_id, start, end in self.db.execute(
+                "SELECT version_id, doc_id, COALESCE(effective_from, ''), effective_to FROM versions ORDER BY seq"):
+            by_doc.setdefault(doc_id, []).append((version_id, start, end))
+        chosen: list[str] = []
+        for versions in by_doc.values():
+            live = [v for v, start, end in versions if start <= d and (end is None or end > d)]
+            if not live and keep_unborn:
+                live = [min(versions, key=lambda v: v[1])[0]]
+            chosen += live
+        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS _chosen_versions (version_id TEXT PRIMARY KEY)")
+        self.db.execute("DELETE FROM _chosen_versions")
+        self.db.executemany("INSERT INTO _chosen_versions VALUES (?)", [(v,) for v in chosen])
         return {r[0] for r in self.db.execute(
             "SELECT chunk_id FROM chunks WHERE chunk_id NOT IN (SELECT vc.chunk_id FROM version_chunks vc"
-            " JOIN versions v USING (version_id) WHERE COALESCE(v.effective_from, '') <= ?"
-            " AND (v.effective_to IS NULL OR v.effective_to > ?))", (d, d))}
+            " JOIN _chosen_versions USING (version_id))")}
 
     def in_force(self, chunk_ids: Sequence[str], day: dt.date) -> dict[str, tuple[dict, int, int, int | None, str]]:
         """chunk id -> (version json, line_start, line_end, page, parent id) in the version in force on `day`."""
