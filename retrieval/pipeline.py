@@ -491,7 +491,7 @@ class KnowledgeBase:
         with self.lock:
             doc_id = self._resolve_document(key)
             [doc] = self.history.documents(self.today(), doc_id)
-            return {**doc, "versions_list": self.history.versions(doc_id, self.today())}
+            return {**doc, "version_history": self.history.versions(doc_id, self.today())}
 
     def versions(self, key: str) -> list[dict]:
         """The versions of a document, oldest first, each with its effective range and whether it is in force."""

@@ -250,7 +250,8 @@ def test_documents_endpoints_list_show_version_and_delete(client):
         ("产品需求说明书", "v1.3", 2, "md", None)]
     doc_id = listed[0]["doc_id"]
     assert set(listed[0]) >= {"doc_id", "title", "source", "format", "chunks", "version", "versions", "pack"}
-    assert client.get(f"/documents/{doc_id}").json()["doc_id"] == doc_id
+    shown = client.get(f"/documents/{doc_id}").json()
+    assert (shown["doc_id"], shown["id"], [v["label"] for v in shown["version_history"]]) == (doc_id, "prd", ["v1.2", "v1.3"])
     versions = client.get("/documents/prd/versions").json()["versions"]
     assert [v["label"] for v in versions] == ["v1.2", "v1.3"]
     hit = client.post("/query", json={"query": "预算", "as_of": "2024-12-01"}).json()["hits"][0]
