@@ -1,4 +1,4 @@
-"""Parent and child chunks: children cut inside their parent with overlap, parents at headings and paragraphs, one hit per parent with the parent as context."""
+"""Parent and child chunks: children cut with overlap inside a paragraph, parents cut at headings and child boundaries, one hit per parent with the parent as context."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ DOC = "# 连接池\n\n" + "".join(SENTENCES[:20]) + "\n\n" + "".join(SENTENCES[2
 
 def test_parents_follow_headings_and_paragraphs_and_children_stay_inside_them():
     cut = cut_document(SourceDocument("a.md", DOC), ChunkSizes(child=120, parent=500, overlap=30))
-    assert [p.section for p in cut.parents] == ["", "", "监控"]  # each long paragraph is its own parent
+    assert [p.section for p in cut.parents] == ["", "", "监控"]
+    assert all(text_size(p.text) <= 500 for p in cut.parents)
+    # Parents are cut where children are; small children end with their paragraph, so here each long
+    # paragraph is a parent.
     assert [p.text for p in cut.parents[:2]] == ["".join(SENTENCES[:20]), "".join(SENTENCES[20:])]
     by_parent = {p.parent_id: p for p in cut.parents}
     for child in cut.children:

@@ -185,47 +185,53 @@ def _size(pieces: list[Piece]) -> float:
     return sum(text_size(t) + (text_size(g) if i and g != "\n\n" else 0) for i, (_, _, t, g) in enumerate(pieces))
 
 
-def _group(pieces: list[Piece], target: float, overlap: float = 0) -> list[list[Piece]]:
-    """Consecutive pieces up to `target` each; with `overlap`, a group starts with the previous one's
-    last pieces up to that size (a sentence cut at a chunk border is then whole in one of them)."""
-    groups: list[list[Piece]] = []
-    group: list[Piece] = []
+def _group(pieces: list[Piece], target: float, overlap: float = 0, by_paragraph: bool = False) -> list[list[int]]:
+    """Runs of consecutive pieces (their indices) up to `target` each; with `overlap`, a run starts with the
+    previous one's last pieces up to that size (a sentence cut at a chunk border is then whole in one).
+    `by_paragraph`: a run at least half full also ends where a paragraph ends."""
+    groups: list[list[int]] = []
+    group: list[int] = []
     fresh = 0  # pieces of the group that are not carried over from the previous one
-    for piece in pieces:
-        if fresh and _size(group) + text_size(piece[2]) > target:
+    for i, piece in enumerate(pieces):
+        size = _size([pieces[j] for j in group])
+        if fresh and (size + text_size(piece[2]) > target or (by_paragraph and piece[3] == "\n\n" and size >= target / 2)):
             groups.append(group)
-            carried: list[Piece] = []
-            for prev in reversed(group):
-                if _size([prev] + carried) > overlap:
+            carried: list[int] = []
+            for j in reversed(group if piece[3] != "\n\n" else []):  # overlap stays inside a paragraph
+                if _size([pieces[k] for k in [j] + carried]) > overlap:
                     break
-                carried.insert(0, prev)
+                carried.insert(0, j)
             group, fresh = carried, 0
-        group.append(piece)
+        group.append(i)
         fresh += 1
     if fresh:
         groups.append(group)
     return groups
 
 
-def _parent_groups(paragraphs: list[tuple[int, int, str]], target: float) -> list[list[Piece]]:
-    """Whole paragraphs up to `target` per parent; a paragraph larger than that alone is cut at sentences."""
-    groups: list[list[Piece]] = []
-    current: list[Piece] = []
-    for para in paragraphs:
-        size = text_size(para[2])
-        if size > target:
-            if current:
-                groups.append(current)
-                current = []
-            groups += _group(_split_long(*para, limit=target), target)
+def _parents(pieces: list[Piece], children: list[list[int]], target: float) -> list[tuple[int, int, list[int]]]:
+    """Consecutive children grouped up to `target`: (first piece, last piece, the children's numbers).
+
+    A parent boundary is always a child boundary, so parents never change how children are cut; it
+    is moved back to the last child that starts a paragraph when there is one.
+    """
+    out: list[list[int]] = []  # children's numbers per parent
+
+    def span(members: list[int]) -> list[Piece]:
+        return pieces[children[members[0]][0] : children[members[-1]][-1] + 1]
+
+    for n in range(len(children)):
+        if out and _size(span(out[-1] + [n])) <= target:
+            out[-1].append(n)
             continue
-        if current and _size(current) + size > target:
-            groups.append(current)
-            current = []
-        current.append((*para, "\n\n"))
-    if current:
-        groups.append(current)
-    return groups
+        if out:
+            starts = [i for i, m in enumerate(out[-1]) if i and pieces[children[m][0]][3] == "\n\n"]
+            if starts and pieces[children[n][0]][3] != "\n\n" and _size(span(out[-1][starts[-1]:] + [n])) <= target:
+                out.append(out[-1][starts[-1]:] + [n])
+                del out[-2][starts[-1]:]
+                continue
+        out.append([n])
+    return [(children[m[0]][0], children[m[-1]][-1], m) for m in out]
 
 
 def _page_of(line_pages: tuple[int, ...], line: int) -> int | None:
@@ -257,14 +263,16 @@ def cut_document(src: SourceDocument, sizes: ChunkSizes | None = None, doc_id: s
         # for one child; a smaller one (or one with overlap) groups sentences.
         whole = sizes.child >= CHUNK_TARGET and not sizes.overlap
         limit, target = (CHUNK_MAX, sizes.child) if whole else (sizes.child, None)
-        for group in _parent_groups(_paragraphs(section.lines), max(sizes.parent, sizes.child)):
-            body = _join(group)
+        pieces = [p for para in _paragraphs(section.lines) for p in _split_long(*para, limit=limit, target=target)]
+        children = _group(pieces, sizes.child, sizes.overlap, by_paragraph=not whole)
+        for first, last, members in _parents(pieces, children, max(sizes.parent, sizes.child)):
+            span = pieces[first : last + 1]
+            body = _join(span)
             parent_id = unique("p", fingerprint(f"{section.path}\x00{body}"))
-            parents.append(ParentChunk(parent_id, doc_id, len(parents), section.path, body, group[0][0], group[-1][1],
-                                       sha256_hex(body), _page_of(src.line_pages, group[0][0])))
-            group = [p for piece in group
-                     for p in (_split_long(*piece[:3], limit=limit, target=target) if piece[3] == "\n\n" else [piece])]
-            for child in _group(group, sizes.child, sizes.overlap):
+            parents.append(ParentChunk(parent_id, doc_id, len(parents), section.path, body, span[0][0], span[-1][1],
+                                       sha256_hex(body), _page_of(src.line_pages, span[0][0])))
+            for n in members:
+                child = [pieces[i] for i in children[n]]
                 body = _join(child)
                 chunks.append(Chunk(
                     chunk_id=unique("c", fingerprint(f"{title}\x00{section.path}\x00{body}")),
