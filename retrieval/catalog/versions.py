@@ -220,18 +220,23 @@ class VersionCatalog:
         for version_id, doc_id, start, end in self.db.execute(
                 "SELECT version_id, doc_id, COALESCE(effective_from, ''), effective_to FROM versions ORDER BY seq"):
             by_doc.setdefault(doc_id, []).append((version_id, start, end))
-        chosen: list[str] = []
+        chosen: set[str] = set()
+        affected: list[str] = []  # versions of documents that have some version not chosen
         for versions in by_doc.values():
             live = [v for v, start, end in versions if start <= d and (end is None or end > d)]
             if not live and keep_unborn:
                 live = [min(versions, key=lambda v: v[1])[0]]
-            chosen += live
-        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS _chosen_versions (version_id TEXT PRIMARY KEY)")
-        self.db.execute("DELETE FROM _chosen_versions")
-        self.db.executemany("INSERT INTO _chosen_versions VALUES (?)", [(v,) for v in chosen])
-        return {r[0] for r in self.db.execute(
-            "SELECT chunk_id FROM chunks WHERE chunk_id NOT IN (SELECT vc.chunk_id FROM version_chunks vc"
-            " JOIN _chosen_versions USING (version_id))")}
+            chosen.update(live)
+            if len(live) < len(versions):
+                affected += [v for v, _, _ in versions]
+        hidden: set[str] = set()
+        shown: set[str] = set()
+        for i in range(0, len(affected), 500):
+            part = affected[i : i + 500]
+            for version_id, chunk_id in self.db.execute(
+                    f"SELECT version_id, chunk_id FROM version_chunks WHERE version_id IN ({','.join('?' * len(part))})", part):
+                (shown if version_id in chosen else hidden).add(chunk_id)
+        return hidden - shown
 
     def in_force(self, chunk_ids: Sequence[str], day: dt.date) -> dict[str, tuple[dict, int, int, int | None, str]]:
         """chunk id -> (version json, line_start, line_end, page, parent id) in the version in force on `day`."""

@@ -55,14 +55,17 @@ def doc_id_for(source: str) -> str:
     return "d" + sha256_hex("doc\x00" + source)[:15]
 
 
-# Whitespace and the invisible formatting characters (Unicode category Cf) editors leave behind.
-_INVISIBLE = re.compile(r"[\s\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]+")
+# The invisible formatting characters (Unicode category Cf) editors leave behind.
+_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]")
 
 
 def fingerprint(text: str) -> str:
     """SHA-256 of the text without whitespace and invisible formatting (zero-width, soft hyphen, BOM):
     re-flowing, re-wrapping or re-saving a file does not make a new version."""
-    return sha256_hex(_INVISIBLE.sub("", text))
+    squeezed = "".join(text.split())
+    if _INVISIBLE.search(squeezed):  # rare: only then pay for the substitution
+        squeezed = _INVISIBLE.sub("", squeezed)
+    return sha256_hex(squeezed)
 
 
 def source_fingerprint(src: SourceDocument) -> str:

@@ -78,7 +78,8 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
             found.files.append(path)
             continue
         root = path.resolve()
-        for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+        # Walked from the resolved folder, so that a file's path is already its resolved source name.
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             here = Path(dirpath)
             kept = []
             for name in sorted(dirnames):
@@ -126,7 +127,9 @@ def read_sources(files: Iterable[Path], skipped: list[Skipped], *, strict: bool 
     `skipped` (and counted in `progress`), or, with `strict`, raises. `doc_key`/`effective` override the file's own."""
     for file in files:
         try:
-            src = read_source_file(file, str(Path(file).resolve()))
+            file = Path(file)
+            resolved = file if file.is_absolute() and not file.is_symlink() and ".." not in file.parts else file.resolve()
+            src = read_source_file(file, str(resolved))
         except InputError as exc:
             if strict:
                 raise
