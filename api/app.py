@@ -10,6 +10,7 @@ against DNS rebinding) and anything unexpected (500, logged, never a traceback t
 from __future__ import annotations
 
 import logging
+import re
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -82,11 +83,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         message = exc.detail if isinstance(exc.detail, str) else "request failed"
         if exc.status_code == 404 and message == "Not Found":
             message = f"no endpoint {request.url.path} (see /docs for the API)"
-        elif exc.status_code == 405:
-            message = f"{request.method} is not allowed on {request.url.path} (see /docs for the API)"
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:
+            # Starlette's Allow names the first route on the path only (GET /documents, not POST too).
+            allowed = _allowed_methods(app, request.url.path)
+            headers = {**(headers or {}), "Allow": ", ".join(allowed)} if allowed else headers
+            message = f"{request.method} is not allowed on {request.url.path} (use {', '.join(allowed) or 'another method'}; see /docs)"
         kind = _HTTP_TYPES.get(exc.status_code, "InputError" if exc.status_code < 500 else "KgError")
-        return JSONResponse({"error": {"type": kind, "message": message}}, status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+        return JSONResponse({"error": {"type": kind, "message": message}}, status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -125,3 +129,14 @@ def _document_class_names(app: FastAPI) -> None:
 def create_app_from_env() -> FastAPI:
     """For `kg serve --workers N`: each worker process builds its app from KG_* variables."""
     return create_app(Settings())
+
+
+def _allowed_methods(app: FastAPI, path: str) -> list[str]:
+    """Every method the OpenAPI spec lists for the path templates that match `path`."""
+    methods: set[str] = set()
+    for template, operations in app.openapi().get("paths", {}).items():
+        pattern = re.sub(r"\\\{[^}]*:path\\\}", ".+", re.escape(template))
+        pattern = re.sub(r"\\\{[^}]*\\\}", "[^/]+", pattern)
+        if re.fullmatch(pattern, path):
+            methods.update(m.upper() for m in operations if m in ("get", "post", "put", "patch", "delete"))
+    return sorted(methods)

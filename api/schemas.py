@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 __all__ = ["ERROR_RESPONSES", "DocumentIn", "ErrorOut", "IngestOut", "QueryIn", "QueryOut", "Text"]
 
@@ -45,6 +45,10 @@ _DESCRIPTIONS = {
 ERROR_RESPONSES: dict = {status: {"model": ErrorOut, "description": text} for status, text in _DESCRIPTIONS.items()}
 
 
+# YYYY, YYYY-MM or YYYY-MM-DD (a day past its month's end means the month's last day).
+AS_OF_PATTERN = r"^[1-9][0-9]{3}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?$"
+
+
 class QueryIn(BaseModel):
     query: Text = Field(..., min_length=1, max_length=4000, pattern=r"\S", description="The question or keywords.")
     k: int = Field(10, ge=1, le=200, description="How many hits to return.")
@@ -52,6 +56,7 @@ class QueryIn(BaseModel):
     types: list[Annotated[Text, Field(max_length=200)]] | None = Field(
         None, max_length=50, description="Expand only to entities of these classes (or subclasses); blank names are ignored."
     )
+    as_of: str | None = Field(None, pattern=AS_OF_PATTERN, description="Search the document versions in force on this date (YYYY-MM-DD, YYYY-MM or YYYY).")
 
 
 class HitOut(BaseModel):
@@ -65,6 +70,9 @@ class HitOut(BaseModel):
     section: str
     lines: list[int]
     why: dict
+    version: dict | None = Field(None, description="The version that answered: version_id, label, effective_from, effective_to.")
+    page: int | None = Field(None, description="PDF: the page the passage starts on.")
+    parent: dict | None = Field(None, description="The parent chunk (chunk_id, text): the passage's context.")
 
 
 class QueryOut(BaseModel):
@@ -76,16 +84,25 @@ class QueryOut(BaseModel):
         None, description="The second search (query, bridge names, the chunk they came from) when round one was not enough."
     )
     timings_ms: dict
+    as_of: str | None = Field(None, description="The date whose versions were searched, when not today's.")
+    as_of_from: str | None = Field(None, description="What set as_of: 'question' (a time word) or 'parameter'.")
 
 
 class DocumentIn(BaseModel):
-    text: Text = Field(..., min_length=1, pattern=r"\S", description="Markdown or plain text.")
+    # Exactly one of the two carries the document: the spec says so, so clients (and schema-driven
+    # tests) know a body with both or neither is refused.
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["text"]}, {"required": ["content_base64"]}]})
+    text: Text = Field(None, min_length=1, pattern=r"\S", description="Markdown, plain text or HTML (or give content_base64).")
     source: Text | None = Field(
         None, max_length=1000,
         description="A stable name, kept under `api:` (never a file's document); posting the same source again replaces it.",
     )
     title: Text | None = Field(None, max_length=1000, description="Defaults to the first heading.")
-    format: str = Field("md", pattern="^(md|txt)$")
+    format: str | None = Field(None, pattern="^(md|txt|html|pdf)$", description="Default: from filename, else md.")
+    content_base64: str = Field(None, description="A file's bytes, base64-encoded (PDF, HTML, ...), instead of text.")
+    filename: Text | None = Field(None, max_length=1000, description="The file's name: its suffix gives the format of content_base64.")
+    doc_id: Text | None = Field(None, max_length=1000, description="The logical document this is a version of (default: the source).")
+    effective: str | None = Field(None, pattern=AS_OF_PATTERN, description="The date this version takes effect (YYYY-MM-DD; default: now).")
 
 
 class IngestOut(BaseModel):
@@ -94,3 +111,6 @@ class IngestOut(BaseModel):
     unchanged: int
     chunks_indexed: int
     doc_ids: list[str]
+    chunks_unchanged: int = 0
+    chunks_retired: int = 0
+    warnings: list[str] = []

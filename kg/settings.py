@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from functools import lru_cache
 from pathlib import Path
 
@@ -87,6 +88,14 @@ class Settings(BaseSettings):
         "", description="Extra Host names the API answers, comma-separated, besides localhost names and the bind host; `*` = any (KG_ALLOWED_HOSTS)."
     )
     bind_host: str = Field("127.0.0.1", description="The address `kg serve` binds to (set by `kg serve --host`).")
+
+    # -- documents: chunk sizes, versions, time words --------------------------------------------
+    chunk_child_size: int = Field(480, ge=50, le=4000, description="Size of a child chunk (what is indexed and linked), in Chinese characters or ~2.5 other characters each.")
+    chunk_parent_size: int = Field(1200, ge=50, le=20000, description="Size of a parent chunk (the context a hit returns), cut at headings and paragraphs.")
+    chunk_overlap: int = Field(0, ge=0, le=2000, description="Children of one parent share up to this much text at their borders (whole sentences).")
+    one_hit_per_parent: bool = Field(True, description="Return one hit per parent chunk (its best child): the parent is the context of all of them.")
+    today: date | None = Field(None, description="The date queries treat as today (versions in force, 去年 / last month); unset = the real date (KG_TODAY).")
+    time_words: bool = Field(True, description="Read dates in questions (去年12月, in March 2024, as of 2025-01) as the as-of date.")
 
 
 @lru_cache(maxsize=1)

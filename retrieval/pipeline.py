@@ -7,6 +7,7 @@ and every write is one journaled commit (retrieval/writing.py).
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
 import time
@@ -14,12 +15,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from kg.errors import InputError, NotFoundError
+from kg.errors import NotFoundError
 from kg.lock import SharedLock
 from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
 from retrieval import write_path
 from retrieval.catalog.docstore import DocStore
+from retrieval.catalog.versions import VersionCatalog
 from retrieval.graph.expand import (
     ExpansionSettings,
 )
@@ -29,7 +31,8 @@ from retrieval.index.analysis import (
 )
 from retrieval.index.synonyms import SynonymTable
 from retrieval.index.whoosh_index import WhooshIndex
-from retrieval.ingest.chunking import find_source_files, read_source_file
+from retrieval.ingest.chunking import ChunkSizes
+from retrieval.ingest.removal import resolve_documents
 from retrieval.query_path import MODES, QueryPath
 from retrieval.types import SourceDocument
 from retrieval.write_path import SYNONYMS_FILE, IngestReport
@@ -61,6 +64,8 @@ class KnowledgeBase(QueryPath):
         if not (self.root / GRAPH_FILE).exists():
             self.graph.save()
         self.store = DocStore(self.root / "kb.sqlite")
+        self.history = VersionCatalog(self.store)
+        self.chunk_sizes = ChunkSizes(settings.chunk_child_size, settings.chunk_parent_size, settings.chunk_overlap)
         self.index = WhooshIndex(self.root / "index", {"title": settings.title_boost, "section": settings.section_boost, "body": 1.0},
                                  max_df_ratio=settings.max_df_ratio)
         self.synonyms = SynonymTable.read(self.root / SYNONYMS_FILE)
@@ -145,16 +150,30 @@ class KnowledgeBase(QueryPath):
         return self._about_index
 
     # -- write path: ingest -> index -> link (retrieval.write_path), each a journaled commit ------
-    @writes
-    def ingest_paths(self, paths: Sequence[Path], progress: Progress | None = None) -> IngestReport:
-        files = find_source_files(paths)
-        if not files:
-            raise InputError("no Markdown or text files found in " + ", ".join(str(p) for p in paths))
-        return self.ingest_documents((read_source_file(f, str(f.resolve())) for f in files), progress)
+    def today(self) -> dt.date:
+        return self.settings.today or dt.date.today()
 
     @writes
-    def ingest_documents(self, sources: Iterable[SourceDocument], progress: Progress | None = None) -> IngestReport:
-        return write_path.ingest_documents(self, sources, progress)
+    def ingest_paths(self, paths: Sequence[Path], progress: Progress | None = None, *, strict: bool = False,
+                     doc_id: str | None = None, effective: str | None = None) -> IngestReport:
+        """Files and folders. A file that cannot be read is skipped and reported (`strict`: an error)."""
+        return write_path.ingest_paths(self, paths, progress, strict=strict, doc_id=doc_id, effective=effective)
+
+    @writes
+    def ingest_documents(self, sources: Iterable[SourceDocument], progress: Progress | None = None, *,
+                         strict: bool = True, skipped: list | None = None) -> IngestReport:
+        return write_path.ingest_documents(self, sources, progress, strict=strict, skipped=skipped)
+
+    @writes
+    def delete_documents(self, doc_ids: Sequence[str]) -> list[dict]:
+        """Remove documents (by id, front matter `id:` or source path) with every version, chunk, mention
+        and index entry. Unknown names are an error before anything is removed."""
+        return write_path.delete_documents(self, doc_ids)
+
+    @writes
+    def sync(self, paths: Sequence[Path]) -> IngestReport:
+        """Remove the versions (and documents) whose source files under the folders `paths` are gone."""
+        return write_path.sync(self, paths)
 
     @writes
     def relink(self, progress: Progress | None = None) -> int:
@@ -178,7 +197,27 @@ class KnowledgeBase(QueryPath):
 
         return ask(self, question, k=k, mode=mode, as_of=as_of, packs=packs, llm=llm, stream=stream)
 
+    def documents(self) -> list[dict]:
+        """Every document with the version in force today and how many versions it has."""
+        with self.reading():
+            return self.history.documents(self.today())
+
+    def document(self, key: str) -> dict:
+        """One document (by doc_id, front matter `id:` or source path) with all its versions."""
+        with self.reading():
+            doc_id = self._resolve_document(key)
+            [doc] = self.history.documents(self.today(), doc_id)
+            return {**doc, "version_history": self.history.versions(doc_id, self.today())}
+
+    def versions(self, key: str) -> list[dict]:
+        """The versions of a document, oldest first, each with its effective range and whether it is in force."""
+        with self.reading():
+            return self.history.versions(self._resolve_document(key), self.today())
+
+    def _resolve_document(self, key: str) -> str:
+        return resolve_documents(self.history, [key])[0]
+
     def stats(self) -> dict:
         with self.reading():
-            return {"data_dir": str(self.root), **self.store.stats(), **self.graph.view_stats(),
+            return {"data_dir": str(self.root), **self.store.stats(), **self.history.stats(self.today()), **self.graph.view_stats(),
                     "indexed_chunks": self.index.doc_count(), "synonym_groups": len(self.synonyms)}

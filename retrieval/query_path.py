@@ -7,12 +7,15 @@ stage module.
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Sequence
 
 from kg.errors import InputError, NotFoundError
 from retrieval.catalog.anchors import anchors_about, chunk_parents
 from retrieval.catalog.docstore import DocStore
+from retrieval.catalog.timewords import as_of_day
+from retrieval.catalog.versions import one_hit_per_parent
 from retrieval.graph.expand import chunks_for_entities, expand_neighbours, relation_cues
 from retrieval.graph.seeds import fold_label
 from retrieval.index.analysis import cjk_bigrams, compound_terms, normalize_text, query_terms
@@ -49,9 +52,12 @@ class QueryPath:
         return self._relations
 
     # -- read path: link -> search -> expand -> fuse ----------------------------------------------
-    def query(self, text: str, k: int | None = None, mode: str = "full", types: Sequence[str] | None = None) -> QueryResult:
+    def query(self, text: str, k: int | None = None, mode: str = "full", types: Sequence[str] | None = None, *,
+              as_of: dt.date | str | None = None, packs: Sequence[str] | None = None) -> QueryResult:
         """Ranked chunks for a question. `types` (class names or labels) keeps graph expansion to
-        entities of those classes or their subclasses (rdfs:subClassOf), e.g. ["Service"]."""
+        entities of those classes or their subclasses (rdfs:subClassOf), e.g. ["Service"].
+        `as_of` (a date or YYYY-MM-DD): search the versions in force then; else a date the question
+        names (去年12月, in March 2024), else today's versions."""
         if mode not in MODES:
             raise InputError(f"unknown mode '{mode}' (use one of: {', '.join(MODES)})")
         text = (text or "").strip()
@@ -62,7 +68,11 @@ class QueryPath:
         if k < 1 or k > 1000:
             raise InputError(f"k must be between 1 and 1000, got {k}")
         timings: dict[str, float] = {}
+        day, as_of_from = as_of_day(text, as_of, self.today(), self.settings.time_words)
         with self.reading():
+            # Children of versions not in force that day; a date from the question's words never hides a
+            # document that did not exist yet (the words may be about its content).
+            hidden = self.history.hidden_chunks(day, keep_unborn=as_of_from == "question")
             wanted = self._resolve_types(types) if types else []
             t0 = time.perf_counter()
             linker = self.linker  # also teaches jieba the entity labels, which the index was cut with
@@ -73,6 +83,7 @@ class QueryPath:
             terms += [(w, COMPOUND_WEIGHT) for w in compound_terms(words) if w not in dict(terms)]
             grams = [(g, self.settings.gram_weight) for g in dict.fromkeys(cjk_bigrams(text))] if self.settings.gram_weight else []
             text_hits = self.index.search(terms, self.settings.bm25_candidates, grams=grams) if mode != "graph" else []
+            text_hits = [h for h in text_hits if h.chunk_id not in hidden] if hidden else text_hits
             parent_of = chunk_parents(self.store.db, [h.chunk_id for h in text_hits])
             text_hits = pool_by_parent(text_hits, parent_of, self.settings.parent_pooling,
                                        lambda docnums: self.index.term_scores(terms, docnums))
@@ -96,7 +107,7 @@ class QueryPath:
                                                  text_scores=text_scores, text_agreement=self.settings.text_agreement,
                                                  min_fit=self.settings.min_graph_fit, evidence=self.evidence,
                                                  along_relation=bool(cues))
-                graph_hits = graph_hits[: self.settings.graph_candidates]
+                graph_hits = [h for h in graph_hits if h.chunk_id not in hidden][: self.settings.graph_candidates]
             t3 = time.perf_counter()
             fused = fuse_hits(
                 text_hits, graph_hits, method=self.settings.fusion, graph_weight=self.settings.graph_weight,
@@ -109,8 +120,11 @@ class QueryPath:
             t4 = time.perf_counter()
             followup, second_hits = None, []
             if mode == "full" and self.settings.followup:
-                followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams)
+                followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams, hidden)
+            if self.settings.one_hit_per_parent:
+                fused = one_hit_per_parent(fused, self.history.parent_of([f.id for f in fused[: k * 4]]))
             hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits)
+            self.history.annotate(hits, day)  # the version that answered, its lines and page, the parent
             t5 = time.perf_counter()
         timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3,
                        followup=(t5 - t4) * 1e3)
@@ -121,9 +135,12 @@ class QueryPath:
             mode=mode,
             timings_ms={k_: round(v, 2) for k_, v in timings.items()},
             followup=followup.to_json() if followup else None,
+            as_of=day.isoformat() if as_of_from else None,
+            as_of_from=as_of_from,
         )
 
-    def _follow_up(self, text: str, words: list[str], fused: list, graph_hits: list, grams: list):
+    def _follow_up(self, text: str, words: list[str], fused: list, graph_hits: list, grams: list,
+                   hidden: set[str] = frozenset()):
         """Round two (`retrieval.rank.followup`), when round one's best hit is a first hop and not the end:
         the question names that hit's subject (its whole title), no top hit came through a relation, and
         the hit's lead names something the question does not. The second search drops the first
@@ -140,7 +157,7 @@ class QueryPath:
         asked = self.synonyms.expand([t for t in words if t not in hop])
         added = [t for t in query_terms(" ".join(bridge)) if t not in subject and t not in dict(asked)]
         terms = asked + [(t, BRIDGE_WEIGHT) for t in added]
-        second = self.index.search(terms, self.settings.bm25_candidates, grams=grams)
+        second = [h for h in self.index.search(terms, self.settings.bm25_candidates, grams=grams) if h.chunk_id not in hidden]
         doc_of = self.store.chunk_documents([f.id for f in fused] + [h.chunk_id for h in second])
         merged = merge_rounds(fused, [h.chunk_id for h in second], doc_of, weight=self.settings.followup_weight,
                               k=self.settings.rrf_k)
@@ -182,10 +199,12 @@ class QueryPath:
                 neighbours.setdefault(edge.relation, []).append(
                     {"id": edge.target, "label": view.entities[edge.target].label, "asserted": edge.forward}
                 )
-            mentioned = self.store.chunks_mentioning(entity.iri, limit=20)
+            # Today's versions only: a superseded version's chunks stay for --as-of, not for this list.
+            hidden = self.history.hidden_chunks(self.today())
+            mentioned = [(c, n) for c, n in self.store.chunks_mentioning(entity.iri, limit=20) if c not in hidden]
             chunks = self.store.chunks([cid for cid, _ in mentioned])
             about = self.store.chunks_about(entity.iri)
-            anchored = anchors_about(self.store.db, entity.iri, limit=20)
+            anchored = [a for a in anchors_about(self.store.db, entity.iri, limit=20) if a[0] not in hidden]
             anchored_chunks = self.store.chunks([cid for cid, _, _ in anchored])
             return {
                 **entity.to_json(),

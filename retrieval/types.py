@@ -11,6 +11,7 @@ __all__ = [
     "GraphHit",
     "Hit",
     "Mention",
+    "ParentChunk",
     "PathStep",
     "QueryResult",
     "SourceDocument",
@@ -24,9 +25,16 @@ class SourceDocument:
 
     source: str  # a stable name: a file path, "api:<name>", "<dataset>:<passage id>"
     text: str
-    format: str = "md"  # "md" or "txt" (pdf comes later)
+    format: str = "md"  # "md", "txt", "html" or "pdf" (as read; readers turn html/pdf into headed text)
     title: str | None = None  # None: taken from the first heading, else the file name
-    effective_date: str | None = None  # room for document versions (later issue)
+    effective_date: str | None = None  # ISO date this version takes effect (None: its ingest)
+    doc_key: str | None = None  # the logical document id (front matter `id:`, --doc-id); None: the source
+    summary: str = ""  # front matter metadata: kept in the catalog, not indexed as body text
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    version_label: str | None = None  # front matter `version:` ("v1.3"); None: "v<n>"
+    line_pages: tuple[int, ...] = ()  # PDF: the page of each line of `text` (1-based), else empty
+    warnings: tuple[str, ...] = ()  # what the reader noticed but did not refuse (a page without text layer)
 
 
 @dataclass(frozen=True)
@@ -52,7 +60,23 @@ class Chunk:
     line_start: int  # 1-based, inclusive, in the source file
     line_end: int
     sha256: str  # fingerprint of the normalized chunk text
-    parent_id: str = ""  # the section (parent chunk) it belongs to
+    parent_id: str = ""  # the parent chunk (a section or part of one) it belongs to
+    page: int | None = None  # PDF: the page its first line is on
+
+
+@dataclass(frozen=True)
+class ParentChunk:
+    """A parent chunk: a section (or a part of a long one) returned as the context of its children's hits."""
+
+    parent_id: str
+    doc_id: str
+    ordinal: int
+    section: str
+    text: str
+    line_start: int
+    line_end: int
+    sha256: str
+    page: int | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +138,9 @@ class Hit:
     section: str
     lines: tuple[int, int]
     why: dict = field(default_factory=dict)
+    version: dict | None = None  # {"version_id", "label", "effective_from", "effective_to"} that answered
+    page: int | None = None
+    parent: dict | None = None  # {"chunk_id", "text"}: the parent chunk, the context around the hit
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -129,6 +156,8 @@ class QueryResult:
     mode: str = "full"
     timings_ms: dict = field(default_factory=dict)
     followup: dict | None = None  # the second round's query, when round one was not enough
+    as_of: str | None = None  # the date whose versions were searched (None: today's)
+    as_of_from: str | None = None  # "question" (a time word in it) or "parameter"
 
     def to_json(self) -> dict:
         return {
@@ -138,4 +167,6 @@ class QueryResult:
             "hits": [h.to_json() for h in self.hits],
             "followup": self.followup,
             "timings_ms": self.timings_ms,
+            "as_of": self.as_of,
+            "as_of_from": self.as_of_from,
         }

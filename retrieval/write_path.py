@@ -13,7 +13,6 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from kg.errors import InputError, TooLargeError
@@ -28,58 +27,71 @@ from retrieval.index.analysis import (
     vocabulary_version,
 )
 from retrieval.index.synonyms import SynonymTable
-from retrieval.ingest.chunking import chunk_document
+from retrieval.ingest.chunking import cut_document, doc_id_for, source_fingerprint
+from retrieval.ingest.readers import Skipped, find_files, parse_effective, read_sources
+from retrieval.ingest.removal import delete_documents as remove_documents
+from retrieval.ingest.removal import remove_missing_sources, resolve_documents
+from retrieval.ingest.report import IngestReport
 from retrieval.types import Chunk, SourceDocument
 
-__all__ = ["SYNONYMS_FILE", "IngestReport", "add_entities", "import_file", "ingest_documents", "relink", "sync_index_words"]
+__all__ = [
+    "SYNONYMS_FILE", "IngestReport", "add_entities", "delete_documents", "import_file", "ingest_documents",
+    "ingest_paths", "relink", "sync", "sync_index_words",
+]
 
 SYNONYMS_FILE = "synonyms.txt"
 RDF_SUFFIXES = (".ttl", ".owl", ".rdf", ".xml", ".nt", ".jsonld", ".ofn", ".omn", ".owx")
 Progress = Callable[[int], None]
 
 
-@dataclass
-class IngestReport:
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    chunks_indexed: int = 0
-    chunks_removed: int = 0
-    seconds: float = 0.0
-    doc_ids: list[str] = field(default_factory=list)
-
-    def summary(self) -> str:
-        if not (self.added or self.updated):
-            return f"nothing changed: {self.unchanged} document(s) already up to date"
-        return (
-            f"{self.added} new, {self.updated} updated, {self.unchanged} unchanged document(s); "
-            f"{self.chunks_indexed} chunks indexed in {self.seconds:.1f} s"
-        )
+def ingest_paths(kb, paths: Sequence[Path], progress: Progress | None = None, *, strict: bool = False,
+                 doc_id: str | None = None, effective: str | None = None) -> IngestReport:
+    """Files and folders. A file that cannot be read is skipped and reported (`strict`: an error)."""
+    found = find_files(paths)
+    if not found.files:
+        skipped = "".join(f"\n  skipped {s}" for s in found.skipped)
+        raise InputError("no readable files found in " + ", ".join(str(p) for p in paths)
+                         + " (kgrag reads Markdown, text, HTML and PDF files)" + skipped)
+    if doc_id and len(found.files) > 1:
+        raise InputError(f"--doc-id names one document, but {len(found.files)} files were given: ingest them one by one")
+    if effective is not None:
+        effective = parse_effective(effective, "--effective")
+    skipped = list(found.skipped)
+    sources = read_sources(found.files, skipped, strict=strict, progress=progress, doc_key=doc_id, effective=effective)
+    return ingest_documents(kb, sources, progress, strict=strict, skipped=skipped)
 
 
-def ingest_documents(kb, sources: Iterable[SourceDocument], progress: Progress | None = None) -> IngestReport:
+def ingest_documents(kb, sources: Iterable[SourceDocument], progress: Progress | None = None, *,
+                     strict: bool = True, skipped: list[Skipped] | None = None) -> IngestReport:
     report = IngestReport()
+    if skipped is not None:
+        report.skipped = skipped  # the caller's list: files it could not read land here as it reads them
     started = time.perf_counter()
-    limit = kb.settings.max_document_bytes
-    linker = kb.linker
-    sync_index_words(kb)  # older chunks first, so that every chunk is cut the same way
-    about = kb._about()
+    linking: list = []
+
+    def link_state():
+        # Loaded for the first document that changed: an unchanged folder never loads spaCy.
+        if not linking:
+            linker = kb.linker
+            sync_index_words(kb)  # older chunks first, so that every chunk is cut the same way
+            linking.extend((linker, kb._about()))
+        return linking
+
     # The same source twice in one batch: the last one wins (whoosh cannot delete what
     # the open writer added, so the earlier copy must never reach it).
     batch = list({src.source: src for src in sources}.values())
-    for src in batch:
-        size = len(src.text.encode("utf-8", "surrogatepass"))
-        if size > limit:
-            raise TooLargeError(
-                f"{src.source}: {size:,} bytes is over the document size limit of {limit:,} bytes: split it, "
-                "or raise KG_MAX_DOCUMENT_BYTES"
-            )
     try:
         # The catalog transaction stays open (and invisible to queries) until the commit instant;
         # whoosh's writer likewise buffers until its commit.
         with kb.store.transaction():
             for src in batch:
-                _ingest_one(kb, src, linker, about, report)
+                try:
+                    _check_size(kb, src)
+                    _ingest_one(kb, src, link_state, report)
+                except InputError as exc:
+                    if strict:
+                        raise
+                    report.skipped.append(Skipped(src.source, str(exc).removeprefix(f"{src.source}: ")))
                 if progress:
                     progress(1)
             commit.crash_point("ingest", "prepared")
@@ -97,24 +109,80 @@ def ingest_documents(kb, sources: Iterable[SourceDocument], progress: Progress |
     return report
 
 
-def _ingest_one(kb, src: SourceDocument, linker, about, report: IngestReport) -> None:
-    doc, chunks = chunk_document(src)
-    existing = kb.store.document_by_source(src.source)
-    if existing is not None and existing.sha256 == doc.sha256:
-        report.unchanged += 1
-        report.doc_ids.append(existing.doc_id)
+def _check_size(kb, src: SourceDocument) -> None:
+    limit = kb.settings.max_document_bytes
+    size = len(src.text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise TooLargeError(
+            f"{src.source}: {size:,} bytes is over the document size limit of {limit:,} bytes: split it, "
+            "or raise KG_MAX_DOCUMENT_BYTES"
+        )
+
+
+def _ingest_one(kb, src: SourceDocument, link_state, report: IngestReport) -> None:
+    """A new version of the document when its text, title or dates changed; only new children are indexed."""
+    doc_id = doc_id_for(src.doc_key or src.source)
+    last = kb.history.latest_from_source(doc_id, src.source)
+    if last is not None and last[:2] == (source_fingerprint(src), src.effective_date) and src.version_label in (None, last[2]):
+        report.unchanged += 1  # decided before cutting: an unchanged folder costs one hash a file
+        report.doc_ids.append(doc_id)
         return
-    if existing is not None:
-        removed = kb.store.delete_document(existing.doc_id)
-        report.chunks_removed += kb.index.delete_chunks(removed)
-        doc = type(doc)(**{**doc.__dict__, "version": existing.version + 1})
-        report.updated += 1
-    else:
-        report.added += 1
-    kb.store.put_document(doc, chunks)
-    report.chunks_indexed += kb.index.add_chunks(chunks)
-    link_document(kb, doc.doc_id, doc.title, chunks, linker, about)
+    linker, about = link_state()
+    cut = cut_document(src, kb.chunk_sizes, doc_id)
+    doc = cut.document
+    report.warnings += src.warnings
+    removed = kb.history.take_source(src.source, doc.doc_id)
+    report.chunks_removed += kb.index.delete_chunks(removed) if removed else 0
+    existed = kb.store.document(doc.doc_id) is not None
+    change = kb.history.add_version(doc, src, cut.parents, cut.children, kb.today())
+    report.updated += existed
+    report.added += not existed
+    report.chunks_indexed += kb.index.add_chunks(change.new_chunks)
+    report.chunks_unchanged += change.carried
+    report.chunks_retired += change.retired
+    kb.history.clear_about(doc.doc_id)
+    link_document(kb, doc.doc_id, doc.title, change.new_chunks, linker, about)
     report.doc_ids.append(doc.doc_id)
+
+
+def delete_documents(kb, doc_ids: Sequence[str]) -> list[dict]:
+    """Remove documents (by id, front matter `id:` or source path) with every version, chunk, mention
+    and index entry. Unknown names are an error before anything is removed."""
+    found = resolve_documents(kb.history, doc_ids)
+    try:
+        with kb.store.transaction():
+            deleted = remove_documents(kb.store, kb.history, kb.index, found)
+            commit.crash_point("delete", "prepared")
+            kb.commits.enter_commit_instant()
+        kb.commits.mark("delete", "catalog")
+        kb.index.commit()
+        kb.commits.mark("delete", "index")
+    except BaseException:
+        kb.index.rollback()
+        raise
+    finally:
+        kb.commits.leave_commit_instant()
+    kb.evidence.invalidate()
+    return deleted
+
+
+def sync(kb, paths: Sequence[Path]) -> IngestReport:
+    """Remove the versions (and documents) whose source files under the folders `paths` are gone."""
+    try:
+        with kb.store.transaction():
+            removed = remove_missing_sources(kb.store, kb.history, kb.index, paths)
+            commit.crash_point("sync", "prepared")
+            kb.commits.enter_commit_instant()
+        kb.commits.mark("sync", "catalog")
+        kb.index.commit()
+        kb.commits.mark("sync", "index")
+    except BaseException:
+        kb.index.rollback()
+        raise
+    finally:
+        kb.commits.leave_commit_instant()
+    kb.evidence.invalidate()
+    return IngestReport(versions_removed=removed.versions, chunks_removed=removed.chunks, deleted=removed.documents)
 
 
 def link_document(kb, doc_id: str, title: str, chunks: Sequence[Chunk], linker, about) -> None:

@@ -29,7 +29,7 @@ __all__ = ["Commits", "writes"]
 
 
 # The name a write goes by in the journal and in KG_CRASH_AT=<op>:<step>.
-OPS = {"ingest_paths": "ingest", "ingest_documents": "ingest", "import_file": "import", "delete_documents": "delete"}
+OPS = {"ingest_paths": "ingest", "ingest_documents": "ingest", "import_file": "import", "delete_documents": "delete", "sync": "sync"}
 
 
 def writes(method):

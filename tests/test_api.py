@@ -40,12 +40,12 @@ def test_query_returns_the_cli_json_shape(client, tmp_path):
     response = client.post("/query", json={"query": CROSS_DOC_QUERY, "k": 5})
     assert response.status_code == 200
     data = response.json()
-    assert set(data) == {"query", "mode", "entities", "hits", "followup", "timings_ms"}
+    assert set(data) == {"query", "mode", "entities", "hits", "followup", "timings_ms", "as_of", "as_of_from"}
     assert (data["query"], data["mode"]) == (CROSS_DOC_QUERY, "full")
     assert [e["label"] for e in data["entities"]] == ["order-service"]
     assert 0 < len(data["hits"]) <= 5
     for rank, hit in enumerate(data["hits"], start=1):
-        assert set(hit) == HIT_KEYS
+        assert set(hit) == HIT_KEYS | {"version", "page", "parent"}  # + documents' keys
         assert hit["rank"] == rank
     gold = [h for h in data["hits"] if relative_source(h["source"], tmp_path) == CROSS_DOC_GOLD]
     assert gold and "dependsOn" in gold[0]["why"]["graph"]["path"]

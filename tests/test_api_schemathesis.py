@@ -31,4 +31,10 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 @schema.parametrize()
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 def test_the_api_keeps_to_its_openapi_spec(case):
-    case.call_and_validate(headers={"Authorization": f"Bearer {TOKEN}"})
+    excluded = []
+    if (case.operation.method.upper(), case.operation.path) in (("POST", "/import"), ("POST", "/documents")):
+        # An upload is valid by its content (a .csv table, a .ttl ontology, a PDF's bytes, a page with
+        # text in it), which an OpenAPI schema cannot say: schema-valid random content is rightly a 400.
+        # Every other check (no 5xx, documented statuses and bodies) still runs on them.
+        excluded.append(schemathesis.checks.positive_data_acceptance)
+    case.call_and_validate(headers={"Authorization": f"Bearer {TOKEN}"}, excluded_checks=excluded)

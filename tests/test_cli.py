@@ -14,7 +14,8 @@ from conftest import CROSS_DOC_GOLD, CROSS_DOC_QUERY, HIT_KEYS, copy_fixture_cor
 
 from kg.cli import cli
 
-COMMANDS = {"init", "ingest", "import", "query", "entity", "stats", "serve", "demo", "eval", "export", "ontology", "mcp", "ask", "check"}
+COMMANDS = {"init", "ingest", "import", "query", "entity", "stats", "serve", "demo", "eval", "export", "ontology", "mcp", "ask", "check",
+            "delete", "documents", "versions"}
 
 
 def kg(*args: str, env: dict | None = None):
@@ -166,12 +167,12 @@ def test_query_json_shape(kb_dir, kb_root):
     result = kg("query", CROSS_DOC_QUERY, "--data-dir", kb_dir, "--json", "-k", "5")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert set(data) == {"query", "mode", "entities", "hits", "followup", "timings_ms"}
+    assert set(data) == {"query", "mode", "entities", "hits", "followup", "timings_ms", "as_of", "as_of_from"}
     assert (data["query"], data["mode"]) == (CROSS_DOC_QUERY, "full")
     assert {"id", "label", "surface", "start", "end"} <= set(data["entities"][0])
     assert 0 < len(data["hits"]) <= 5
     for rank, hit in enumerate(data["hits"], start=1):
-        assert set(hit) == HIT_KEYS
+        assert set(hit) == HIT_KEYS | {"version", "page", "parent"}  # + documents' keys
         assert hit["rank"] == rank
         assert isinstance(hit["score"], float) and isinstance(hit["why"], dict) and hit["why"]
         assert isinstance(hit["lines"], list) and len(hit["lines"]) == 2

@@ -82,6 +82,8 @@ COMMANDS = {
     "import": (["import", "more.csv", "--data-dir", "kb", "-q"],
                ["journal", "graph", "mentions", "generation"]),
     "import-synonyms": (["import", "synonyms-in.txt", "--data-dir", "kb", "-q"], ["synonyms", "generation"]),
+    "delete": (["delete", "docs/services/order-service.md", "--data-dir", "kb"],
+               ["journal", "prepared", "catalog", "index", "generation"]),
 }
 
 

@@ -185,13 +185,13 @@ def test_a_document_that_is_only_a_title_is_one_chunk():
 
 
 def test_unsupported_suffix_names_the_file_and_the_supported_types(tmp_path):
-    pdf = tmp_path / "report.pdf"
-    pdf.write_bytes(b"%PDF-1.7")
+    sheet = tmp_path / "report.xlsx"
+    sheet.write_bytes(b"PK\x03\x04")
     with pytest.raises(InputError) as error:
-        find_source_files([pdf])
+        find_source_files([sheet])
     assert (
         str(error.value)
-        == "report.pdf: unsupported file type '.pdf' (kgrag reads .markdown, .md, .text, .txt)"
+        == "report.xlsx: unsupported file type '.xlsx' (kgrag reads .htm, .html, .markdown, .md, .pdf, .text, .txt)"
     )
 
 
@@ -208,12 +208,12 @@ def test_non_utf8_file_says_how_to_fix_it(tmp_path):
         read_source_file(gbk)
     assert (
         str(error.value)
-        == "旧笔记.md: not UTF-8 text (byte 2); save the file as UTF-8 and ingest it again"
+        == f"{gbk}: not UTF-8 text (byte 2); save the file as UTF-8 and ingest it again"
     )
 
 
 def test_folders_are_walked_sorted_skipping_hidden_and_unsupported_files(tmp_path):
-    for name in ["b.md", "a/c.txt", "a/d.markdown", ".git/e.md", "a/.hidden.md", "f.pdf", "g.MD"]:
+    for name in ["b.md", "a/c.txt", "a/d.markdown", ".git/e.md", "a/.hidden.md", "f.xlsx", "g.MD"]:
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x", encoding="utf-8")

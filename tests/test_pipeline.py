@@ -72,7 +72,8 @@ def test_a_modified_document_is_updated_without_ghosts(fresh_kb, tmp_path):
     report = fresh_kb.ingest_paths([tmp_path / "docs"])
 
     assert (report.added, report.updated, report.unchanged) == (0, 1, N_DOCS - 1)
-    assert report.chunks_removed == report.chunks_indexed == 1
+    # The edited chunk is retired from the current version, not deleted: it answers --as-of queries.
+    assert (report.chunks_retired, report.chunks_indexed, report.chunks_removed) == (1, 1, 0)
     assert report.summary().startswith(
         f"0 new, 1 updated, {N_DOCS - 1} unchanged document(s); 1 chunks indexed"
     )
@@ -80,7 +81,9 @@ def test_a_modified_document_is_updated_without_ghosts(fresh_kb, tmp_path):
         assert fresh_kb.query("zebrafish", mode=mode).hits == []
     [hit] = fresh_kb.query("walrus").hits
     assert "walrus: the codename" in hit.text
-    assert counts(fresh_kb) == before
+    after = counts(fresh_kb)
+    assert after == {**before, "indexed_chunks": before["indexed_chunks"] + 1}
+    assert fresh_kb.stats()["retired_chunks"] == 1
     assert fresh_kb.store.document_by_source(str(glossary.resolve())).version == 2
 
 
@@ -96,7 +99,8 @@ def test_editing_one_section_replaces_only_that_documents_chunks(fresh_kb, tmp_p
     fresh_kb.ingest_paths([tmp_path / "docs"])
 
     stats = fresh_kb.stats()
-    assert stats["indexed_chunks"] == stats["chunks"]
+    assert stats["indexed_chunks"] == stats["chunks"] + stats["retired_chunks"]
+    assert stats["retired_chunks"] == 1
     hits = fresh_kb.query("payment-service callback idempotent hours", k=50, mode="bm25").hits
     chunk_ids = [h.chunk_id for h in hits]
     assert len(chunk_ids) == len(set(chunk_ids))  # no chunk twice

@@ -10,7 +10,11 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from api.deps import knowledge_base
+from api.schemas import AS_OF_PATTERN
 from kg.errors import KgError
+
+# A streamed answer is Server-Sent Events: the spec lists it beside the JSON record.
+STREAM_RESPONSE: dict = {200: {"content": {"text/event-stream": {"schema": {"description": "one JSON object an event"}}}}}
 
 router = APIRouter()
 
@@ -19,9 +23,9 @@ class AskIn(BaseModel):
     question: str = Field(..., min_length=1, max_length=4000, description="The question.")
     k: int | None = Field(None, ge=1, le=20, description="Passages numbered and given to the answer (default KG_ANSWER_PASSAGES).")
     mode: str = Field("full", pattern="^(full|bm25|graph)$", description="full, bm25 (text only) or graph only.")
-    as_of: str | None = Field(None, description="Search the document versions in force on this date (YYYY-MM-DD).")
+    as_of: str | None = Field(None, pattern=AS_OF_PATTERN, description="Search the document versions in force on this date (YYYY-MM-DD, YYYY-MM or YYYY).")
     packs: list[str] | None = Field(None, description="Search only inside these packs.")
-    stream: bool = Field(False, description="Stream Server-Sent Events: round, delta (answer text), answer (the record).")
+    stream: bool = Field(False, strict=True, description="Stream Server-Sent Events: round, delta (answer text), answer (the record).")
 
 
 def sse(event: str, data) -> str:
@@ -42,7 +46,7 @@ def answer_events(events: Iterator) -> Iterator[str]:
         yield sse("error", exc.to_json()["error"])
 
 
-@router.post("/ask", summary="A cited answer (SSE when stream is true or Accept is text/event-stream)")
+@router.post("/ask", summary="A cited answer (SSE when stream is true or Accept is text/event-stream)", responses=STREAM_RESPONSE)
 def ask(body: AskIn, request: Request, kb=Depends(knowledge_base)):  # noqa: B008 - FastAPI idiom
     streaming = body.stream or "text/event-stream" in request.headers.get("accept", "")
     result = kb.ask(body.question, k=body.k, mode=body.mode, as_of=body.as_of, packs=body.packs, stream=streaming)

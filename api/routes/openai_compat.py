@@ -12,6 +12,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
@@ -20,21 +21,38 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.deps import knowledge_base
 from kg.errors import InputError, KgError
 
+# A streamed answer is Server-Sent Events: the spec lists it beside the JSON record.
+STREAM_RESPONSE: dict = {200: {"content": {"text/event-stream": {"schema": {"description": "one JSON object an event"}}}}}
+
 router = APIRouter(prefix="/v1")
 MODEL_ID = "kgrag"
 
 
+class ContentPart(BaseModel):
+    model_config = ConfigDict(extra="allow")  # image parts and the like are accepted and ignored
+    type: str
+    text: str | None = None
+
+
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
-    role: str
-    content: str | list | None = None
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: Annotated[str, Field(min_length=1, pattern=r"\S")] | Annotated[list[ContentPart], Field(min_length=1)] | None = None
+
+
+# The question is the last user message: the spec says a request carries one, so that clients and
+# schema-driven tests know a request without it is refused (400), not merely unanswered.
+_HAS_USER_MESSAGE = {"contains": {
+    "type": "object", "required": ["role", "content"],
+    "properties": {"role": {"const": "user"}, "content": {"type": "string", "minLength": 1, "pattern": "\\S"}},
+}}
 
 
 class ChatIn(BaseModel):
     model_config = ConfigDict(extra="allow")  # temperature, top_p, user ...: accepted and ignored
     model: str = Field(MODEL_ID, description="Echoed back; the model kgrag calls is KG_LLM_MODEL.")
-    messages: list[ChatMessage] = Field(..., min_length=1)
-    stream: bool = False
+    messages: list[ChatMessage] = Field(..., min_length=1, json_schema_extra=_HAS_USER_MESSAGE)
+    stream: bool = Field(False, strict=True)
 
 
 def question_of(messages: list[ChatMessage]) -> str:
@@ -42,7 +60,7 @@ def question_of(messages: list[ChatMessage]) -> str:
         if message.role == "user":
             content = message.content
             if isinstance(content, list):  # [{"type": "text", "text": "..."}, ...]
-                content = " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+                content = " ".join(part.text for part in content if part.type == "text" and part.text)
             if isinstance(content, str) and content.strip():
                 return content.strip()
     raise InputError("no user message with text: put the question in a message with \"role\": \"user\"")
@@ -62,7 +80,7 @@ def models() -> dict:
     return {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "kgrag"}]}
 
 
-@router.post("/chat/completions", summary="OpenAI-compatible chat completion over the knowledge base")
+@router.post("/chat/completions", summary="OpenAI-compatible chat completion over the knowledge base", responses=STREAM_RESPONSE)
 def chat_completions(body: ChatIn, kb=Depends(knowledge_base)):  # noqa: B008 - FastAPI idiom
     question = question_of(body.messages)
     ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())

@@ -1,4 +1,4 @@
-"""Building a knowledge base: `kg init`, `kg ingest`, `kg import`, `kg stats`."""
+"""Building a knowledge base: `kg init`, `kg ingest`, `kg delete`, `kg documents`, `kg versions`, `kg import`, `kg stats`."""
 
 from __future__ import annotations
 
@@ -27,20 +27,137 @@ def init(data_dir: Path | None) -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--strict", is_flag=True, help="Stop at the first file that cannot be read (default: skip it and report it).")
+@click.option("--sync", "sync_", is_flag=True, help="Also remove the documents whose files are gone from these folders.")
+@click.option("--doc-id", help="The logical document this file is a version of (default: front matter `id:`, else its path).")
+@click.option("--effective", help="The date this version takes effect, YYYY-MM-DD (default: front matter `effective:`, else now).")
+@click.option("--watch", is_flag=True, help="Keep watching: re-ingest (with --sync) whenever a file changes; Ctrl-C stops.")
+@click.option("--interval", type=float, default=2.0, show_default=True, help="With --watch: seconds between looks.")
 @data_dir_option
 @json_option
 @quiet_option
-def ingest(paths: tuple[Path, ...], data_dir: Path | None, as_json: bool, quiet: bool) -> None:
-    """Index Markdown and text files (folders are walked). Unchanged files are skipped."""
-    from retrieval.ingest.chunking import find_source_files
+def ingest(paths: tuple[Path, ...], strict: bool, sync_: bool, doc_id: str | None, effective: str | None, watch: bool,
+           interval: float, data_dir: Path | None, as_json: bool, quiet: bool) -> None:
+    """Index Markdown, text, HTML and PDF files (folders are walked).
 
-    files = find_source_files(paths)
-    with open_kb(data_dir, create=True) as kb, Progress(len(files), "ingesting", quiet or as_json) as bar:
-        report = kb.ingest_paths(list(paths), progress=bar)
+    \b
+    A changed file becomes a new version of its document: only its changed chunks are indexed.
+    Unchanged files are skipped. Hidden files are ignored; binary, unsupported and unreadable
+    files (empty, not UTF-8, a PDF without text) are skipped and listed with the reason.
+    """
+    from retrieval.ingest.readers import find_files
+
+    files = find_files(paths).files
+    with open_kb(data_dir, create=True) as kb:
+        with Progress(len(files), "ingesting", quiet or as_json) as bar:
+            report = kb.ingest_paths(list(paths), progress=bar, strict=strict, doc_id=doc_id, effective=effective)
+        if sync_ or watch:
+            _merge_sync(report, kb.sync(list(paths)))
+        _print_report(report, as_json)
+        if watch:
+            _watch(kb, list(paths), interval, strict, as_json)
+
+
+def _merge_sync(report, synced) -> None:
+    report.deleted += synced.deleted
+    report.versions_removed += synced.versions_removed
+    report.chunks_removed += synced.chunks_removed
+
+
+def _print_report(report, as_json: bool) -> None:
     if as_json:
-        echo_json({k: v for k, v in report.__dict__.items() if k != "doc_ids"})
-    else:
-        click.echo(report.summary())
+        echo_json(report.to_json())
+        return
+    click.echo(report.summary())
+    for source in report.deleted:
+        click.echo(f"  removed {source} (its file is gone)")
+    for skipped in report.skipped:
+        click.echo(f"  skipped {skipped}", err=True)
+    for warning in report.warnings:
+        click.echo(f"  warning: {warning}", err=True)
+
+
+def _watch(kb, paths: list[Path], interval: float, strict: bool, as_json: bool) -> None:
+    """Polls the folders' file names, sizes and modification times; a change re-ingests and syncs."""
+    import time
+
+    from retrieval.ingest.readers import find_files
+
+    def state():
+        out = {}
+        for file in find_files(paths).files:
+            try:
+                stat = file.stat()
+            except OSError:
+                continue
+            out[file] = (stat.st_size, stat.st_mtime_ns)
+        return out
+
+    seen = state()
+    click.echo(f"watching {', '.join(str(p) for p in paths)} (Ctrl-C stops)", err=True)
+    try:
+        while True:
+            time.sleep(interval)
+            now = state()
+            if now == seen:
+                continue
+            seen = now
+            report = kb.ingest_paths(paths, strict=strict) if now else None
+            synced = kb.sync(paths)
+            if report is None:
+                report = synced
+            else:
+                _merge_sync(report, synced)
+            _print_report(report, as_json)
+    except KeyboardInterrupt:
+        click.echo("stopped watching", err=True)
+
+
+@cli.command()
+@click.argument("docs", nargs=-1, required=True)
+@data_dir_option
+@json_option
+def delete(docs: tuple[str, ...], data_dir: Path | None, as_json: bool) -> None:
+    """Remove documents (by doc_id, front matter id or path) with all their versions, chunks and index entries."""
+    with open_kb(data_dir) as kb:
+        deleted = kb.delete_documents(list(docs))
+    if as_json:
+        echo_json({"deleted": deleted})
+        return
+    for d in deleted:
+        click.echo(f"deleted {d['title']} ({d['source']}): {d['chunks_removed']} chunks")
+
+
+@cli.command()
+@data_dir_option
+@json_option
+def documents(data_dir: Path | None, as_json: bool) -> None:
+    """List the documents: id, title, source, the version in force and how many versions there are."""
+    with open_kb(data_dir) as kb:
+        docs = kb.documents()
+    if as_json:
+        echo_json({"documents": docs})
+        return
+    for d in docs:
+        version = d["version"]["label"] if d["version"] else "(none in force)"
+        click.echo(f"{d['doc_id']}  {d['title']}  [{d['format']}, {version} of {d['versions']}, {d['chunks']} chunks]  {d['source']}")
+
+
+@cli.command()
+@click.argument("doc")
+@data_dir_option
+@json_option
+def versions(doc: str, data_dir: Path | None, as_json: bool) -> None:
+    """The versions of a document (by doc_id, front matter id or path), oldest first, with effective dates."""
+    with open_kb(data_dir) as kb:
+        listed = kb.versions(doc)
+    if as_json:
+        echo_json({"versions": listed})
+        return
+    for v in listed:
+        span = f"{v['effective_from'] or 'always'} .. {v['effective_to'] or 'now'}"
+        mark = "*" if v["in_force"] else " "
+        click.echo(f"{mark} {v['label']:<8} {span:<26} {v['chunks']:>4} chunks  {v['version_id']}  {v['source']}")
 
 
 @cli.command(name="import")

@@ -21,12 +21,14 @@ from kg.cli.base import (
 @click.option("--mode", type=click.Choice(["full", "bm25", "graph"]), default="full", show_default=True,
               help="full = text + graph; bm25 = text only; graph = graph only.")
 @click.option("--type", "types", multiple=True, help="Expand only to entities of this class or its subclasses (repeatable).")
+@click.option("--as-of", "as_of", help="Search the document versions in force on this date (YYYY-MM-DD, YYYY-MM, YYYY).")
 @data_dir_option
 @json_option
-def query(text: str, k: int | None, mode: str, types: tuple[str, ...], data_dir: Path | None, as_json: bool) -> None:
+def query(text: str, k: int | None, mode: str, types: tuple[str, ...], as_of: str | None, data_dir: Path | None,
+          as_json: bool) -> None:
     """Ranked passages for a question, each with why it was found."""
     with open_kb(data_dir) as kb:
-        result = kb.query(text, k=k, mode=mode, types=list(types) or None)
+        result = kb.query(text, k=k, mode=mode, types=list(types) or None, as_of=as_of)
     if as_json:
         echo_json(result.to_json())
         return
@@ -37,6 +39,9 @@ def print_result(result, max_text: int = 160) -> None:
     ents = ", ".join(f"{e['label']}" + (f" ({e['surface']})" if e["surface"] != e["label"] else "") for e in result.entities)
     click.echo(click.style(f"query: {result.query}", bold=True))
     click.echo(f"entities: {ents or '(none linked)'}")
+    if result.as_of:
+        said = "the question's time words" if result.as_of_from == "question" else "--as-of"
+        click.echo(f"as of {result.as_of} (from {said}): versions in force then")
     if result.followup:
         click.echo(f"second round: also searched for {', '.join(result.followup['bridge'])} (named by hit 1)")
     if not result.hits:
@@ -45,7 +50,9 @@ def print_result(result, max_text: int = 160) -> None:
     for hit in result.hits:
         where = f"{hit.source}:{hit.lines[0]}-{hit.lines[1]}" if hit.source else hit.doc_id
         section = f" § {hit.section}" if hit.section else ""
-        click.echo(f"{hit.rank:>2}. {click.style(hit.title, fg='cyan')}{section}  [{hit.score:.4f}]  {where}")
+        version = f"  ({hit.version['label']}, from {hit.version['effective_from']})" if hit.version and hit.version["effective_from"] else ""
+        page = f" p.{hit.page}" if hit.page else ""
+        click.echo(f"{hit.rank:>2}. {click.style(hit.title, fg='cyan')}{section}  [{hit.score:.4f}]  {where}{page}{version}")
         snippet = " ".join(hit.text.split())
         click.echo("    " + (snippet[:max_text] + ("…" if len(snippet) > max_text else "")))
         reasons = []

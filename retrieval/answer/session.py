@@ -31,7 +31,7 @@ def ask_options(kb, k: int | None, mode: str, as_of=None, packs=None) -> AskOpti
         raise InputError(f"k must be between 1 and {MAX_K} passages for an answer, got {k}")
     if mode not in ("full", "bm25", "graph"):
         raise InputError(f"unknown mode '{mode}' (use one of: full, bm25, graph)")
-    filters = {name: value for name, value in (("as_of", as_of), ("packs", packs)) if value is not None}
+    filters = {name: value for name, value in (("as_of", as_of), ("packs", packs or None)) if value is not None}  # [] = no restriction
     accepted = inspect.signature(kb.query).parameters
     for name in filters:
         if name not in accepted:

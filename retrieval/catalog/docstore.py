@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from retrieval.catalog import anchors, commit
+from retrieval.catalog import anchors, commit, versions
 from retrieval.types import Chunk, Document, Mention
 
 __all__ = ["DocStore"]
@@ -52,6 +52,7 @@ class DocStore:
             self.db.executescript(_SCHEMA)  # only when missing: a no-op script would still wait for a writer
         commit.ensure_schema(self.db)
         anchors.ensure_schema(self.db)
+        versions.ensure_schema(self.db)  # versions, parent chunks
 
     @property
     def db(self) -> sqlite3.Connection:

@@ -1,23 +1,30 @@
-"""Files or texts -> (Document, [Chunk]): parse Markdown/plain text, normalize, cut into section-aware child chunks.
+"""A `SourceDocument` in, a `Cut` out: the Document, its parent chunks (sections, cut at paragraphs) and their child chunks (what is indexed and linked).
 
-Ids are content hashes: a document's id comes from its source name, a chunk's from the document id,
-its position and its normalized text, so ingesting the same file twice yields the same ids.
+Ids are content hashes: a document's id comes from its logical key (front matter `id:`, --doc-id,
+else its source name), a chunk's from the document id and the fingerprint of what is indexed of it
+(title, section path, text), so ingesting the same file twice yields the same ids, and an edit
+changes the ids of the chunks it touches and no others.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from kg.errors import InputError
-from retrieval.types import Chunk, Document, SourceDocument
+from retrieval.ingest.readers import SUPPORTED_SUFFIXES, find_source_files, read_source_file
+from retrieval.types import Chunk, Document, ParentChunk, SourceDocument
 
 __all__ = [
+    "ChunkSizes",
+    "Cut",
     "SUPPORTED_SUFFIXES",
     "chunk_document",
+    "cut_document",
+    "fingerprint",
+    "source_fingerprint",
     "doc_id_for",
     "find_source_files",
     "normalize_document",
@@ -25,7 +32,6 @@ __all__ = [
     "sha256_hex",
 ]
 
-SUPPORTED_SUFFIXES = {".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt"}
 CHUNK_TARGET = 480  # a child chunk aims at this size (see `text_size`) ...
 CHUNK_MAX = 900  # ... and a single paragraph larger than this is cut at sentence ends
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -45,44 +51,42 @@ def sha256_hex(text: str) -> str:
 
 
 def doc_id_for(source: str) -> str:
+    """The id of the logical document whose key (path, front matter `id:`, --doc-id) is `source`."""
     return "d" + sha256_hex("doc\x00" + source)[:15]
 
 
-def find_source_files(paths: Iterable[Path]) -> list[Path]:
-    """Every supported file under `paths` (files or folders), sorted, hidden files skipped."""
-    found: list[Path] = []
-    for path in paths:
-        path = Path(path)
-        if not path.exists():
-            raise InputError(f"{path}: no such file or folder")
-        if path.is_file():
-            if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-                raise InputError(
-                    f"{path.name}: unsupported file type '{path.suffix}' "
-                    f"(kgrag reads {', '.join(sorted(SUPPORTED_SUFFIXES))})"
-                )
-            found.append(path)
-            continue
-        for file in sorted(path.rglob("*")):
-            rel = file.relative_to(path)
-            if any(part.startswith(".") for part in rel.parts):
-                continue
-            if file.is_file() and file.suffix.lower() in SUPPORTED_SUFFIXES:
-                found.append(file)
-    return found
+# The invisible formatting characters (Unicode category Cf) editors leave behind.
+_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]")
 
 
-def read_source_file(path: Path, source: str | None = None) -> SourceDocument:
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{path.name}: not UTF-8 text (byte {exc.start}); save the file as UTF-8 and ingest it again"
-        ) from None
-    return SourceDocument(
-        source=source or str(path), text=text, format=SUPPORTED_SUFFIXES[path.suffix.lower()]
-    )
+def fingerprint(text: str) -> str:
+    """SHA-256 of the text without whitespace and invisible formatting (zero-width, soft hyphen, BOM):
+    re-flowing, re-wrapping or re-saving a file does not make a new version."""
+    squeezed = "".join(text.split())
+    if _INVISIBLE.search(squeezed):  # rare: only then pay for the substitution
+        squeezed = _INVISIBLE.sub("", squeezed)
+    return sha256_hex(squeezed)
+
+
+def source_fingerprint(src: SourceDocument) -> str:
+    """What makes a new version: the normalized text and the title it was given (front matter, upload)."""
+    return fingerprint(f"{src.title or ''}\x00{src.text}")
+
+
+@dataclass(frozen=True)
+class ChunkSizes:
+    """Sizes in `text_size` units (a Chinese character 1, another character 0.4: roughly a token)."""
+
+    child: int = CHUNK_TARGET
+    parent: int = 1200
+    overlap: int = 0
+
+
+@dataclass(frozen=True)
+class Cut:
+    document: Document
+    parents: list[ParentChunk]
+    children: list[Chunk]
 
 
 def normalize_document(text: str) -> str:
@@ -136,19 +140,39 @@ def _paragraphs(lines: list[tuple[int, str]]) -> list[tuple[int, int, str]]:
     return paras
 
 
-def _split_long(start: int, end: int, text: str) -> list[tuple[int, int, str]]:
-    if text_size(text) <= CHUNK_MAX:
-        return [(start, end, text)]
-    pieces, buf = [], ""
+Piece = tuple[int, int, str, str]  # (first line, last line, text, glue to the piece before it)
+
+
+def _split_long(start: int, end: int, text: str, limit: float = CHUNK_MAX, target: float | None = None) -> list[Piece]:
+    """A paragraph as one piece, or, when larger than `limit`, as its sentences (glued back as written),
+    merged into pieces of up to `target` when given."""
+    if text_size(text) <= limit:
+        return [(start, end, text, "\n\n")]
+    pieces: list[Piece] = []
+    previous = buf = ""
     for sentence in _SENTENCE_END.split(text):
-        if buf and text_size(buf) + text_size(sentence) > CHUNK_TARGET:
-            pieces.append(buf)
-            buf = ""
-        buf += sentence if not buf or buf.endswith("\n") else (" " + sentence if sentence[:1].isascii() else sentence)
-    if buf:
-        pieces.append(buf)
-    # Line numbers are kept at paragraph granularity for sentence-split pieces.
-    return [(start, end, p.strip()) for p in pieces if p.strip()]
+        if not sentence.strip():
+            previous += sentence
+            continue
+        glue = "" if previous.endswith("\n") or not sentence[:1].isascii() else " "
+        previous = sentence
+        if target is not None and buf and text_size(buf) + text_size(sentence) <= target:
+            buf += glue + sentence
+            continue
+        if target is not None and buf:
+            pieces.append((start, end, buf.strip(), "\n\n" if not pieces else glue))
+        if target is None:
+            # Line numbers are kept at paragraph granularity for sentence pieces.
+            pieces.append((start, end, sentence.strip(), "\n\n" if not pieces else glue))
+        else:
+            buf = sentence
+    if target is not None and buf.strip():
+        pieces.append((start, end, buf.strip(), "\n\n" if not pieces else glue))
+    return pieces
+
+
+def _join(pieces: list[Piece]) -> str:
+    return "".join((glue if i else "") + text for i, (_, _, text, glue) in enumerate(pieces))
 
 
 def _first_line_title(text: str) -> str | None:
@@ -159,49 +183,114 @@ def _first_line_title(text: str) -> str | None:
     return None
 
 
-def chunk_document(src: SourceDocument) -> tuple[Document, list[Chunk]]:
+def _size(pieces: list[Piece]) -> float:
+    """The size of grouped pieces; the blank line between paragraphs does not count."""
+    return sum(text_size(t) + (text_size(g) if i and g != "\n\n" else 0) for i, (_, _, t, g) in enumerate(pieces))
+
+
+def _group(pieces: list[Piece], target: float, overlap: float = 0, by_paragraph: bool = False) -> list[list[int]]:
+    """Runs of consecutive pieces (their indices) up to `target` each; with `overlap`, a run starts with the
+    previous one's last pieces up to that size (a sentence cut at a chunk border is then whole in one).
+    `by_paragraph`: a run at least half full also ends where a paragraph ends."""
+    groups: list[list[int]] = []
+    group: list[int] = []
+    fresh = 0  # pieces of the group that are not carried over from the previous one
+    for i, piece in enumerate(pieces):
+        size = _size([pieces[j] for j in group])
+        if fresh and (size + text_size(piece[2]) > target or (by_paragraph and piece[3] == "\n\n" and size >= target / 2)):
+            groups.append(group)
+            carried: list[int] = []
+            for j in reversed(group if piece[3] != "\n\n" else []):  # overlap stays inside a paragraph
+                if _size([pieces[k] for k in [j] + carried]) > overlap:
+                    break
+                carried.insert(0, j)
+            group, fresh = carried, 0
+        group.append(i)
+        fresh += 1
+    if fresh:
+        groups.append(group)
+    return groups
+
+
+def _parents(pieces: list[Piece], children: list[list[int]], target: float) -> list[tuple[int, int, list[int]]]:
+    """Consecutive children grouped up to `target`: (first piece, last piece, the children's numbers).
+
+    A parent boundary is always a child boundary, so parents never change how children are cut; it
+    is moved back to the last child that starts a paragraph when there is one.
+    """
+    out: list[list[int]] = []  # children's numbers per parent
+
+    def span(members: list[int]) -> list[Piece]:
+        return pieces[children[members[0]][0] : children[members[-1]][-1] + 1]
+
+    for n in range(len(children)):
+        if out and _size(span(out[-1] + [n])) <= target:
+            out[-1].append(n)
+            continue
+        if out:
+            starts = [i for i, m in enumerate(out[-1]) if i and pieces[children[m][0]][3] == "\n\n"]
+            if starts and pieces[children[n][0]][3] != "\n\n" and _size(span(out[-1][starts[-1]:] + [n])) <= target:
+                out.append(out[-1][starts[-1]:] + [n])
+                del out[-2][starts[-1]:]
+                continue
+        out.append([n])
+    return [(children[m[0]][0], children[m[-1]][-1], m) for m in out]
+
+
+def _page_of(line_pages: tuple[int, ...], line: int) -> int | None:
+    return line_pages[line - 1] if line_pages and 0 < line <= len(line_pages) else None
+
+
+def cut_document(src: SourceDocument, sizes: ChunkSizes | None = None, doc_id: str | None = None) -> Cut:
+    sizes = sizes or ChunkSizes()
     text = normalize_document(src.text)
     if not text.strip():
         raise InputError(f"{src.source}: the document is empty")
-    heading_title, sections = _sections(text, src.format)
-    if heading_title is None and src.format == "txt":
+    headed = src.format != "txt"  # html and pdf readers write Markdown headings
+    heading_title, sections = _sections(text, "md" if headed else "txt")
+    if heading_title is None and not headed:
         heading_title = _first_line_title(text)
     title = src.title or heading_title or Path(src.source).stem or src.source
-    doc_id = doc_id_for(src.source)
+    doc_id = doc_id or doc_id_for(src.doc_key or src.source)
+    parents: list[ParentChunk] = []
     chunks: list[Chunk] = []
+    seen: dict[str, int] = {}
+
+    def unique(prefix: str, digest: str) -> str:
+        n = seen.get(prefix + digest, 0)
+        seen[prefix + digest] = n + 1
+        return prefix + sha256_hex(f"{doc_id}\x00{digest}\x00{n}")[: 19 if prefix == "c" else 15]
+
     for section in sections:
-        parent_id = "p" + sha256_hex(f"{doc_id}\x00{section.path}")[:15]
-        pieces: list[tuple[int, int, str]] = []
-        for para in _paragraphs(section.lines):
-            pieces += _split_long(*para)
-        group: list[tuple[int, int, str]] = []
-        for piece in pieces + [None]:  # type: ignore[list-item]
-            size = sum(text_size(t) for _, _, t in group)
-            if group and (piece is None or size + text_size(piece[2]) > CHUNK_TARGET):
-                body = "\n\n".join(t for _, _, t in group)
-                digest = sha256_hex(body)
-                ordinal = len(chunks)
-                chunks.append(
-                    Chunk(
-                        chunk_id="c" + sha256_hex(f"{doc_id}\x00{ordinal}\x00{digest}")[:19],
-                        doc_id=doc_id,
-                        ordinal=ordinal,
-                        title=title,
-                        section=section.path,
-                        text=body,
-                        line_start=group[0][0],
-                        line_end=group[-1][1],
-                        sha256=digest,
-                        parent_id=parent_id,
-                    )
-                )
-                group = []
-            if piece is not None:
-                group.append(piece)
+        # A child of the default size or larger groups paragraphs, and sentence runs of a paragraph too long
+        # for one child; a smaller one (or one with overlap) groups sentences.
+        whole = sizes.child >= CHUNK_TARGET and not sizes.overlap
+        limit, target = (CHUNK_MAX, sizes.child) if whole else (sizes.child, None)
+        pieces = [p for para in _paragraphs(section.lines) for p in _split_long(*para, limit=limit, target=target)]
+        children = _group(pieces, sizes.child, sizes.overlap, by_paragraph=not whole)
+        for first, last, members in _parents(pieces, children, max(sizes.parent, sizes.child)):
+            span = pieces[first : last + 1]
+            body = _join(span)
+            parent_id = unique("p", fingerprint(f"{section.path}\x00{body}"))
+            parents.append(ParentChunk(parent_id, doc_id, len(parents), section.path, body, span[0][0], span[-1][1],
+                                       sha256_hex(body), _page_of(src.line_pages, span[0][0])))
+            for n in members:
+                child = [pieces[i] for i in children[n]]
+                body = _join(child)
+                chunks.append(Chunk(
+                    chunk_id=unique("c", fingerprint(f"{title}\x00{section.path}\x00{body}")),
+                    doc_id=doc_id, ordinal=len(chunks), title=title, section=section.path, text=body,
+                    line_start=child[0][0], line_end=child[-1][1], sha256=sha256_hex(body), parent_id=parent_id,
+                    page=_page_of(src.line_pages, child[0][0]),
+                ))
     if not chunks:  # a document that is only a title
-        digest = sha256_hex(title)
-        chunks.append(Chunk("c" + sha256_hex(f"{doc_id}\x000\x00{digest}")[:19], doc_id, 0, title, "", title, 1, 1, digest, ""))
-    document = Document(
-        doc_id=doc_id, source=src.source, title=title, sha256=sha256_hex(text), version=1, n_chunks=len(chunks)
-    )
-    return document, chunks
+        chunks.append(Chunk(unique("c", fingerprint(title)), doc_id, 0, title, "", title, 1, 1, sha256_hex(title), ""))
+    document = Document(doc_id=doc_id, source=src.source, title=title, sha256=source_fingerprint(src), version=1,
+                        n_chunks=len(chunks))
+    return Cut(document, parents, chunks)
+
+
+def chunk_document(src: SourceDocument, sizes: ChunkSizes | None = None) -> tuple[Document, list[Chunk]]:
+    """The document and its child chunks (see `cut_document` for the parents too)."""
+    cut = cut_document(src, sizes)
+    return cut.document, cut.children

@@ -1,0 +1,348 @@
+"""The versions part of the catalog (kb.sqlite): logical documents, their versions with effective dates, parent chunks, and which children each version holds; in: a cut document, out: what changed, what is in force at a date.
+
+A child chunk's id is a content hash inside its document, so two versions that share a paragraph
+share that child: it is indexed once, and a version lists its children in `version_chunks` (with
+their positions in that version). A version is in force from `effective_from` (NULL: since always,
+for a first version without a date) until the next version's `effective_from`. Children of no
+version in force at a date are hidden from queries at that date; they stay in the index so that an
+as-of query can find them. Deleting a document removes all of it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from retrieval.types import Chunk, Document, ParentChunk, SourceDocument
+
+__all__ = ["VersionCatalog", "VersionChange", "ensure_schema", "one_hit_per_parent"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS versions (
+    version_id TEXT PRIMARY KEY, doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL, label TEXT NOT NULL, source TEXT NOT NULL, sha256 TEXT NOT NULL, title TEXT NOT NULL,
+    effective_from TEXT, effective_to TEXT, explicit INTEGER NOT NULL DEFAULT 0,
+    ingested_at REAL NOT NULL, n_chunks INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS versions_doc ON versions(doc_id);
+CREATE TABLE IF NOT EXISTS version_chunks (
+    version_id TEXT NOT NULL REFERENCES versions(version_id) ON DELETE CASCADE, chunk_id TEXT NOT NULL,
+    ordinal INTEGER NOT NULL, parent_id TEXT NOT NULL, line_start INTEGER NOT NULL, line_end INTEGER NOT NULL,
+    page INTEGER, PRIMARY KEY (version_id, chunk_id)
+);
+CREATE INDEX IF NOT EXISTS version_chunks_chunk ON version_chunks(chunk_id);
+CREATE TABLE IF NOT EXISTS parents (
+    parent_id TEXT PRIMARY KEY, doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    section TEXT NOT NULL, text TEXT NOT NULL, line_start INTEGER NOT NULL, line_end INTEGER NOT NULL,
+    page INTEGER, sha256 TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS parents_doc ON parents(doc_id);
+"""
+_NEW_COLUMNS = {
+    "documents": {"doc_key": "TEXT", "format": "TEXT", "summary": "TEXT", "aliases": "TEXT", "tags": "TEXT"},
+    "chunks": {"page": "INTEGER"},
+}
+# A knowledge base made before versions existed: each document becomes its own first version.
+_BACKFILL = """
+INSERT INTO versions SELECT 'v' || substr(doc_id, 2) || '-1', doc_id, 1, 'v1', source, sha256, title, NULL, NULL, 0,
+       ingested_at, n_chunks FROM documents WHERE doc_id NOT IN (SELECT doc_id FROM versions);
+INSERT OR IGNORE INTO version_chunks SELECT v.version_id, c.chunk_id, c.ordinal, c.parent_id, c.line_start, c.line_end,
+       c.page FROM chunks c JOIN versions v USING (doc_id) WHERE v.seq = 1
+       AND c.chunk_id NOT IN (SELECT chunk_id FROM version_chunks);
+"""
+
+
+def ensure_schema(db: sqlite3.Connection) -> None:
+    db.executescript(_SCHEMA)
+    for table, columns in _NEW_COLUMNS.items():
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        for name, kind in columns.items():
+            if name not in have:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+    if db.execute("SELECT 1 FROM documents WHERE doc_id NOT IN (SELECT doc_id FROM versions) LIMIT 1").fetchone():
+        db.executescript("BEGIN;" + _BACKFILL + "COMMIT;")
+
+
+@dataclass
+class VersionChange:
+    """What adding a version did: children new to the document, carried over, dropped from the current one."""
+
+    version_id: str
+    label: str
+    new_chunks: list[Chunk]
+    carried: int
+    retired: int
+
+
+def _version_json(row) -> dict:
+    version_id, label, effective_from, effective_to = row[:4]
+    return {"version_id": version_id, "label": label, "effective_from": effective_from, "effective_to": effective_to}
+
+
+class VersionCatalog:
+    """SQL over the versions tables; callers hold `DocStore.transaction()` around writes."""
+
+    def __init__(self, store) -> None:
+        # The DocStore, not one connection: it hands each thread its own (a writer's open transaction
+        # stays invisible to the queries of other threads), and a write must use the writer's.
+        self._store = store
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        return self._store.db
+
+    # -- writes --------------------------------------------------------------------------------
+    def latest_from_source(self, doc_id: str, source: str) -> tuple[str, str | None, str] | None:
+        """(sha256, effective_from, label) of the newest version ingested from `source`."""
+        row = self.db.execute(
+            "SELECT sha256, effective_from, label, explicit FROM versions WHERE doc_id = ? AND source = ?"
+            " ORDER BY seq DESC LIMIT 1", (doc_id, source)).fetchone()
+        return (row[0], row[1] if row[3] else None, row[2]) if row else None
+
+    def add_version(self, doc: Document, src: SourceDocument, parents: Sequence[ParentChunk],
+                    children: Sequence[Chunk], today: dt.date) -> VersionChange:
+        db = self.db
+        before = self._current_chunks(doc.doc_id, today.isoformat())
+        last = db.execute("SELECT MAX(seq) FROM versions WHERE doc_id = ?", (doc.doc_id,)).fetchone()[0] or 0
+        seq = last + 1
+        # A first version without a date has always been in force; a later one from the day it came.
+        effective = src.effective_date or (None if seq == 1 else today.isoformat())
+        label = src.version_label or f"v{seq}"
+        version_id = f"v{doc.doc_id[1:]}-{seq}"
+        meta = (src.doc_key, src.format, src.summary, json.dumps(list(src.aliases), ensure_ascii=False),
+                json.dumps(list(src.tags), ensure_ascii=False))
+        if db.execute("SELECT 1 FROM documents WHERE doc_id = ?", (doc.doc_id,)).fetchone():
+            db.execute("UPDATE documents SET source = ?, title = ?, sha256 = ?, version = ?, effective_date = ?,"
+                       " ingested_at = ?, n_chunks = ?, doc_key = ?, format = ?, summary = ?, aliases = ?, tags = ?"
+                       " WHERE doc_id = ?",
+                       (doc.source, doc.title, doc.sha256, seq, effective, time.time(), doc.n_chunks, *meta, doc.doc_id))
+        else:
+            db.execute("INSERT INTO documents (doc_id, source, title, sha256, version, effective_date, ingested_at,"
+                       " n_chunks, doc_key, format, summary, aliases, tags) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                       (doc.doc_id, doc.source, doc.title, doc.sha256, seq, effective, time.time(), doc.n_chunks, *meta))
+        db.executemany("INSERT OR IGNORE INTO parents VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       [(p.parent_id, p.doc_id, p.section, p.text, p.line_start, p.line_end, p.page, p.sha256)
+                        for p in parents])
+        known = {r[0] for r in db.execute("SELECT chunk_id FROM chunks WHERE doc_id = ?", (doc.doc_id,))}
+        new = [c for c in children if c.chunk_id not in known]
+        db.executemany("INSERT INTO chunks (chunk_id, doc_id, ordinal, parent_id, section, text, line_start, line_end,"
+                       " sha256, page) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       [(c.chunk_id, c.doc_id, c.ordinal, c.parent_id, c.section, c.text, c.line_start, c.line_end,
+                         c.sha256, c.page) for c in new])
+        # A carried child takes its place in the newest version (its lines may have moved).
+        db.executemany("UPDATE chunks SET ordinal = ?, parent_id = ?, line_start = ?, line_end = ?, page = ?"
+                       " WHERE chunk_id = ?",
+                       [(c.ordinal, c.parent_id, c.line_start, c.line_end, c.page, c.chunk_id)
+                        for c in children if c.chunk_id in known])
+        db.execute("INSERT INTO versions VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
+                   (version_id, doc.doc_id, seq, label, src.source, doc.sha256, doc.title, effective,
+                    int(src.effective_date is not None), time.time(), len(children)))
+        db.executemany("INSERT INTO version_chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       [(version_id, c.chunk_id, c.ordinal, c.parent_id, c.line_start, c.line_end, c.page)
+                        for c in children])
+        self._chain(doc.doc_id)
+        after = self._current_chunks(doc.doc_id, today.isoformat())
+        return VersionChange(version_id, label, new, carried=len(children) - len(new),
+                             retired=len(before - after))
+
+    def _chain(self, doc_id: str) -> None:
+        """Each version is in force until the next one (by effective date, then ingest order) starts."""
+        rows = self.db.execute("SELECT version_id, effective_from FROM versions WHERE doc_id = ?"
+                               " ORDER BY COALESCE(effective_from, ''), seq", (doc_id,)).fetchall()
+        for (version_id, _), nxt in zip(rows, rows[1:] + [(None, None)], strict=True):
+            end = nxt[1] if nxt[0] is not None else None
+            if nxt[0] is not None and end is None:
+                end = ""  # superseded by a later undated version: never in force
+            self.db.execute("UPDATE versions SET effective_to = ? WHERE version_id = ?", (end, version_id))
+
+    def remove_versions(self, doc_id: str, version_ids: Iterable[str]) -> list[str]:
+        """Drop versions; children and parents no version holds any more go too. Returns removed chunk ids."""
+        ids = list(version_ids)
+        self.db.executemany("DELETE FROM versions WHERE version_id = ?", [(v,) for v in ids])
+        if not self.db.execute("SELECT 1 FROM versions WHERE doc_id = ? LIMIT 1", (doc_id,)).fetchone():
+            return self.delete_document(doc_id)
+        gone = [r[0] for r in self.db.execute(
+            "SELECT chunk_id FROM chunks WHERE doc_id = ? AND chunk_id NOT IN (SELECT chunk_id FROM version_chunks)",
+            (doc_id,))]
+        self.db.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(c,) for c in gone])
+        self.db.execute("DELETE FROM parents WHERE doc_id = ? AND parent_id NOT IN"
+                        " (SELECT parent_id FROM version_chunks)", (doc_id,))
+        newest = self.db.execute("SELECT seq, source, title, sha256, n_chunks FROM versions WHERE doc_id = ?"
+                                 " ORDER BY seq DESC LIMIT 1", (doc_id,)).fetchone()
+        self.db.execute("UPDATE documents SET version = ?, source = ?, title = ?, sha256 = ?, n_chunks = ?"
+                        " WHERE doc_id = ?", (*newest, doc_id))
+        self._chain(doc_id)
+        return gone
+
+    def delete_document(self, doc_id: str) -> list[str]:
+        """Every row of the document (chunks, mentions, about, parents, versions cascade). Returns its chunk ids."""
+        ids = [r[0] for r in self.db.execute("SELECT chunk_id FROM chunks WHERE doc_id = ?", (doc_id,))]
+        version_ids = [r[0] for r in self.db.execute("SELECT version_id FROM versions WHERE doc_id = ?", (doc_id,))]
+        self.db.executemany("DELETE FROM version_chunks WHERE version_id = ?", [(v,) for v in version_ids])
+        self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+        return ids
+
+    def take_source(self, source: str, doc_id: str) -> list[str]:
+        """Another document holds `source` (the file now declares an `id:`): its versions from that file go."""
+        row = self.db.execute("SELECT doc_id FROM documents WHERE source = ? AND doc_id != ?", (source, doc_id)).fetchone()
+        if row is None:
+            return []
+        other = row[0]
+        ids = [r[0] for r in self.db.execute("SELECT version_id FROM versions WHERE doc_id = ? AND source = ?",
+                                             (other, source))]
+        return self.remove_versions(other, ids) if ids else self.delete_document(other)
+
+    def versions_from_missing_sources(self, exists) -> dict[str, list[str]]:
+        """doc id -> its versions whose source is a file path for which `exists(path)` is false."""
+        out: dict[str, list[str]] = {}
+        for version_id, doc_id, source in self.db.execute("SELECT version_id, doc_id, source FROM versions"):
+            if not exists(source):
+                out.setdefault(doc_id, []).append(version_id)
+        return out
+
+    # -- reads ---------------------------------------------------------------------------------
+    def _current_chunks(self, doc_id: str, day: str) -> set[str]:
+        return {r[0] for r in self.db.execute(
+            "SELECT vc.chunk_id FROM version_chunks vc JOIN versions v USING (version_id) WHERE v.doc_id = ?"
+            " AND COALESCE(v.effective_from, '') <= ? AND (v.effective_to IS NULL OR v.effective_to > ?)",
+            (doc_id, day, day))}
+
+    def hidden_chunks(self, day: dt.date, keep_unborn: bool = False) -> set[str]:
+        """Children of no version in force on `day` (superseded, not yet in force): queries skip them.
+
+        `keep_unborn`: a document none of whose versions had begun by `day` answers with its first
+        version instead of not at all (for a date read from the question's words, which may be about
+        the content rather than the document: "2019年的招生人数" in a report dated 2024).
+        """
+        d = day.isoformat()
+        if not self.db.execute("SELECT 1 FROM versions WHERE effective_to IS NOT NULL OR effective_from > ? LIMIT 1",
+                               (d,)).fetchone():
+            return set()  # no document has a history or a future version: the common case, one query
+        by_doc: dict[str, list[tuple[str, str, str | None]]] = {}
+        for version_id, doc_id, start, end in self.db.execute(
+                "SELECT version_id, doc_id, COALESCE(effective_from, ''), effective_to FROM versions ORDER BY seq"):
+            by_doc.setdefault(doc_id, []).append((version_id, start, end))
+        chosen: set[str] = set()
+        affected: list[str] = []  # versions of documents that have some version not chosen
+        for versions in by_doc.values():
+            live = [v for v, start, end in versions if start <= d and (end is None or end > d)]
+            if not live and keep_unborn:
+                live = [min(versions, key=lambda v: v[1])[0]]
+            chosen.update(live)
+            if len(live) < len(versions):
+                affected += [v for v, _, _ in versions]
+        hidden: set[str] = set()
+        shown: set[str] = set()
+        for i in range(0, len(affected), 500):
+            part = affected[i : i + 500]
+            for version_id, chunk_id in self.db.execute(
+                    f"SELECT version_id, chunk_id FROM version_chunks WHERE version_id IN ({','.join('?' * len(part))})", part):
+                (shown if version_id in chosen else hidden).add(chunk_id)
+        return hidden - shown
+
+    def in_force(self, chunk_ids: Sequence[str], day: dt.date) -> dict[str, tuple[dict, int, int, int | None, str]]:
+        """chunk id -> (version json, line_start, line_end, page, parent id) in the version in force on `day`."""
+        d, out = day.isoformat(), {}
+        ids = list(dict.fromkeys(chunk_ids))
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            rows = self.db.execute(
+                "SELECT v.version_id, v.label, v.effective_from, v.effective_to, vc.chunk_id, vc.line_start,"
+                " vc.line_end, vc.page, vc.parent_id FROM version_chunks vc JOIN versions v USING (version_id)"
+                f" WHERE vc.chunk_id IN ({','.join('?' * len(part))}) ORDER BY v.seq", part)
+            for row in rows:
+                live = (row[2] or "") <= d and (row[3] is None or row[3] > d)
+                if live or row[4] not in out:  # the version in force, else the newest that holds it
+                    out[row[4]] = (_version_json(row), row[5], row[6], row[7], row[8])
+        return out
+
+    def parent_texts(self, parent_ids: Sequence[str]) -> dict[str, str]:
+        ids = [p for p in dict.fromkeys(parent_ids) if p]
+        if not ids:
+            return {}
+        return dict(self.db.execute(f"SELECT parent_id, text FROM parents WHERE parent_id IN ({','.join('?' * len(ids))})", ids))
+
+    def parent_of(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        ids = list(dict.fromkeys(chunk_ids))
+        if not ids:
+            return {}
+        return dict(self.db.execute(f"SELECT chunk_id, parent_id FROM chunks WHERE chunk_id IN ({','.join('?' * len(ids))})", ids))
+
+    def resolve(self, key: str) -> str | None:
+        """A document id, a front matter `id:`/--doc-id, or a source (path) -> the document id."""
+        for sql in ("SELECT doc_id FROM documents WHERE doc_id = ?", "SELECT doc_id FROM documents WHERE doc_key = ?",
+                    "SELECT doc_id FROM documents WHERE source = ?", "SELECT doc_id FROM versions WHERE source = ?"):
+            row = self.db.execute(sql, (key,)).fetchone()
+            if row:
+                return row[0]
+        return None
+
+    def versions(self, doc_id: str, day: dt.date) -> list[dict]:
+        d = day.isoformat()
+        rows = self.db.execute("SELECT version_id, label, effective_from, effective_to, seq, source, sha256, title,"
+                               " ingested_at, n_chunks, explicit FROM versions WHERE doc_id = ? ORDER BY seq", (doc_id,))
+        return [{**_version_json(r), "seq": r[4], "source": r[5], "sha256": r[6], "title": r[7],
+                 "ingested_at": dt.datetime.fromtimestamp(r[8], dt.UTC).isoformat(timespec="seconds"),
+                 "chunks": r[9], "dated": bool(r[10]),
+                 "in_force": (r[2] or "") <= d and (r[3] is None or r[3] > d)} for r in rows]
+
+    def documents(self, day: dt.date, doc_id: str | None = None) -> list[dict]:
+        d = day.isoformat()
+        where = "WHERE d.doc_id = ?" if doc_id else ""
+        rows = self.db.execute(
+            "SELECT d.doc_id, d.title, d.source, COALESCE(d.format, 'md'), d.doc_key, d.summary, d.aliases, d.tags,"
+            " (SELECT COUNT(*) FROM versions v WHERE v.doc_id = d.doc_id),"
+            " (SELECT v.version_id || char(31) || v.label || char(31) || COALESCE(v.effective_from, '') || char(31)"
+            "  || COALESCE(v.effective_to, '') || char(31) || v.n_chunks FROM versions v WHERE v.doc_id = d.doc_id"
+            "  AND COALESCE(v.effective_from, '') <= ? AND (v.effective_to IS NULL OR v.effective_to > ?))"
+            f" FROM documents d {where} ORDER BY d.source", (d, d, doc_id) if doc_id else (d, d))
+        out = []
+        for r in rows:
+            version, chunks = None, 0
+            if r[9]:
+                vid, label, start, end, n = r[9].split("\x1f")
+                version = {"version_id": vid, "label": label, "effective_from": start or None, "effective_to": end or None}
+                chunks = int(n)
+            out.append({"doc_id": r[0], "title": r[1], "source": r[2], "format": r[3], "chunks": chunks,
+                        "version": version, "versions": r[8], "pack": None, "id": r[4], "summary": r[5] or "",
+                        "aliases": json.loads(r[6] or "[]"), "tags": json.loads(r[7] or "[]")})
+        return out
+
+    def stats(self, day: dt.date) -> dict[str, int]:
+        total = self.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        hidden = len(self.hidden_chunks(day))
+        return {"chunks": total - hidden, "retired_chunks": hidden,
+                "versions": self.db.execute("SELECT COUNT(*) FROM versions").fetchone()[0]}
+
+    def annotate(self, hits: Sequence, day: dt.date) -> None:
+        """Each hit gets the version that answered on `day`, its lines and page in it, and its parent's text."""
+        placed = self.in_force([h.chunk_id for h in hits], day)
+        parents = self.parent_texts([p[4] for p in placed.values()])
+        for hit in hits:
+            if hit.chunk_id not in placed:
+                continue
+            version, start, end, page, parent_id = placed[hit.chunk_id]
+            hit.version, hit.lines, hit.page = version, (start, end), page
+            if parent_id in parents:
+                hit.parent = {"chunk_id": parent_id, "text": parents[parent_id]}
+
+    def clear_about(self, doc_id: str) -> None:
+        """Before a new version's title is matched against the entities again."""
+        self.db.execute("DELETE FROM about WHERE doc_id = ?", (doc_id,))
+
+
+def one_hit_per_parent(ranked: Sequence, parent_of: dict[str, str]) -> list:
+    """Ranked items (with an `id`, a child chunk id) -> the best one of each parent chunk, in order."""
+    seen: set[str] = set()
+    out = []
+    for item in ranked:
+        parent = parent_of.get(item.id) or item.id
+        if parent in seen:
+            continue
+        seen.add(parent)
+        out.append(item)
+    return out

@@ -1,0 +1,162 @@
+"""PDF bytes in, a Markdown-headed `SourceDocument` out (with the page of every line): blocks in reading order, two-column pages read column by column, repeated headers, footers and page numbers dropped.
+
+Needs PyMuPDF (`pip install 'kgrag[pdf]'`; AGPL-licensed). PyMuPDF's own `sort=True` orders blocks
+top to bottom across the whole page, which interleaves the two columns of a two-column page line by
+line; here a page is cut into horizontal bands at every block that crosses the middle (a title, a
+full-width figure), and inside a band the left column is read before the right one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from kg.errors import InputError
+from retrieval.types import SourceDocument
+
+__all__ = ["PDF_AVAILABLE", "read_pdf"]
+
+try:  # optional: the [pdf] extra
+    import pymupdf  # noqa: F401
+
+    PDF_AVAILABLE = True
+except ImportError:  # pragma: no cover - depends on the install
+    PDF_AVAILABLE = False
+
+_PAGE_NUMBER = re.compile(
+    r"^\W*(?:(?:page|p\.?)\s*)?\d{1,4}(?:\s*(?:/|of|／)\s*\d{1,4})?\W*$|^第\s*\d{1,4}\s*页(?:\s*[/／共]\s*\d{1,4}\s*页?)?$",
+    re.I,
+)
+_EDGE = 0.1  # top and bottom tenth of a page: where running headers and footers live
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
+
+
+@dataclass
+class _Block:
+    page: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    text: str
+    size: float  # the largest font size in the block
+
+
+def _join_lines(lines: list[str]) -> str:
+    """A block's lines are one paragraph: joined without a space between Chinese characters."""
+    out = ""
+    for line in (ln.strip() for ln in lines):
+        if not line:
+            continue
+        if out and not (_CJK.match(line[0]) and _CJK.match(out[-1])):
+            out += "" if out.endswith("-") and line[:1].islower() else " "
+        out += line
+    return out
+
+
+def _page_blocks(page, number: int) -> list[_Block]:
+    blocks = []
+    for block in page.get_text("dict")["blocks"]:
+        if block.get("type") != 0:
+            continue
+        lines, size = [], 0.0
+        for line in block["lines"]:
+            spans = line["spans"]
+            lines.append("".join(s["text"] for s in spans))
+            size = max([size] + [s["size"] for s in spans if s["text"].strip()])
+        text = _join_lines(lines)
+        if text:
+            x0, y0, x1, y1 = block["bbox"]
+            blocks.append(_Block(number, x0, y0, x1, y1, text, size))
+    return blocks
+
+
+def _reading_order(blocks: list[_Block], width: float) -> list[_Block]:
+    """Bands between blocks that cross the page's middle; in each band, left column, then right."""
+    middle = width / 2
+    ordered: list[_Block] = []
+    band: list[_Block] = []
+
+    def flush() -> None:
+        left = sorted((b for b in band if (b.x0 + b.x1) / 2 < middle), key=lambda b: (b.y0, b.x0))
+        right = sorted((b for b in band if (b.x0 + b.x1) / 2 >= middle), key=lambda b: (b.y0, b.x0))
+        ordered.extend(left + right)
+        band.clear()
+
+    for block in sorted(blocks, key=lambda b: (b.y0, b.x0)):
+        spans_middle = block.x0 < middle - 0.05 * width and block.x1 > middle + 0.05 * width
+        if spans_middle:
+            flush()
+            ordered.append(block)
+        else:
+            band.append(block)
+    flush()
+    return ordered
+
+
+def _edge_key(text: str) -> str:
+    return re.sub(r"\d+", "#", text.strip().lower())
+
+
+def _drop_running_text(pages: list[tuple[list[_Block], float]]) -> list[list[_Block]]:
+    """Page numbers at the page edges, and a text repeated at the top or bottom of many pages."""
+    counts: Counter[str] = Counter()
+    for blocks, height in pages:
+        counts.update({_edge_key(b.text) for b in blocks if b.y1 < height * _EDGE or b.y0 > height * (1 - _EDGE)})
+    repeated = {key for key, n in counts.items() if len(pages) >= 2 and n >= max(2, len(pages) // 2)}
+    kept = []
+    for blocks, height in pages:
+        page_kept = []
+        for b in blocks:
+            at_edge = b.y1 < height * _EDGE or b.y0 > height * (1 - _EDGE)
+            if at_edge and (_PAGE_NUMBER.match(b.text.strip()) or _edge_key(b.text) in repeated):
+                continue
+            page_kept.append(b)
+        kept.append(page_kept)
+    return kept
+
+
+def read_pdf(raw: bytes, source: str, label: str) -> SourceDocument:
+    if not PDF_AVAILABLE:
+        raise InputError(f"{label}: reading PDF needs PyMuPDF: pip install 'kgrag[pdf]' (AGPL-licensed)")
+    import pymupdf
+
+    try:
+        doc = pymupdf.open(stream=raw, filetype="pdf")
+    except Exception as exc:  # PyMuPDF raises its own FileDataError and RuntimeError variants
+        raise InputError(f"{label}: not a readable PDF ({exc}); re-export it as PDF and ingest it again") from None
+    if doc.needs_pass:
+        raise InputError(f"{label}: the PDF is password-protected; save an unprotected copy and ingest that")
+    pages, warnings = [], []
+    with doc:
+        title = (doc.metadata or {}).get("title") or None
+        for number, page in enumerate(doc, start=1):
+            blocks = _page_blocks(page, number)
+            if not blocks:
+                if page.get_images():
+                    warnings.append(f"{label}: page {number} has no text layer (a scanned image?): "
+                                    "run OCR (e.g. ocrmypdf) and ingest it again")
+                else:
+                    warnings.append(f"{label}: page {number} has no text")
+            pages.append((_reading_order(blocks, page.rect.width), page.rect.height))
+    kept = _drop_running_text(pages)
+    sizes = Counter(round(b.size) for page in kept for b in page for _ in range(len(b.text)))
+    if not sizes:
+        raise InputError(f"{label}: no text layer on any of its {len(pages)} page(s) (a scanned document?): "
+                         "run OCR (e.g. ocrmypdf) and ingest it again")
+    body = sizes.most_common(1)[0][0]
+    lines: list[str] = []
+    line_pages: list[int] = []
+    for page in kept:
+        for b in page:
+            heading = ""
+            if len(b.text) <= 80 and b.size >= body * 1.5:
+                heading = "# "
+            elif len(b.text) <= 80 and b.size >= body * 1.15:
+                heading = "## "
+            for row in (heading + b.text, ""):
+                lines.append(row)
+                line_pages.append(b.page)
+    return SourceDocument(source=source, text="\n".join(lines), format="pdf", title=title,
+                          line_pages=tuple(line_pages), warnings=tuple(warnings))

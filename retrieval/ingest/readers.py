@@ -1,0 +1,256 @@
+"""Paths in, `SourceDocument`s out: which files a folder holds (and which it skips, and why), and one reader per format.
+
+Markdown and text are read here (YAML front matter becomes metadata, not body text); HTML and PDF
+have their own modules. A reader that cannot read a file raises `InputError` naming the full path
+and how to fix it, so a folder ingest can skip that file and carry on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from kg.errors import InputError
+from retrieval.types import SourceDocument
+
+__all__ = [
+    "FoundFiles",
+    "SUPPORTED_SUFFIXES",
+    "Skipped",
+    "find_files",
+    "find_source_files",
+    "read_source_bytes",
+    "read_source_file",
+    "read_sources",
+    "split_front_matter",
+]
+
+SUPPORTED_SUFFIXES = {
+    ".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt",
+    ".html": "html", ".htm": "html", ".pdf": "pdf",
+}
+# Files that are certainly not documents: said so in one word instead of "unsupported".
+_BINARY_SUFFIXES = {
+    ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".zip", ".gz", ".tar", ".7z", ".exe",
+    ".dll", ".so", ".bin", ".pyc", ".mp3", ".mp4", ".mov", ".woff", ".woff2", ".ttf", ".sqlite", ".db",
+}
+_FRONT_MATTER_KEYS = ("title", "summary", "aliases", "id", "effective", "tags", "version")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclass
+class FoundFiles:
+    files: list[Path] = field(default_factory=list)
+    roots: dict[Path, Path] = field(default_factory=dict)  # file -> the folder it was found under
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def _supported() -> str:
+    return ", ".join(sorted(SUPPORTED_SUFFIXES))
+
+
+def find_files(paths: Iterable[Path]) -> FoundFiles:
+    """Every readable file under `paths` (files or folders), sorted, and what was skipped and why.
+
+    Hidden files and folders are skipped silently (they are tool state: .git, .obsidian); binary and
+    unsupported files, and symlinks that lead outside the folder being ingested, are reported.
+    A file named directly must be supported: that is an error, not a skip.
+    """
+    found = FoundFiles()
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            raise InputError(f"{path}: no such file or folder")
+        if path.is_file():
+            if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+                raise InputError(f"{path.name}: unsupported file type '{path.suffix}' (kgrag reads {_supported()})")
+            found.files.append(path)
+            continue
+        root = path.resolve()
+        # Walked from the resolved folder, so that a file's path is already its resolved source name.
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            here = Path(dirpath)
+            kept = []
+            for name in sorted(dirnames):
+                sub = here / name
+                if name.startswith("."):
+                    continue
+                if sub.is_symlink():
+                    target = sub.resolve()
+                    if not target.is_relative_to(root):
+                        found.skipped.append(Skipped(os.path.abspath(sub), f"symlink to {target}, outside {path}: not followed"))
+                        continue
+                    found.skipped.append(Skipped(os.path.abspath(sub), "symlinked folder inside the ingested folder: read where it lives"))
+                    continue
+                kept.append(name)
+            dirnames[:] = kept
+            for name in sorted(filenames):
+                file = here / name
+                if name.startswith("."):
+                    continue
+                suffix = file.suffix.lower()
+                if file.is_symlink():
+                    target = file.resolve()
+                    if not target.is_relative_to(root):
+                        found.skipped.append(Skipped(os.path.abspath(file), f"symlink to {target}, outside {path}: not followed"))
+                        continue
+                if suffix in _BINARY_SUFFIXES:
+                    found.skipped.append(Skipped(os.path.abspath(file), "binary file"))
+                elif suffix not in SUPPORTED_SUFFIXES:
+                    found.skipped.append(Skipped(os.path.abspath(file), f"unsupported file type '{suffix or name}' (kgrag reads {_supported()})"))
+                else:
+                    found.files.append(file)
+                    found.roots[file] = path
+    found.files.sort()
+    return found
+
+
+def find_source_files(paths: Iterable[Path]) -> list[Path]:
+    """The readable files of `find_files`, without the report."""
+    return find_files(paths).files
+
+
+def read_sources(files: Iterable[Path], skipped: list[Skipped], *, strict: bool = False, progress=None,
+                 doc_key: str | None = None, effective: str | None = None) -> Iterator[SourceDocument]:
+    """Each file as a `SourceDocument` (its source: the resolved path); one that cannot be read is added to
+    `skipped` (and counted in `progress`), or, with `strict`, raises. `doc_key`/`effective` override the file's own."""
+    for file in files:
+        try:
+            file = Path(file)
+            resolved = file if file.is_absolute() and not file.is_symlink() and ".." not in file.parts else file.resolve()
+            src = read_source_file(file, str(resolved))
+        except InputError as exc:
+            if strict:
+                raise
+            skipped.append(Skipped(os.path.abspath(file), str(exc).removeprefix(f"{file}: ")))
+            if progress:
+                progress(1)
+            continue
+        if doc_key or effective:
+            src = replace(src, doc_key=doc_key or src.doc_key, effective_date=effective or src.effective_date)
+        yield src
+
+
+def read_source_file(path: Path, source: str | None = None) -> SourceDocument:
+    """One file -> a `SourceDocument` (format from the suffix). Raises `InputError` with the path and a fix."""
+    path = Path(path)
+    fmt = SUPPORTED_SUFFIXES.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(f"{path}: unsupported file type '{path.suffix}' (kgrag reads {_supported()})")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return read_source_bytes(raw, fmt, source or str(path), label=str(path))
+
+
+def read_source_bytes(raw: bytes, fmt: str, source: str, label: str | None = None) -> SourceDocument:
+    """Bytes of a file (or an upload) -> a `SourceDocument`. `label` names it in error messages."""
+    label = label or source
+    if not raw.strip():
+        raise InputError(f"{label}: the document is empty")
+    if fmt == "pdf":
+        from retrieval.ingest.pdf import read_pdf
+
+        return read_pdf(raw, source, label)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{label}: not UTF-8 text (byte {exc.start}); save the file as UTF-8 and ingest it again") from None
+    if "\x00" in text:
+        raise InputError(f"{label}: binary content (NUL bytes) in a .{fmt} file; kgrag reads text files of these types")
+    if fmt == "html":
+        from retrieval.ingest.html import read_html
+
+        return read_html(text, source)
+    if fmt == "md":
+        meta, text = split_front_matter(text, label)
+        return _with_meta(SourceDocument(source=source, text=text, format="md"), meta, label)
+    return SourceDocument(source=source, text=text, format=fmt)
+
+
+def split_front_matter(text: str, label: str = "") -> tuple[dict, str]:
+    """YAML front matter (`---` ... `---` at the very top) -> (metadata, body).
+
+    The front matter's lines are replaced by empty lines, so line numbers in the body stay true.
+    """
+    stripped = text.lstrip("\ufeff")
+    lines = stripped.replace("\r\n", "\n").split("\n")
+    if not lines or lines[0].strip() != "---":
+        return {}, text
+    for end in range(1, len(lines)):
+        if lines[end].strip() in ("---", "..."):
+            break
+    else:
+        return {}, text  # an opening rule with no closing one is a thematic break, not front matter
+    import yaml
+
+    try:
+        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark else ""
+        raise InputError(f"{label}: the YAML front matter does not parse{where}; fix it or remove the `---` block") from None
+    if not isinstance(meta, dict):
+        return {}, text
+    body = "\n" * (end + 1) + "\n".join(lines[end + 1 :])
+    return meta, body
+
+
+def _as_list(value) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    if isinstance(value, (list, tuple)):
+        return tuple(str(v).strip() for v in value if str(v).strip())
+    return (str(value),)
+
+
+def parse_effective(value, label: str) -> str | None:
+    """A front matter or CLI date -> ISO `YYYY-MM-DD`; a month or year means its first day."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date().isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    text = str(value).strip()
+    for fmt in ("%Y-%m-%d", "%Y/%m/%d", "%Y.%m.%d", "%Y-%m", "%Y/%m", "%Y"):
+        try:
+            return dt.datetime.strptime(text, fmt).date().isoformat()
+        except ValueError:
+            continue
+    try:
+        return dt.datetime.fromisoformat(text).date().isoformat()
+    except ValueError:
+        raise InputError(f"{label}: effective date '{text}' is not a date; write it as YYYY-MM-DD") from None
+
+
+def _with_meta(src: SourceDocument, meta: dict, label: str) -> SourceDocument:
+    meta = {str(k).lower(): v for k, v in meta.items() if str(k).lower() in _FRONT_MATTER_KEYS}
+    if not meta:
+        return src
+    title = meta.get("title")
+    doc_key = meta.get("id")
+    version = meta.get("version")
+    return SourceDocument(
+        source=src.source, text=src.text, format=src.format,
+        title=str(title).strip() if title not in (None, "") else None,
+        effective_date=parse_effective(meta.get("effective"), label),
+        doc_key=str(doc_key).strip() if doc_key not in (None, "") else None,
+        summary=str(meta.get("summary") or "").strip(),
+        aliases=_as_list(meta.get("aliases")), tags=_as_list(meta.get("tags")),
+        version_label=str(version).strip() if version not in (None, "") else None,
+    )

@@ -1,0 +1,93 @@
+"""PDF through PyMuPDF (the [pdf] extra): a generated two-column page with Chinese text read column by column, running headers and page numbers dropped, pages on chunks and hits, scanned pages reported."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kg.cli import cli
+from kg.errors import InputError
+from retrieval.ingest.chunking import ChunkSizes, cut_document
+from retrieval.ingest.readers import read_source_file
+
+pymupdf = pytest.importorskip("pymupdf", reason="PDF reading needs the [pdf] extra")
+
+
+def _two_column_pdf(path, pages=3):
+    doc = pymupdf.open()
+    for n in range(1, pages + 1):
+        page = doc.new_page(width=595, height=842)
+        page.insert_textbox(pymupdf.Rect(50, 20, 545, 50), "内部资料 订单系统手册", fontname="china-s", fontsize=9)
+        if n == 1:
+            page.insert_textbox(pymupdf.Rect(50, 90, 545, 130), "订单系统设计", fontname="china-s", fontsize=20)
+        page.insert_textbox(pymupdf.Rect(50, 150, 290, 400), f"左栏第{n}页上段：订单服务负责下单。", fontname="china-s", fontsize=11)
+        page.insert_textbox(pymupdf.Rect(50, 420, 290, 700), f"左栏第{n}页下段：超时为八百毫秒。", fontname="china-s", fontsize=11)
+        page.insert_textbox(pymupdf.Rect(305, 150, 545, 400), f"右栏第{n}页上段：支付服务负责回调。", fontname="china-s", fontsize=11)
+        page.insert_textbox(pymupdf.Rect(305, 420, 545, 700), f"右栏第{n}页下段：回调重试三次。", fontname="china-s", fontsize=11)
+        page.insert_textbox(pymupdf.Rect(250, 800, 350, 830), f"第 {n} 页", fontname="china-s", fontsize=9)
+    doc.save(path)
+
+
+def test_a_two_column_pdf_reads_left_column_then_right_without_headers_or_page_numbers(tmp_path):
+    path = tmp_path / "design.pdf"
+    _two_column_pdf(path)
+    src = read_source_file(path)
+    paragraphs = [p for p in src.text.split("\n") if p]
+    expected = ["# 订单系统设计"]
+    for n in range(1, 4):
+        expected += [f"左栏第{n}页上段：订单服务负责下单。", f"左栏第{n}页下段：超时为八百毫秒。",
+                     f"右栏第{n}页上段：支付服务负责回调。", f"右栏第{n}页下段：回调重试三次。"]
+    assert paragraphs == expected
+    assert "内部资料" not in src.text and "第 1 页" not in src.text
+    cut = cut_document(src, ChunkSizes(child=20, parent=40))
+    assert cut.document.title == "订单系统设计"
+    assert [c.page for c in cut.children] == [1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]
+    assert [p.page for p in cut.parents] == [1, 1, 2, 2, 3, 3]
+    for chunk in cut.children:
+        first = chunk.text.split("\n")[0]
+        assert f"第{chunk.page}页" in first  # the page on every chunk is the page its text starts on
+
+
+def test_a_scanned_page_without_text_is_reported_and_an_all_scanned_pdf_is_refused(tmp_path):
+    png = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 20, 20), False)
+    png.clear_with(200)
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_textbox(pymupdf.Rect(50, 100, 500, 300), "扫描件前的说明页。", fontname="china-s", fontsize=11)
+    scanned = doc.new_page()
+    scanned.insert_image(pymupdf.Rect(50, 50, 300, 300), pixmap=png)
+    path = tmp_path / "mixed.pdf"
+    doc.save(path)
+    src = read_source_file(path)
+    assert src.warnings == (f"{path}: page 2 has no text layer (a scanned image?): run OCR (e.g. ocrmypdf) and ingest it again",)
+    only_scan = pymupdf.open()
+    only_scan.new_page().insert_image(pymupdf.Rect(50, 50, 300, 300), pixmap=png)
+    scan_path = tmp_path / "scan.pdf"
+    only_scan.save(scan_path)
+    with pytest.raises(InputError) as error:
+        read_source_file(scan_path)
+    assert str(error.value) == (f"{scan_path}: no text layer on any of its 1 page(s) (a scanned document?): "
+                                "run OCR (e.g. ocrmypdf) and ingest it again")
+
+
+def test_a_file_named_pdf_that_is_not_one_is_skipped_with_the_reason(tmp_path):
+    path = tmp_path / "fake.pdf"
+    path.write_bytes(b"this is not a pdf at all")
+    with pytest.raises(InputError) as error:
+        read_source_file(path)
+    assert str(error.value).startswith(f"{path}: not a readable PDF (")
+
+
+def test_pdf_hits_carry_their_page(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _two_column_pdf(docs / "design.pdf")
+    kb = tmp_path / "kb"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["ingest", str(docs), "--data-dir", str(kb), "-q"]).exit_code == 0
+    result = runner.invoke(cli, ["query", "回调重试", "--data-dir", str(kb), "--json", "--mode", "bm25"])
+    hits = json.loads(result.stdout)["hits"]
+    assert hits and all(isinstance(h["page"], int) for h in hits)
+    assert all(f"第{h['page']}页" in h["text"].split("\n")[0] for h in hits)

@@ -1,0 +1,156 @@
+"""Readers: Markdown front matter as metadata, HTML main text with headings, folder ingest that skips bad files (PDF: test_pdf.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from kg.cli import cli
+from kg.errors import InputError
+from retrieval.ingest.chunking import cut_document
+from retrieval.ingest.html import html_to_text
+from retrieval.ingest.readers import (
+    find_files,
+    read_source_bytes,
+    read_source_file,
+    split_front_matter,
+)
+
+FRONT = """\
+---
+title: 产品需求说明书
+summary: 预算与范围的说明
+aliases: [PRD, 需求说明]
+id: prd
+version: v1.3
+effective: 2025-01-16
+tags: 产品, 预算
+---
+
+## 预算
+
+本期预算为 120 万元。
+"""
+
+
+def test_front_matter_is_metadata_and_line_numbers_stay_true(tmp_path):
+    path = tmp_path / "prd.md"
+    path.write_text(FRONT, encoding="utf-8")
+    src = read_source_file(path)
+    assert (src.title, src.doc_key, src.version_label, src.effective_date) == ("产品需求说明书", "prd", "v1.3", "2025-01-16")
+    assert (src.summary, src.aliases, src.tags) == ("预算与范围的说明", ("PRD", "需求说明"), ("产品", "预算"))
+    assert "title:" not in src.text and "summary" not in src.text
+    cut = cut_document(src)
+    [chunk] = cut.children
+    assert chunk.text == "本期预算为 120 万元。"
+    assert FRONT.split("\n")[chunk.line_start - 1] == "本期预算为 120 万元。"
+    assert cut.document.title == "产品需求说明书"
+
+
+def test_a_rule_at_the_top_without_a_closing_one_is_body_text():
+    meta, body = split_front_matter("---\n\nJust a thematic break.\n")
+    assert meta == {} and body == "---\n\nJust a thematic break.\n"
+
+
+def test_front_matter_that_does_not_parse_names_the_file_and_line(tmp_path):
+    path = tmp_path / "bad.md"
+    path.write_text("---\ntitle: [unclosed\n---\n\ntext\n", encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        read_source_file(path)
+    assert str(error.value) == f"{path}: the YAML front matter does not parse (line 2); fix it or remove the `---` block"
+
+
+def test_an_effective_date_that_is_not_a_date_is_refused():
+    with pytest.raises(InputError) as error:
+        read_source_bytes(b"---\neffective: next tuesday\n---\n\ntext\n", "md", "api:x")
+    assert str(error.value) == "api:x: effective date 'next tuesday' is not a date; write it as YYYY-MM-DD"
+
+
+PAGE = """<!doctype html><html><head><title>Redis runbook</title><style>p {color: red}</style>
+<script>var x = "do not index";</script></head><body>
+<nav><a href="/">Home</a> | <a href="/about">About us</a></nav>
+<main><h1>Redis 故障处理</h1><p>先确认 <b>主从</b> 状态。</p>
+<h2>切换</h2><ol><li>执行 failover</li><li>检查 lag</li></ol>
+<pre>redis-cli -p 6379
+  info replication</pre></main>
+<footer>© 2025 Example Corp</footer></body></html>"""
+
+
+def test_html_keeps_main_text_and_headings_and_drops_chrome():
+    title, text = html_to_text(PAGE)
+    assert title == "Redis runbook"
+    assert text.split("\n") == [
+        "# Redis 故障处理", "", "先确认 主从 状态。", "", "## 切换", "", "- 执行 failover", "", "- 检查 lag", "",
+        "```", "redis-cli -p 6379", "  info replication", "```", "",
+    ]
+    cut = cut_document(read_source_bytes(PAGE.encode(), "html", "page.html"))
+    assert cut.document.title == "Redis 故障处理"
+    assert [c.section for c in cut.children] == ["", "切换"]
+    assert all("About us" not in c.text and "do not index" not in c.text for c in cut.children)
+
+
+def test_html_without_main_keeps_the_body_and_takes_the_title_tag():
+    src = read_source_bytes(b"<html><head><title>Glossary</title></head><body><p>zebrafish: a test env.</p></body></html>",
+                            "html", "g.html")
+    assert (src.title, src.format) == ("Glossary", "html")
+    assert cut_document(src).children[0].text == "zebrafish: a test env."
+
+
+# ---------------------------------------------------------------- folder ingest
+
+
+def _bad_folder(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\nosprey nests on the cliff.\n", encoding="utf-8")
+    (docs / "also-good.txt").write_text("heron notes\n\nherons wade in the shallows.\n", encoding="utf-8")
+    (docs / "empty.md").write_text("", encoding="utf-8")
+    (docs / "gbk.md").write_bytes("# 旧笔记\n\n内容".encode("gbk"))
+    (docs / "broken.md").write_text("---\ntitle: [x\n---\n\nbody\n", encoding="utf-8")
+    (docs / "photo.png").write_bytes(b"\x89PNG\r\n")
+    (docs / "sheet.xlsx").write_bytes(b"PK")
+    (docs / ".hidden.md").write_text("# hidden\n\nnever\n", encoding="utf-8")
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Secret\n\nsecret text\n", encoding="utf-8")
+    os.symlink(outside, docs / "link.md")
+    return docs
+
+
+def test_find_files_reports_what_it_skips_and_why(tmp_path):
+    docs = _bad_folder(tmp_path)
+    found = find_files([docs])
+    assert [p.name for p in found.files] == ["also-good.txt", "broken.md", "empty.md", "gbk.md", "good.md"]
+    assert {os.path.basename(s.path): s.reason for s in found.skipped} == {
+        "photo.png": "binary file",
+        "sheet.xlsx": "unsupported file type '.xlsx' (kgrag reads .htm, .html, .markdown, .md, .pdf, .text, .txt)",
+        "link.md": f"symlink to {tmp_path / 'outside.md'}, outside {docs}: not followed",
+    }
+
+
+def test_kg_ingest_skips_bad_files_with_full_path_and_ingests_the_rest(tmp_path):
+    docs = _bad_folder(tmp_path)
+    kb = tmp_path / "kb"
+    result = CliRunner().invoke(cli, ["ingest", str(docs), "--data-dir", str(kb), "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["added"] == 2
+    skipped = {s["path"]: s["reason"] for s in report["skipped"]}
+    assert skipped[str(docs / "empty.md")] == "the document is empty"
+    assert skipped[str(docs / "gbk.md")] == "not UTF-8 text (byte 2); save the file as UTF-8 and ingest it again"
+    assert skipped[str(docs / "broken.md")].startswith("the YAML front matter does not parse")
+    assert str(docs / "link.md") in skipped and str(docs / "photo.png") in skipped
+    query = CliRunner().invoke(cli, ["query", "secret", "--data-dir", str(kb), "--json"], catch_exceptions=False)
+    assert json.loads(query.stdout)["hits"] == []  # the symlink's target was never read
+
+
+def test_kg_ingest_strict_stops_at_the_first_bad_file_and_ingests_nothing(tmp_path):
+    docs = _bad_folder(tmp_path)
+    kb = tmp_path / "kb"
+    result = CliRunner().invoke(cli, ["ingest", str(docs), "--strict", "--data-dir", str(kb), "-q"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"error: {docs / 'broken.md'}: the YAML front matter does not parse (line 2); fix it or remove the `---` block"
+    stats = CliRunner().invoke(cli, ["stats", "--data-dir", str(kb), "--json"])
+    assert json.loads(stats.stdout)["documents"] == 0
