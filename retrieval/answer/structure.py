@@ -1,0 +1,107 @@
+"""A passage's text in -> its `Piece`s out: sentences, list items, table rows and code blocks, each knowing the structural unit it belongs to.
+
+Documentation says one thing across several lines: a list item may run over two sentences, a
+list is a procedure, a table row means nothing without its header, and a sentence ending in
+"：" / ":" introduces the command or value written after it. The extractive answer keeps these
+units together; this module only finds them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from retrieval.answer.terms import split_sentences
+
+__all__ = ["Piece", "passage_pieces"]
+
+CODE_CHARS = 240  # a code block longer than this is quoted up to here (at a line end)
+_LIST_ITEM = re.compile(r"^\s*(?:\d+[.)、]|[-*+•])\s+")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")
+_LEAD_END = ("：", ":")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+
+
+@dataclass(frozen=True)
+class Piece:
+    position: int
+    text: str
+    kind: str  # "text", "heading", "item" (a list item's sentence), "header" / "row" (a table's), "code"
+    block: int | None  # the list or table it is part of
+    item: int | None  # the list item (or table row) it is a sentence of
+    lead: bool  # ends in "：" / ":": what it introduces follows
+    heading: str = ""  # the Markdown heading above it inside the passage ('' when none)
+
+
+def _code_text(lines: list[str]) -> str:
+    out, size = [], 0
+    for line in lines:
+        if out and size + len(line) > CODE_CHARS:
+            out.append("…")
+            break
+        out.append(line)
+        size += len(line) + 1
+    return " ".join(out)
+
+
+def passage_pieces(text: str) -> list[Piece]:
+    out: list[Piece] = []
+    block = -1
+    item = -1
+    in_list = in_table = False
+    code: list[str] | None = None
+    heading = ""
+
+    def add(piece: str, kind: str, block_id: int | None, item_id: int | None) -> None:
+        out.append(Piece(len(out), piece, kind, block_id, item_id, piece.rstrip().endswith(_LEAD_END), heading))
+
+    for line in (text or "").splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            if code is None:
+                code = []
+            else:  # a code block is one piece: a command or a config snippet is not cut into lines
+                if code:
+                    add(_code_text(code), "code", block if in_list else None, item if in_list else None)
+                code = None
+            continue
+        if code is not None:
+            if stripped:
+                code.append(stripped)
+            continue
+        if stripped.startswith("|"):
+            if _TABLE_RULE.match(stripped.strip("|")):
+                continue
+            if not in_table:
+                block += 1
+                in_table, in_list = True, False
+                kind = "header"
+            else:
+                kind = "row"
+            item += 1
+            cells = [c.strip() for c in stripped.strip("|").split("|")]
+            add(" | ".join(c for c in cells), kind, block, item)
+            continue
+        in_table = False
+        title = _HEADING.match(line)
+        if title:
+            in_list = False
+            heading = ""  # a heading is not under itself
+            add(title.group(1).strip(), "heading", None, None)
+            heading = title.group(1).strip()
+            continue
+        is_item = bool(_LIST_ITEM.match(line))
+        if is_item:
+            if not in_list:
+                block += 1
+            item += 1
+        # An indented continuation stays in its list item; a blank line between items does not end the list.
+        in_list = is_item or (in_list and (line.startswith("  ") or not stripped))
+        for sentence in split_sentences(line):
+            if in_list:
+                add(sentence, "item", block, item)
+            else:
+                add(sentence, "text", None, None)
+    if code:
+        add(_code_text(code), "code", None, None)
+    return out
