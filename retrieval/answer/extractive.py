@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from retrieval.answer.cite import check_units
 from retrieval.answer.record import Citation
-from retrieval.answer.structure import Piece, passage_pieces
+from retrieval.answer.structure import CODE_CHARS, Piece, code_excerpt, passage_pieces
 from retrieval.answer.terms import KeyTerm, Units, has_term, key_terms, units
 from retrieval.index.analysis import cjk_bigrams
 
@@ -39,7 +39,7 @@ CONTEXT_AFTER = 2  # sentences right after the best unit kept with it (the value
 SHORT_SENTENCE = 16  # characters: a heading or a lead-in, taken with what follows
 CLOSE_TO_BEST = 0.7
 MIN_COVER_SHARE = 0.3  # a unit adding an uncovered key word must still score this share of the best
-STEPS_HEADING = 0.3  # a heading holding this share of the question's key terms names the procedure asked for
+STEPS_COVER = 0.7  # a procedure under a heading sharing the question's words may cover this share of what the best unit covers
 STEPS_SHARE = 0.5  # a list's three best items must score this close to the best unit
 _DIGIT = re.compile(r"\d")
 _VALUE = re.compile(r"\d|`[^`]+`|[A-Za-z][A-Za-z0-9]*[_.][A-Za-z0-9]|://|(?:^|\s)/[\w.-]+/")
@@ -49,6 +49,11 @@ _WANTS_VALUE = re.compile(
     r"how (?:many|much|long|often|big)|\bwhich\b|\bdefault|what (?:is|are) the .*(?:setting|limit|size|port|value|timeout|path|address)",
     re.IGNORECASE)
 _STEPS = re.compile(r"怎么|如何|步骤|流程|排查|处理|切换|how (?:do|to|should|can)|steps?\b|procedure|what should", re.IGNORECASE)
+# Questions whose answer is an enumeration: a list answers them as a whole.
+_LISTING = re.compile(r"哪些|有哪几|what are the|which (?:are|steps)|list (?:the|all)", re.IGNORECASE)
+# A heading that names a procedure ("切换步骤", "Renewing the certificate", "排查").
+_PROCEDURE = re.compile(r"步骤|流程|操作|排查|处理|方法|指南|升级|恢复|切换|配置|steps?\b|procedure|how to|\w+ing\b", re.IGNORECASE)
+ORDERED_BONUS = 1.5  # a numbered list, or a list under a heading naming a procedure, is the steps asked for
 _POINTER = re.compile(r"^(?:参数)?(?:详细说明|详见|参见|见《|具体见)|(?:详见|参见|见)《[^》]+》[。.]?$|^see (?:the )?[\"“]?\w", re.IGNORECASE)
 
 
@@ -96,6 +101,9 @@ def _score_passage(terms: Sequence[KeyTerm], q_units: Units, citation: Citation,
             headings[title] = (sum(t.weight * _term_credit(t, h) for t in terms) / total if title else 0.0,
                                frozenset(t.text for t in terms if title and has_term(t.text, h)))
         heading_share, heading_terms = headings[title]
+        if piece.kind == "code" and sum(map(len, piece.lines)) > CODE_CHARS:
+            # Quoted (and scored) by its lines holding the question's words, each comment with the value after it.
+            piece = replace(piece, text=code_excerpt(piece.lines, lambda line: any(has_term(t.text, units(line)) for t in terms)))
         u = units(piece.text)
         credits = {t.text: _term_credit(t, u) for t in terms}
         term_score = sum(t.weight * credits[t.text] for t in terms) / total
@@ -153,12 +161,12 @@ def extract_answer(question: str, citations: Sequence[Citation], language: str) 
     candidates = [_unit(s, passages[s.n]) for s in seeds]
     best = candidates[0]
     chosen = None
-    if _STEPS.search(question):
-        listed = _best_list(passages, weights)
+    if _STEPS.search(question) or _LISTING.search(question):
+        listed = _best_list(passages, {c.n: c.section for c in citations}, weights, steps=bool(_STEPS.search(question)))
         best_share = _share(best.terms | best.seed.heading_terms, weights)
         # The list must cover the question better than the best unit, or as well under a heading naming the procedure.
         if listed is not None and listed[0] >= STEPS_SHARE * best.seed.score and (
-                listed[1] > best_share or (listed[1] == best_share and listed[2].members[-1].heading_share >= STEPS_HEADING)):
+                listed[1] > best_share or (listed[1] >= STEPS_COVER * best_share and listed[3])):
             chosen = [listed[2]]
     if chosen is None:
         chosen = _with_context(_cover(candidates, weights), passages)
@@ -186,9 +194,11 @@ def _render(chosen: Sequence[_Unit], language: str) -> str:
     return "\n".join(lines)  # one a line: the citation check splits there whatever the script
 
 
-def _best_list(passages: dict[int, Sequence[_Scored]], weights: dict[str, float]) -> tuple[float, float, _Unit] | None:
+def _best_list(passages: dict[int, Sequence[_Scored]], titles: dict[int, str], weights: dict[str, float],
+               steps: bool) -> tuple[float, float, _Unit, bool] | None:
     """The list or table whose three best items score highest together (steps are many modest matches, not one
-    strong one): its score, its share of the question's key terms, and the list as one unit (with its lead-in), in order."""
+    strong one): its score, its share of the question's key terms, the list as one unit (with its lead-in), in order, and
+    whether it is a procedure under a heading sharing the question's words."""
     best = None
     for n, passage in passages.items():
         blocks: dict[int, list[_Scored]] = {}
@@ -198,6 +208,8 @@ def _best_list(passages: dict[int, Sequence[_Scored]], weights: dict[str, float]
         for items in blocks.values():
             # A procedure sits under a heading that names it ("计划外切换步骤", "Renewing the certificate").
             score = sum(sorted((s.score for s in items), reverse=True)[:3]) * (1.0 + 2.0 * items[0].heading_share)
+            if steps and (items[0].piece.ordered or _PROCEDURE.search(f"{items[0].piece.heading} {titles[n]}")):
+                score *= ORDERED_BONUS
             if best is not None and score <= best[0]:
                 continue
             first = items[0].piece.position
@@ -209,7 +221,9 @@ def _best_list(passages: dict[int, Sequence[_Scored]], weights: dict[str, float]
                 members.append(s)
                 size += len(s.piece.text)
             held = frozenset().union(*(m.terms for m in members)) | items[0].heading_terms
-            best = (score, _share(held, weights), _Unit(n, members[0], members, held))
+            named = steps and bool(items[0].heading_terms) and bool(items[0].piece.ordered or _PROCEDURE.search(
+                f"{items[0].piece.heading} {titles[n]}"))
+            best = (score, _share(held, weights), _Unit(n, members[0], members, held), named)
     return best
 
 
@@ -221,14 +235,22 @@ def _with_context(chosen: list[_Unit], passages: dict[int, Sequence[_Scored]]) -
     for i, unit in enumerate(chosen):
         passage = passages[unit.n]
         last = max(m.piece.position for m in unit.members)
-        for s in passage[last + 1: last + 1 + (CONTEXT_AFTER if i == 0 else 1)]:
-            if (s.n, s.piece.position) in taken or s.piece.kind == "heading":
+        for _ in range(CONTEXT_AFTER if i == 0 else 1):
+            if last + 1 >= len(passage):
                 break
-            if lines + 1 > MAX_LINES or size + len(s.piece.text) > MAX_CHARS:
-                return chosen
-            unit.members.append(s)
-            taken.add((s.n, s.piece.position))
-            lines, size = lines + 1, size + len(s.piece.text)
+            nxt = passage[last + 1]
+            if (nxt.n, nxt.piece.position) in taken or nxt.piece.kind == "heading":
+                break
+            if nxt.piece.item is not None and nxt.piece.block == passage[last].piece.block and not _introduces(passage[last]):
+                break  # the next list item or table row is another entry, not more of this one
+            # The next sentence with what it brings along (a lead-in brings the command it introduces).
+            add = [m for m in _unit(nxt, passage).members if m.piece.position > last and (m.n, m.piece.position) not in taken]
+            if lines + len(add) > MAX_LINES or size + sum(len(m.piece.text) for m in add) > MAX_CHARS:
+                break
+            unit.members.extend(add)
+            taken.update((m.n, m.piece.position) for m in add)
+            lines, size = lines + len(add), size + sum(len(m.piece.text) for m in add)
+            last = max(m.piece.position for m in unit.members)
     return chosen
 
 

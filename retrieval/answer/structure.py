@@ -13,12 +13,15 @@ from dataclasses import dataclass
 
 from retrieval.answer.terms import split_sentences
 
-__all__ = ["Piece", "passage_pieces"]
+__all__ = ["CODE_CHARS", "Piece", "code_excerpt", "passage_pieces"]
 
 CODE_CHARS = 240  # a code block longer than this is quoted up to here (at a line end)
 _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)、]|[-*+•])\s+")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")
 _LEAD_END = ("：", ":")
+# "运行以下命令。" / "run the following command." introduce what follows just as a colon does.
+_FORWARD = re.compile(r"以下|如下|下列|下面的|the following|as follows|below", re.IGNORECASE)
+_ORDERED = re.compile(r"^\s*\d+[.)、]\s+")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 
 
@@ -31,6 +34,8 @@ class Piece:
     item: int | None  # the list item (or table row) it is a sentence of
     lead: bool  # ends in "：" / ":": what it introduces follows
     heading: str = ""  # the Markdown heading above it inside the passage ('' when none)
+    ordered: bool = False  # an item of a numbered list (a procedure's steps)
+    lines: tuple[str, ...] = ()  # a code block's lines (its text is their start, up to CODE_CHARS)
 
 
 def _code_text(lines: list[str]) -> str:
@@ -44,6 +49,34 @@ def _code_text(lines: list[str]) -> str:
     return " ".join(out)
 
 
+_COMMENT = re.compile(r"^(?:#|//|--|;)")
+
+
+def code_excerpt(lines: tuple[str, ...], matches) -> str:
+    """A long code block quoted by the lines that matter: those `matches` accepts, each with the line after it
+    when it is a comment (`## 慢查询的阈值。` is followed by `threshold = "30s"`), in order, up to CODE_CHARS."""
+    keep: list[int] = []
+    for i, line in enumerate(lines):
+        if matches(line):
+            keep.append(i)
+            if _COMMENT.match(line) and i + 1 < len(lines):
+                keep.append(i + 1)
+    if not keep:
+        return _code_text(list(lines))
+    out, size, prev = [], 0, -1
+    for i in sorted(set(keep)):
+        if out and size + len(lines[i]) > CODE_CHARS:
+            break
+        if prev >= 0 and i > prev + 1:
+            out.append("…")
+        out.append(lines[i])
+        size += len(lines[i]) + 1
+        prev = i
+    if prev < len(lines) - 1:
+        out.append("…")
+    return " ".join(out)
+
+
 def passage_pieces(text: str) -> list[Piece]:
     out: list[Piece] = []
     block = -1
@@ -51,18 +84,24 @@ def passage_pieces(text: str) -> list[Piece]:
     in_list = in_table = False
     code: list[str] | None = None
     heading = ""
+    ordered = False
 
-    def add(piece: str, kind: str, block_id: int | None, item_id: int | None) -> None:
-        out.append(Piece(len(out), piece, kind, block_id, item_id, piece.rstrip().endswith(_LEAD_END), heading))
+    def add(piece: str, kind: str, block_id: int | None, item_id: int | None, lines: tuple[str, ...] = ()) -> None:
+        lead = piece.rstrip().endswith(_LEAD_END) or (kind in ("text", "item") and bool(_FORWARD.search(piece)))
+        out.append(Piece(len(out), piece, kind, block_id, item_id, lead, heading, ordered and kind == "item", lines))
 
-    for line in (text or "").splitlines():
+    all_lines = (text or "").splitlines()
+    fences = [line.strip() for line in all_lines if line.strip().startswith("```")]
+    if len(fences) % 2 and fences[0] == "```" and not all_lines[0].strip().startswith("```"):
+        code = []  # the passage starts inside a code block its chunk cut: the first fence closes it
+    for line in all_lines:
         stripped = line.strip()
         if stripped.startswith("```"):
             if code is None:
                 code = []
             else:  # a code block is one piece: a command or a config snippet is not cut into lines
                 if code:
-                    add(_code_text(code), "code", block if in_list else None, item if in_list else None)
+                    add(_code_text(code), "code", block if in_list else None, item if in_list else None, tuple(code))
                 code = None
             continue
         if code is not None:
@@ -94,6 +133,7 @@ def passage_pieces(text: str) -> list[Piece]:
         if is_item:
             if not in_list:
                 block += 1
+                ordered = bool(_ORDERED.match(line))
             item += 1
         # An indented continuation stays in its list item; a blank line between items does not end the list.
         in_list = is_item or (in_list and (line.startswith("  ") or not stripped))
@@ -103,5 +143,5 @@ def passage_pieces(text: str) -> list[Piece]:
             else:
                 add(sentence, "text", None, None)
     if code:
-        add(_code_text(code), "code", None, None)
+        add(_code_text(code), "code", None, None, tuple(code))
     return out
