@@ -32,7 +32,7 @@ from retrieval.index.analysis import cjk_bigrams
 
 __all__ = ["MAX_CHARS", "MAX_LINES", "MAX_UNITS", "extract_answer"]
 
-MAX_UNITS = 6  # sentences with what they bring along (a list item, a table row, a lead-in and its code)
+MAX_UNITS = 4  # sentences with what they bring along (a list item, a table row, a lead-in and its code)
 MAX_LINES = 8  # lines of the answer; a procedure's steps are one line each
 MAX_CHARS = 800
 CONTEXT_AFTER = 2  # sentences right after the best unit kept with it (the value written one sentence later), one after the others
@@ -109,8 +109,9 @@ def _score_passage(terms: Sequence[KeyTerm], q_units: Units, citation: Citation,
         term_score = sum(t.weight * credits[t.text] for t in terms) / total
         overlap = len(u.grams & q_units.grams) / (len(q_units.grams) or 1)
         score = (term_score + 0.5 * overlap) * (1.0 + 0.5 * heading_share) / (1.0 + 0.15 * rank)
-        if wants_value and _VALUE.search(piece.text):
-            score *= 1.3
+        values = len(_VALUE.findall(piece.text)) if wants_value else 0
+        if values:  # the more values a sentence states, the likelier one is the one asked for
+            score *= 1.2 + 0.1 * min(values, 3)
         elif _DIGIT.search(piece.text):
             score *= 1.05
         if _POINTER.search(piece.text):
