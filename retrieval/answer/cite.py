@@ -23,7 +23,8 @@ _NAMED = re.compile(r"(材料|段落|passage|source)\s*(\d{1,3})", re.IGNORECASE
 _END = "。！？!?；;"
 # Markers written after the sentence's full stop ("…30 秒。[1]") belong to that sentence.
 _AFTER_STOP = re.compile(rf"([{_END}]|\.(?=\s|\[|【|$))((?:\s*(?:\[[^\]\n]{{1,12}}\]|【[^】\n]{{1,12}}】))+)")
-_SPLIT = re.compile(rf"(?<=[{_END}])|(?<=\.)(?=\s)|\n+")
+# Cut where `retrieval.answer.terms.split_sentences` cuts (an initial such as "G." is not a sentence end).
+_SPLIT = re.compile(rf"(?<=[{_END}])|(?<=\.)(?<!(?<![A-Za-z])[A-Z]\.)(?=\s)|\n+")
 
 
 def check_units(text: str) -> list[str]:

@@ -13,9 +13,11 @@ the whole list item it is part of, a table row's header, what a sentence ending 
 or a heading introduces, the code block right after it. Units are then chosen across the top
 passages as a greedy cover of the question's key terms: the best unit first, then the one adding
 the most uncovered key-term weight, then units scoring close to the best, within the budget
-(MAX_UNITS units, MAX_LINES lines, MAX_CHARS characters). A question that asks for steps (怎么,
-如何, 步骤, how do I) gets a whole list or table, in order, with its lead-in, when that list covers
-the question at least as well as the best unit does.
+(MAX_UNITS units, MAX_LINES lines, MAX_CHARS characters); each unit brings the sentence or two
+written right after it. A question that asks for steps (怎么, 如何, 步骤, how do I) or an
+enumeration (哪些, what are the) gets a whole list or table, in order, with its lead-in, when that
+list covers the question's key terms better than the best unit, or nearly as well while it is a
+procedure (numbered, or under a heading naming one) under a heading sharing the question's words.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from retrieval.answer.terms import split_sentences
 
 __all__ = ["CODE_CHARS", "Piece", "code_excerpt", "passage_pieces"]
 
+FRAGMENT = 4  # characters: a shorter "sentence" is an initial or an abbreviation, not a sentence
 CODE_CHARS = 240  # a code block longer than this is quoted up to here (at a line end)
 _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)、]|[-*+•])\s+")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")
@@ -77,6 +78,24 @@ def code_excerpt(lines: tuple[str, ...], matches) -> str:
     return " ".join(out)
 
 
+def _whole_sentences(sentences: list[str]) -> list[str]:
+    """An initial or abbreviation cut off as its own "sentence" ("S.", "Dr.") joins the sentence after it."""
+    out: list[str] = []
+    carry = ""
+    for sentence in sentences:
+        if len(sentence) < FRAGMENT:
+            carry = f"{carry} {sentence}".strip()
+            continue
+        out.append(f"{carry} {sentence}".strip() if carry else sentence)
+        carry = ""
+    if carry:
+        if out:
+            out[-1] = f"{out[-1]} {carry}"
+        else:
+            out.append(carry)
+    return out
+
+
 def passage_pieces(text: str) -> list[Piece]:
     out: list[Piece] = []
     block = -1
@@ -137,7 +156,7 @@ def passage_pieces(text: str) -> list[Piece]:
             item += 1
         # An indented continuation stays in its list item; a blank line between items does not end the list.
         in_list = is_item or (in_list and (line.startswith("  ") or not stripped))
-        for sentence in split_sentences(line):
+        for sentence in _whole_sentences(split_sentences(line)):
             if in_list:
                 add(sentence, "item", block, item)
             else:
