@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from retrieval.answer.record import AnswerSentence, Citation
 from retrieval.answer.terms import support, units
 
-__all__ = ["check_answer", "number_hits", "render"]
+__all__ = ["check_answer", "check_units", "number_hits", "render"]
 
 _NUMS = r"\d{1,3}(?:\s*[,，、]\s*\d{1,3})*"
 _MARK = re.compile(rf"\[\s*({_NUMS})\s*\]|【\s*({_NUMS})\s*】|\[\s*(未知|unknown)\s*\]|【\s*(未知|unknown)\s*】", re.IGNORECASE)
@@ -23,7 +23,13 @@ _NAMED = re.compile(r"(材料|段落|passage|source)\s*(\d{1,3})", re.IGNORECASE
 _END = "。！？!?；;"
 # Markers written after the sentence's full stop ("…30 秒。[1]") belong to that sentence.
 _AFTER_STOP = re.compile(rf"([{_END}]|\.(?=\s|\[|【|$))((?:\s*(?:\[[^\]\n]{{1,12}}\]|【[^】\n]{{1,12}}】))+)")
-_SPLIT = re.compile(rf"(?<=[{_END}])|(?<=\.)(?=\s)|\n+")
+# Cut where `retrieval.answer.terms.split_sentences` cuts (an initial such as "G." is not a sentence end).
+_SPLIT = re.compile(rf"(?<=[{_END}])|(?<=\.)(?<!(?<![A-Za-z])[A-Z]\.)(?=\s)|\n+")
+
+
+def check_units(text: str) -> list[str]:
+    """`text` cut where the check cuts sentences: an extractive answer cites each of these pieces, so none is left uncited."""
+    return [p for p in _SPLIT.split(text) if p and p.strip()]
 
 
 def number_hits(hits: Sequence) -> list[Citation]:

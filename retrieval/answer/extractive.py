@@ -2,81 +2,83 @@
 
 A sentence scores by the question's key words it holds (weighted as the judge weighs them, see
 `retrieval.answer.terms`; a Chinese word by the share of its character pairs present), by its
-share of the question's character pairs / words, and a little by its passage's rank. A question
-that asks for a quantity (多少, 几, how many, which port) prefers sentences with a number; a
-sentence that only points elsewhere ("详见《…》", "see the runbook") is worth less. A sentence too
-short to carry an answer on its own (a heading, "步骤：") is taken with the one after it. The best
-sentence is kept, then further ones while they add a key word not yet covered or score close to
-the best, up to a length budget. A question that asks for steps (怎么, 如何, how do I) gets a
-whole list, in order, when a list item scores at least half as well as the best sentence; a
-passage whose heading holds the question's words counts more.
+share of the question's character pairs / words, a little by its passage's rank, and more when
+its passage's heading holds the question's words. A question that asks for a value (多少, 默认,
+哪个, how many, which, default) prefers sentences carrying one (a number, a `code` span, an
+identifier, a path); a sentence that only points elsewhere ("详见《…》", "see the runbook") is
+worth less.
+
+A sentence is never taken alone when documentation says more with it (`retrieval.answer.structure`):
+the whole list item it is part of, a table row's header, what a sentence ending in "：" / ":"
+or a heading introduces, the code block right after it. Units are then chosen across the top
+passages as a greedy cover of the question's key terms: the best unit first, then the one adding
+the most uncovered key-term weight, then units scoring close to the best, within the budget
+(MAX_UNITS units, MAX_LINES lines, MAX_CHARS characters); each unit brings the sentence or two
+written right after it. A question that asks for steps (怎么, 如何, 步骤, how do I) or an
+enumeration (哪些, what are the) gets a whole list or table, in order, with its lead-in, when that
+list covers the question's key terms better than the best unit, or nearly as well while it is a
+procedure (numbered, or under a heading naming one) under a heading sharing the question's words.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from retrieval.answer.cite import check_units
 from retrieval.answer.record import Citation
-from retrieval.answer.terms import KeyTerm, Units, has_term, key_terms, split_sentences, units
+from retrieval.answer.structure import CODE_CHARS, Piece, code_excerpt, passage_pieces
+from retrieval.answer.terms import KeyTerm, Units, has_term, key_terms, units
 from retrieval.index.analysis import cjk_bigrams
 
-__all__ = ["extract_answer"]
+__all__ = ["MAX_CHARS", "MAX_LINES", "MAX_UNITS", "extract_answer"]
 
-MAX_SENTENCES = 5
-MAX_CHARS = 600
-MAX_STEPS = 8
-SHORT_SENTENCE = 16  # characters: a heading or a lead-in, joined with what follows
+MAX_UNITS = 4  # sentences with what they bring along (a list item, a table row, a lead-in and its code)
+MAX_LINES = 8  # lines of the answer; a procedure's steps are one line each
+MAX_CHARS = 800
+CONTEXT_AFTER = 2  # sentences right after the best unit kept with it (the value written one sentence later), one after the others
+SHORT_SENTENCE = 16  # characters: a heading or a lead-in, taken with what follows
 CLOSE_TO_BEST = 0.7
-CONTEXT_AFTER = 2  # sentences after the best one kept with it
-CONTEXT_CHARS = 300  # what the context may add to the length budget
-STEPS_SHARE = 0.5  # a question asking for steps takes a list whose three best items score this close to the best sentence
+MIN_COVER_SHARE = 0.3  # a unit adding an uncovered key word must still score this share of the best
+STEPS_COVER = 0.7  # a procedure under a heading sharing the question's words may cover this share of what the best unit covers
+STEPS_SHARE = 0.5  # a list's three best items must score this close to the best unit
 _DIGIT = re.compile(r"\d")
+_VALUE = re.compile(r"\d|`[^`]+`|[A-Za-z][A-Za-z0-9]*[_.][A-Za-z0-9]|://|(?:^|\s)/[\w.-]+/")
 _BRACKETED = re.compile(r"\[(\s*\d[\d\s,，、]*)\]")
-_LIST_ITEM = re.compile(r"^\s*(?:\d+[.)、]|[-*+•])\s+")
-_QUANTITY = re.compile(r"多少|几|多久|多长|多大|多高|上限|阈值|端口|how (?:many|much|long|often|big)|which port|what (?:is|are) the .*(?:setting|limit|size|port|value|timeout)", re.IGNORECASE)
+_WANTS_VALUE = re.compile(
+    r"多少|几|多久|多长|多大|多高|上限|阈值|端口|默认|哪个|哪种|哪一|哪张|什么值|地址|路径|"
+    r"how (?:many|much|long|often|big)|\bwhich\b|\bdefault|what (?:is|are) the .*(?:setting|limit|size|port|value|timeout|path|address)",
+    re.IGNORECASE)
 _STEPS = re.compile(r"怎么|如何|步骤|流程|排查|处理|切换|how (?:do|to|should|can)|steps?\b|procedure|what should", re.IGNORECASE)
+# Questions whose answer is an enumeration: a list answers them as a whole.
+_LISTING = re.compile(r"哪些|有哪几|what are the|which (?:are|steps)|list (?:the|all)", re.IGNORECASE)
+# A heading that names a procedure ("切换步骤", "Renewing the certificate", "排查").
+_PROCEDURE = re.compile(r"步骤|流程|操作|排查|处理|方法|指南|升级|恢复|切换|配置|steps?\b|procedure|how to|\w+ing\b", re.IGNORECASE)
+ORDERED_BONUS = 1.5  # a numbered list, or a list under a heading naming a procedure, is the steps asked for
 _POINTER = re.compile(r"^(?:参数)?(?:详细说明|详见|参见|见《|具体见)|(?:详见|参见|见)《[^》]+》[。.]?$|^see (?:the )?[\"“]?\w", re.IGNORECASE)
 
 
 @dataclass
-class _Candidate:
+class _Scored:
     n: int
-    position: int
-    text: str
+    piece: Piece
     score: float
     terms: frozenset[str]
-    block: int | None  # which list of the passage it is an item of
+    heading_share: float  # the share of the question's key terms its heading (section or Markdown heading) holds
+    heading_terms: frozenset[str]
 
 
-def _pieces(text: str) -> list[tuple[str, int | None]]:
-    """Sentences of a passage with the list each belongs to (consecutive list items form one list)."""
-    out: list[tuple[str, int | None]] = []
-    block, in_list = -1, False
-    code: list[str] | None = None
-    for line in text.splitlines():
-        if line.strip().startswith("```"):
-            if code is None:
-                code = []
-            else:  # a code block is one piece: a command or a config snippet is not cut into lines
-                if code:
-                    out.append((" ".join(code), None))
-                code = None
-            continue
-        if code is not None:
-            if line.strip():
-                code.append(line.strip())
-            continue
-        item = bool(_LIST_ITEM.match(line))
-        if item and not in_list:
-            block += 1
-        in_list = item or (in_list and line.startswith("   "))  # an indented continuation stays in the list
-        for sentence in split_sentences(line):
-            out.append((sentence, block if in_list else None))
-    if code:
-        out.append((" ".join(code), None))
-    return out
+@dataclass
+class _Unit:
+    n: int
+    seed: _Scored
+    members: list[_Scored]  # in passage order
+    terms: frozenset[str]
+
+    @property
+    def size(self) -> int:
+        return sum(len(m.piece.text) for m in self.members)
 
 
 def _term_credit(term: KeyTerm, u: Units) -> float:
@@ -88,123 +90,206 @@ def _term_credit(term: KeyTerm, u: Units) -> float:
     return 0.0
 
 
-def _candidates(terms: Sequence[KeyTerm], q_units: Units, citation: Citation, rank: int,
-                wants_number: bool) -> list[_Candidate]:
-    pieces = _pieces(citation.text)
-    joined: list[tuple[str, int | None]] = []
-    i = 0
-    while i < len(pieces):
-        piece, block = pieces[i]
-        if len(piece) < SHORT_SENTENCE and i + 1 < len(pieces) and block is None:
-            piece = f"{piece.rstrip('。！？!?；;.')} {pieces[i + 1][0]}"
-            block = pieces[i + 1][1]
-            i += 1
-        joined.append((piece, block))
-        i += 1
+def _score_passage(terms: Sequence[KeyTerm], q_units: Units, citation: Citation, rank: int,
+                   wants_value: bool) -> list[_Scored]:
     total = sum(t.weight for t in terms) or 1.0
-    # A passage under a heading that says what the question asks ("处理步骤：主节点宕机") is worth more.
-    heading = units(citation.section)
-    heading_share = sum(t.weight * _term_credit(t, heading) for t in terms) / total if citation.section else 0.0
+    headings: dict[str, tuple[float, frozenset[str]]] = {}
     out = []
-    for position, (sentence, block) in enumerate(joined):
-        u = units(sentence)
+    for piece in passage_pieces(citation.text):
+        # A sentence under a heading that says what the question asks ("计划外切换步骤") is worth more.
+        title = f"{citation.section} {piece.heading}".strip()
+        if title not in headings:
+            h = units(title)
+            headings[title] = (sum(t.weight * _term_credit(t, h) for t in terms) / total if title else 0.0,
+                               frozenset(t.text for t in terms if title and has_term(t.text, h)))
+        heading_share, heading_terms = headings[title]
+        if piece.kind == "code" and sum(map(len, piece.lines)) > CODE_CHARS:
+            # Quoted (and scored) by its lines holding the question's words, each comment with the value after it.
+            piece = replace(piece, text=code_excerpt(piece.lines, lambda line: any(has_term(t.text, units(line)) for t in terms)))
+        u = units(piece.text)
         credits = {t.text: _term_credit(t, u) for t in terms}
         term_score = sum(t.weight * credits[t.text] for t in terms) / total
         overlap = len(u.grams & q_units.grams) / (len(q_units.grams) or 1)
         score = (term_score + 0.5 * overlap) * (1.0 + 0.5 * heading_share) / (1.0 + 0.15 * rank)
-        if _DIGIT.search(sentence):
-            score *= 1.3 if wants_number else 1.05
-        if _POINTER.search(sentence):
+        values = len(_VALUE.findall(piece.text)) if wants_value else 0
+        if values:  # the more values a sentence states, the likelier one is the one asked for
+            score *= 1.2 + 0.1 * min(values, 3)
+        elif _DIGIT.search(piece.text):
+            score *= 1.05
+        if _POINTER.search(piece.text):
             score *= 0.5
         held = frozenset(name for name, credit in credits.items() if credit >= 1.0)
-        out.append(_Candidate(citation.n, position, sentence, score, held, block))
+        out.append(_Scored(citation.n, piece, score, held, heading_share, heading_terms))
     return out
+
+
+def _introduces(s: _Scored) -> bool:
+    """A lead-in ("执行：", "Run:") or a heading-like short line: what it introduces is the content."""
+    return s.piece.lead or s.piece.kind == "heading" or (s.piece.kind == "text" and len(s.piece.text) < SHORT_SENTENCE)
+
+
+def _unit(seed: _Scored, passage: Sequence[_Scored]) -> _Unit:
+    """The seed with what documentation writes together with it."""
+    p = seed.piece
+    keep = {p.position}
+    if p.item is not None:  # the whole list item (or table row)
+        keep |= {s.piece.position for s in passage if s.piece.item == p.item}
+    if p.kind == "row":  # a row means nothing without its header
+        keep |= {s.piece.position for s in passage if s.piece.block == p.block and s.piece.kind == "header"}
+    for _hop in range(2):  # a heading, then its lead-in, then what the lead-in introduces
+        last = max(keep)
+        nxt = passage[last + 1] if last + 1 < len(passage) else None
+        if nxt is None or not (_introduces(passage[last]) or nxt.piece.kind == "code" or passage[last].piece.kind == "header"):
+            break
+        keep.add(nxt.piece.position)  # the command, value or row it introduces
+        if nxt.piece.item is not None and nxt.piece.kind == "item":
+            keep |= {s.piece.position for s in passage if s.piece.item == nxt.piece.item}
+        after = passage[max(keep) + 1] if max(keep) + 1 < len(passage) else None
+        if after is not None and after.piece.kind == "code":
+            keep.add(after.piece.position)
+    members = [s for s in passage if s.piece.position in keep]
+    return _Unit(seed.n, seed, members, frozenset().union(*(m.terms for m in members)))
 
 
 def extract_answer(question: str, citations: Sequence[Citation], language: str) -> str:
     """The chosen sentences, one a line, each ending with its passage's number; '' when nothing shares a word with the question."""
     terms = key_terms(question)
+    weights = {t.text: t.weight for t in terms}
     q_units = units(question)
-    wants_number = bool(_QUANTITY.search(question))
-    pools = [_candidates(terms, q_units, cit, rank, wants_number) for rank, cit in enumerate(citations)]
-    pool = sorted((c for p in pools for c in p if c.score > 0), key=lambda c: (-c.score, c.n, c.position))
-    if not pool:
+    wants_value = bool(_WANTS_VALUE.search(question))
+    passages = {cit.n: _score_passage(terms, q_units, cit, rank, wants_value) for rank, cit in enumerate(citations)}
+    seeds = sorted((s for p in passages.values() for s in p if s.score > 0), key=lambda s: (-s.score, s.n, s.piece.position))
+    if not seeds:
         return ""
-    best = pool[0]
-    listed = _best_list(pools) if _STEPS.search(question) else None
-    if listed is not None and listed[0] >= STEPS_SHARE * best.score:
-        chosen = _steps(listed[1], pools[[c.n for c in citations].index(listed[1].n)])
-    else:
-        chosen = _greedy(best, pool)
-        chosen = _with_context(chosen, pools, [c.n for c in citations])
-    parts = []
-    for c in chosen:
-        # Bracketed numbers of the document ("[0, 10]") must not read as citations: full-width brackets.
-        text = _BRACKETED.sub(r"［\1］", c.text.rstrip())
-        if text[-1] not in "。！？!?；;.":
-            text += "。" if language == "zh" else "."
-        parts.append(f"{text}[{c.n}]")
-    return "\n".join(parts)  # one a line: the citation check splits there whatever the script
+    candidates = [_unit(s, passages[s.n]) for s in seeds]
+    best = candidates[0]
+    chosen = None
+    if _STEPS.search(question) or _LISTING.search(question):
+        listed = _best_list(passages, {c.n: c.section for c in citations}, weights, steps=bool(_STEPS.search(question)))
+        best_share = _share(best.terms | best.seed.heading_terms, weights)
+        # The list must cover the question better than the best unit, or as well under a heading naming the procedure.
+        if listed is not None and listed[0] >= STEPS_SHARE * best.seed.score and (
+                listed[1] > best_share or (listed[1] >= STEPS_COVER * best_share and listed[3])):
+            chosen = [listed[2]]
+    if chosen is None:
+        chosen = _with_context(_cover(candidates, weights), passages)
+    return _render(chosen, language)
 
 
-def _best_list(pools: Sequence[Sequence[_Candidate]]) -> tuple[float, _Candidate] | None:
-    """The list whose three best items score highest together (steps are many modest matches, not one strong one), with its best item."""
+def _share(held: frozenset[str], weights: dict[str, float]) -> float:
+    return sum(weights.get(t, 0.0) for t in held) / (sum(weights.values()) or 1.0)
+
+
+def _render(chosen: Sequence[_Unit], language: str) -> str:
+    lines, seen = [], set()
+    for unit in chosen:
+        for m in unit.members:
+            if (m.n, m.piece.position) in seen:
+                continue
+            seen.add((m.n, m.piece.position))
+            # Bracketed numbers of the document ("[0, 10]") must not read as citations: full-width brackets.
+            text = _BRACKETED.sub(r"［\1］", m.piece.text.rstrip())
+            if text[-1] not in "。！？!?；;.:：":
+                text += "。" if language == "zh" else "."
+            # Each piece the check will cut out gets the number, so no part of a code line is left uncited.
+            lines.append("".join(f"{part.rstrip()}[{m.n}]" if language == "zh" else f"{part.rstrip()} [{m.n}] "
+                                 for part in check_units(text)).rstrip())
+    return "\n".join(lines)  # one a line: the citation check splits there whatever the script
+
+
+def _best_list(passages: dict[int, Sequence[_Scored]], titles: dict[int, str], weights: dict[str, float],
+               steps: bool) -> tuple[float, float, _Unit, bool] | None:
+    """The list or table whose three best items score highest together (steps are many modest matches, not one
+    strong one): its score, its share of the question's key terms, the list as one unit (with its lead-in), in order, and
+    whether it is a procedure under a heading sharing the question's words."""
     best = None
-    for passage in pools:
-        blocks: dict[int, list[_Candidate]] = {}
-        for c in passage:
-            if c.block is not None:
-                blocks.setdefault(c.block, []).append(c)
+    for n, passage in passages.items():
+        blocks: dict[int, list[_Scored]] = {}
+        for s in passage:
+            if s.piece.block is not None:
+                blocks.setdefault(s.piece.block, []).append(s)
         for items in blocks.values():
-            ranked = sorted(items, key=lambda c: -c.score)
-            score = sum(c.score for c in ranked[:3])
-            if best is None or score > best[0]:
-                best = (score, ranked[0])
+            # A procedure sits under a heading that names it ("计划外切换步骤", "Renewing the certificate").
+            score = sum(sorted((s.score for s in items), reverse=True)[:3]) * (1.0 + 2.0 * items[0].heading_share)
+            if steps and (items[0].piece.ordered or _PROCEDURE.search(f"{items[0].piece.heading} {titles[n]}")):
+                score *= ORDERED_BONUS
+            if best is not None and score <= best[0]:
+                continue
+            first = items[0].piece.position
+            lead = passage[first - 1] if first > 0 and _introduces(passage[first - 1]) else None
+            members, size = ([lead] if lead else []), len(lead.piece.text) if lead else 0
+            for s in items:
+                if (size + len(s.piece.text) > MAX_CHARS or len(members) >= MAX_LINES) and members:
+                    break
+                members.append(s)
+                size += len(s.piece.text)
+            held = frozenset().union(*(m.terms for m in members)) | items[0].heading_terms
+            named = steps and bool(items[0].heading_terms) and bool(items[0].piece.ordered or _PROCEDURE.search(
+                f"{items[0].piece.heading} {titles[n]}"))
+            best = (score, _share(held, weights), _Unit(n, members[0], members, held), named)
     return best
 
 
-def _steps(best: _Candidate, passage: Sequence[_Candidate]) -> list[_Candidate]:
-    """The list the best sentence belongs to, from its first item, in order, within the budget."""
-    items = [c for c in passage if c.block == best.block]
-    chosen, size = [], 0
-    for c in items[:MAX_STEPS]:
-        if size + len(c.text) > MAX_CHARS and chosen:
-            break
-        chosen.append(c)
-        size += len(c.text)
-    return chosen if best in chosen else [best]
+def _with_context(chosen: list[_Unit], passages: dict[int, Sequence[_Scored]]) -> list[_Unit]:
+    """Each chosen unit followed by the sentences right after it in its passage (a table's next row, the value
+    after a comment, the command after "run:"): two after the best, one after the others, within the budget."""
+    taken = {(m.n, m.piece.position) for u in chosen for m in u.members}
+    lines, size = sum(len(u.members) for u in chosen), sum(u.size for u in chosen)
+    for i, unit in enumerate(chosen):
+        passage = passages[unit.n]
+        last = max(m.piece.position for m in unit.members)
+        for _ in range(CONTEXT_AFTER if i == 0 else 1):
+            if last + 1 >= len(passage):
+                break
+            nxt = passage[last + 1]
+            if (nxt.n, nxt.piece.position) in taken or nxt.piece.kind == "heading":
+                break
+            if nxt.piece.item is not None and nxt.piece.block == passage[last].piece.block and not _introduces(passage[last]):
+                break  # the next list item or table row is another entry, not more of this one
+            # The next sentence with what it brings along (a lead-in brings the command it introduces).
+            add = [m for m in _unit(nxt, passage).members if m.piece.position > last and (m.n, m.piece.position) not in taken]
+            if lines + len(add) > MAX_LINES or size + sum(len(m.piece.text) for m in add) > MAX_CHARS:
+                break
+            unit.members.extend(add)
+            taken.update((m.n, m.piece.position) for m in add)
+            lines, size = lines + len(add), size + sum(len(m.piece.text) for m in add)
+            last = max(m.piece.position for m in unit.members)
+    return chosen
 
 
-def _with_context(chosen: list[_Candidate], pools: Sequence[Sequence[_Candidate]], order: Sequence[int]) -> list[_Candidate]:
-    """Each chosen sentence followed by the ones right after it in its passage (a table's next row, the
-    value after a comment, the command after "run:"): two after the best, one after the others, within the budget."""
-    size = sum(len(c.text) for c in chosen)
-    taken = {(c.n, c.position) for c in chosen}
-    out = []
-    for i, cand in enumerate(chosen):
-        out.append(cand)
-        after = CONTEXT_AFTER if i == 0 else 1
-        for c in pools[order.index(cand.n)]:
-            if cand.position < c.position <= cand.position + after and (c.n, c.position) not in taken:
-                if size + len(c.text) > MAX_CHARS + CONTEXT_CHARS:
-                    break
-                out.append(c)
-                taken.add((c.n, c.position))
-                size += len(c.text)
-    return out
+def _fits(unit: _Unit, lines: int, size: int) -> bool:
+    return lines + len(unit.members) <= MAX_LINES and size + unit.size <= MAX_CHARS
 
 
-def _greedy(best: _Candidate, pool: Sequence[_Candidate]) -> list[_Candidate]:
+def _cover(candidates: Sequence[_Unit], weights: dict[str, float]) -> list[_Unit]:
+    """A greedy cover of the question's key terms: the best unit, then the unit adding the most uncovered weight, then close scorers."""
+    best = candidates[0]
     chosen = [best]
     covered = set(best.terms)
-    size = len(best.text)
-    for cand in pool[1:]:
-        if len(chosen) == MAX_SENTENCES or size + len(cand.text) > MAX_CHARS:
-            continue
-        if any(cand.text == c.text for c in chosen):
-            continue
-        if cand.terms - covered or cand.score >= CLOSE_TO_BEST * best.score:
-            chosen.append(cand)
-            covered |= cand.terms
-            size += len(cand.text)
+    taken = {(m.n, m.piece.position) for m in best.members}
+    lines, size = len(best.members), best.size
+
+    def fresh(u: _Unit) -> bool:
+        return not all((m.n, m.piece.position) in taken for m in u.members)
+
+    def take(u: _Unit) -> None:
+        nonlocal lines, size
+        new = [m for m in u.members if (m.n, m.piece.position) not in taken]
+        chosen.append(_Unit(u.n, u.seed, new, u.terms))
+        covered.update(u.terms)
+        taken.update((m.n, m.piece.position) for m in new)
+        lines += len(new)
+        size += sum(len(m.piece.text) for m in new)
+
+    while len(chosen) < MAX_UNITS:
+        options = [u for u in candidates if u.seed.score >= MIN_COVER_SHARE * best.seed.score and fresh(u)
+                   and u.terms - covered and _fits(u, lines, size)]
+        if not options:
+            break
+        take(max(options, key=lambda u: (sum(weights.get(t, 0.0) for t in u.terms - covered), u.seed.score)))
+    for u in candidates[1:]:
+        if len(chosen) >= MAX_UNITS or u.seed.score < CLOSE_TO_BEST * best.seed.score:
+            break
+        if fresh(u) and _fits(u, lines, size):
+            take(u)
     return chosen

@@ -32,7 +32,8 @@ _IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/:+#]*[A-Za-z0-9]|\d")
 _ASCII_WORD = re.compile(r"[a-z0-9]+(?:[._\-/:][a-z0-9]+)*")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 # Sentence ends in Chinese and English; a line break ends a list item, a table row or a heading.
-_SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)(?=\s)|\n+")
+# An initial ("S. S. Vasan", "Paul G. Allen") is not a sentence end.
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)(?<!(?<![A-Za-z])[A-Z]\.)(?=\s)|\n+")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,166 @@
+"""A passage's text in -> its `Piece`s out: sentences, list items, table rows and code blocks, each knowing the structural unit it belongs to.
+
+Documentation says one thing across several lines: a list item may run over two sentences, a
+list is a procedure, a table row means nothing without its header, and a sentence ending in
+"：" / ":" introduces the command or value written after it. The extractive answer keeps these
+units together; this module only finds them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from retrieval.answer.terms import split_sentences
+
+__all__ = ["CODE_CHARS", "Piece", "code_excerpt", "passage_pieces"]
+
+FRAGMENT = 4  # characters: a shorter "sentence" is an initial or an abbreviation, not a sentence
+CODE_CHARS = 240  # a code block longer than this is quoted up to here (at a line end)
+_LIST_ITEM = re.compile(r"^\s*(?:\d+[.)、]|[-*+•])\s+")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")
+_LEAD_END = ("：", ":")
+# "运行以下命令。" / "run the following command." introduce what follows just as a colon does.
+_FORWARD = re.compile(r"以下|如下|下列|下面的|the following|as follows|below", re.IGNORECASE)
+_ORDERED = re.compile(r"^\s*\d+[.)、]\s+")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+
+
+@dataclass(frozen=True)
+class Piece:
+    position: int
+    text: str
+    kind: str  # "text", "heading", "item" (a list item's sentence), "header" / "row" (a table's), "code"
+    block: int | None  # the list or table it is part of
+    item: int | None  # the list item (or table row) it is a sentence of
+    lead: bool  # ends in "：" / ":": what it introduces follows
+    heading: str = ""  # the Markdown heading above it inside the passage ('' when none)
+    ordered: bool = False  # an item of a numbered list (a procedure's steps)
+    lines: tuple[str, ...] = ()  # a code block's lines (its text is their start, up to CODE_CHARS)
+
+
+def _code_text(lines: list[str]) -> str:
+    out, size = [], 0
+    for line in lines:
+        if out and size + len(line) > CODE_CHARS:
+            out.append("…")
+            break
+        out.append(line)
+        size += len(line) + 1
+    return " ".join(out)
+
+
+_COMMENT = re.compile(r"^(?:#|//|--|;)")
+
+
+def code_excerpt(lines: tuple[str, ...], matches) -> str:
+    """A long code block quoted by the lines that matter: those `matches` accepts, each with the line after it
+    when it is a comment (`## 慢查询的阈值。` is followed by `threshold = "30s"`), in order, up to CODE_CHARS."""
+    keep: list[int] = []
+    for i, line in enumerate(lines):
+        if matches(line):
+            keep.append(i)
+            if _COMMENT.match(line) and i + 1 < len(lines):
+                keep.append(i + 1)
+    if not keep:
+        return _code_text(list(lines))
+    out, size, prev = [], 0, -1
+    for i in sorted(set(keep)):
+        if out and size + len(lines[i]) > CODE_CHARS:
+            break
+        if prev >= 0 and i > prev + 1:
+            out.append("…")
+        out.append(lines[i])
+        size += len(lines[i]) + 1
+        prev = i
+    if prev < len(lines) - 1:
+        out.append("…")
+    return " ".join(out)
+
+
+def _whole_sentences(sentences: list[str]) -> list[str]:
+    """An initial or abbreviation cut off as its own "sentence" ("S.", "Dr.") joins the sentence after it."""
+    out: list[str] = []
+    carry = ""
+    for sentence in sentences:
+        if len(sentence) < FRAGMENT:
+            carry = f"{carry} {sentence}".strip()
+            continue
+        out.append(f"{carry} {sentence}".strip() if carry else sentence)
+        carry = ""
+    if carry:
+        if out:
+            out[-1] = f"{out[-1]} {carry}"
+        else:
+            out.append(carry)
+    return out
+
+
+def passage_pieces(text: str) -> list[Piece]:
+    out: list[Piece] = []
+    block = -1
+    item = -1
+    in_list = in_table = False
+    code: list[str] | None = None
+    heading = ""
+    ordered = False
+
+    def add(piece: str, kind: str, block_id: int | None, item_id: int | None, lines: tuple[str, ...] = ()) -> None:
+        lead = piece.rstrip().endswith(_LEAD_END) or (kind in ("text", "item") and bool(_FORWARD.search(piece)))
+        out.append(Piece(len(out), piece, kind, block_id, item_id, lead, heading, ordered and kind == "item", lines))
+
+    all_lines = (text or "").splitlines()
+    fences = [line.strip() for line in all_lines if line.strip().startswith("```")]
+    if len(fences) % 2 and fences[0] == "```" and not all_lines[0].strip().startswith("```"):
+        code = []  # the passage starts inside a code block its chunk cut: the first fence closes it
+    for line in all_lines:
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            if code is None:
+                code = []
+            else:  # a code block is one piece: a command or a config snippet is not cut into lines
+                if code:
+                    add(_code_text(code), "code", block if in_list else None, item if in_list else None, tuple(code))
+                code = None
+            continue
+        if code is not None:
+            if stripped:
+                code.append(stripped)
+            continue
+        if stripped.startswith("|"):
+            if _TABLE_RULE.match(stripped.strip("|")):
+                continue
+            if not in_table:
+                block += 1
+                in_table, in_list = True, False
+                kind = "header"
+            else:
+                kind = "row"
+            item += 1
+            cells = [c.strip() for c in stripped.strip("|").split("|")]
+            add(" | ".join(c for c in cells), kind, block, item)
+            continue
+        in_table = False
+        title = _HEADING.match(line)
+        if title:
+            in_list = False
+            heading = ""  # a heading is not under itself
+            add(title.group(1).strip(), "heading", None, None)
+            heading = title.group(1).strip()
+            continue
+        is_item = bool(_LIST_ITEM.match(line))
+        if is_item:
+            if not in_list:
+                block += 1
+                ordered = bool(_ORDERED.match(line))
+            item += 1
+        # An indented continuation stays in its list item; a blank line between items does not end the list.
+        in_list = is_item or (in_list and (line.startswith("  ") or not stripped))
+        for sentence in _whole_sentences(split_sentences(line)):
+            if in_list:
+                add(sentence, "item", block, item)
+            else:
+                add(sentence, "text", None, None)
+    if code:
+        add(_code_text(code), "code", None, None, tuple(code))
+    return out
