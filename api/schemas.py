@@ -12,6 +12,7 @@ class QueryIn(BaseModel):
     k: int = Field(10, ge=1, le=200, description="How many hits to return.")
     mode: str = Field("full", pattern="^(full|bm25|graph)$", description="full, bm25 (text only) or graph only.")
     types: list[str] | None = Field(None, description="Expand only to entities of these classes (or subclasses).")
+    packs: list[str] | None = Field(None, max_length=2, description="Search only these knowledge packs (at most 2); default: routing decides.")
 
 
 class HitOut(BaseModel):
@@ -36,6 +37,9 @@ class QueryOut(BaseModel):
         None, description="The second search (query, bridge names, the chunk they came from) when round one was not enough."
     )
     timings_ms: dict
+    packs_used: list[dict] = Field(default_factory=list, description="The knowledge packs searched: [{id, why}] ([] without packs).")
+    out_of_scope: str | None = Field(None, description="'没有依据 / no basis in the knowledge base: ...' when no pack covers the question.")
+    routing: dict | None = Field(None, description="How the packs were chosen (path, scores, fallback); null without packs.")
 
 
 class DocumentIn(BaseModel):

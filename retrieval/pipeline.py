@@ -46,6 +46,8 @@ from retrieval.rank.followup import (
     needs_followup,
 )
 from retrieval.rank.fusion import cap_per_document, fuse_hits
+from retrieval.packs import PackShelf
+from retrieval.packs.scope import in_scope, route_query
 from retrieval.types import Chunk, QueryResult, SourceDocument
 
 __all__ = ["IngestReport", "KnowledgeBase", "MODES"]
@@ -105,6 +107,7 @@ class KnowledgeBase:
         self.evidence = GraphEvidence(self.store, self.graph)
         self._relations = None
         self._index_words_synced: tuple | None = None  # (jieba vocabulary, graph) state of the last sync
+        self._packs: PackShelf | None = None
 
     def close(self) -> None:
         self.index.close()
@@ -306,9 +309,11 @@ class KnowledgeBase:
             return added
 
     # -- read path: link -> search -> expand -> fuse ----------------------------------------------
-    def query(self, text: str, k: int | None = None, mode: str = "full", types: Sequence[str] | None = None) -> QueryResult:
+    def query(self, text: str, k: int | None = None, mode: str = "full", types: Sequence[str] | None = None, *,
+              packs: Sequence[str] | None = None) -> QueryResult:
         """Ranked chunks for a question. `types` (class names or labels) keeps graph expansion to
-        entities of those classes or their subclasses (rdfs:subClassOf), e.g. ["Service"]."""
+        entities of those classes or their subclasses (rdfs:subClassOf), e.g. ["Service"]. With
+        knowledge packs, routing picks at most two packs first (`packs` forces them)."""
         if mode not in MODES:
             raise InputError(f"unknown mode '{mode}' (use one of: {', '.join(MODES)})")
         text = (text or "").strip()
@@ -330,7 +335,11 @@ class KnowledgeBase:
             terms = self.synonyms.expand(words)
             terms += [(w, COMPOUND_WEIGHT) for w in compound_terms(words) if w not in dict(terms)]
             grams = [(g, self.settings.gram_weight) for g in dict.fromkeys(cjk_bigrams(text))] if self.settings.gram_weight else []
-            text_hits = self.index.search(terms, self.settings.bm25_candidates, grams=grams) if mode != "graph" else []
+            routing, scope = route_query(self, text, mentions, terms, grams, packs)  # None, None without packs
+            if routing is not None and routing.out_of_scope:
+                return QueryResult(query=text, entities=entities_json(mentions, []), hits=[], mode=mode,
+                                   out_of_scope=routing.out_of_scope, routing=routing.to_json())
+            text_hits = self.index.search(terms, self.settings.bm25_candidates, grams=grams, doc_ids=scope) if mode != "graph" else []
             t2 = time.perf_counter()
             graph_hits, entity_hits = [], []
             if mentions:
@@ -349,7 +358,7 @@ class KnowledgeBase:
                 focus = {iri: self.settings.cued_seed_weight for iri in seeds} if cues else None
                 graph_hits = chunks_for_entities(self.store, entity_hits, self.expansion, entity_weights=focus,
                                                  text_scores=text_scores, text_agreement=self.settings.text_agreement)
-                graph_hits = graph_hits[: self.settings.graph_candidates]
+                graph_hits = in_scope(self.store, graph_hits, scope)[: self.settings.graph_candidates]
             t3 = time.perf_counter()
             fused = fuse_hits(
                 text_hits, graph_hits, method=self.settings.fusion, graph_weight=self.settings.graph_weight,
@@ -360,7 +369,7 @@ class KnowledgeBase:
             t4 = time.perf_counter()
             followup, second_hits = None, []
             if mode == "full" and self.settings.followup:
-                followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams)
+                followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams, scope)
             hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits)
             t5 = time.perf_counter()
         timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3,
@@ -372,9 +381,18 @@ class KnowledgeBase:
             mode=mode,
             timings_ms={k_: round(v, 2) for k_, v in timings.items()},
             followup=followup.to_json() if followup else None,
+            packs_used=routing.packs_used() if routing else [],
+            routing=routing.to_json() if routing else None,
         )
 
-    def _follow_up(self, text: str, words: list[str], fused: list, graph_hits: list, grams: list):
+    @property
+    def packs(self) -> PackShelf:
+        """The knowledge packs (`kg pack ...`): add, list, update, remove, and routing."""
+        if self._packs is None:
+            self._packs = PackShelf(self)
+        return self._packs
+
+    def _follow_up(self, text: str, words: list[str], fused: list, graph_hits: list, grams: list, scope=None):
         """Round two (`retrieval.rank.followup`), when round one's best hit is a first hop and not the end:
         the question names that hit's subject (its whole title), no top hit came through a relation, and
         the hit's lead names something the question does not. The second search drops the first
@@ -391,7 +409,7 @@ class KnowledgeBase:
         asked = self.synonyms.expand([t for t in words if t not in hop])
         added = [t for t in query_terms(" ".join(bridge)) if t not in subject and t not in dict(asked)]
         terms = asked + [(t, BRIDGE_WEIGHT) for t in added]
-        second = self.index.search(terms, self.settings.bm25_candidates, grams=grams)
+        second = self.index.search(terms, self.settings.bm25_candidates, grams=grams, doc_ids=scope)
         doc_of = self.store.chunk_documents([f.id for f in fused] + [h.chunk_id for h in second])
         merged = merge_rounds(fused, [h.chunk_id for h in second], doc_of, weight=self.settings.followup_weight,
                               k=self.settings.rrf_k)

@@ -127,6 +127,9 @@ class QueryResult:
     mode: str = "full"
     timings_ms: dict = field(default_factory=dict)
     followup: dict | None = None  # the second round's query, when round one was not enough
+    packs_used: list[dict] = field(default_factory=list)  # [{"id", "why"}] of the packs searched ([] without packs)
+    out_of_scope: str | None = None  # "没有依据 / no basis in the knowledge base: ..." when routing found none
+    routing: dict | None = None  # how the packs were chosen (path, scores, fallback), None without packs
 
     def to_json(self) -> dict:
         return {
@@ -136,4 +139,7 @@ class QueryResult:
             "hits": [h.to_json() for h in self.hits],
             "followup": self.followup,
             "timings_ms": self.timings_ms,
+            "packs_used": self.packs_used,
+            "out_of_scope": self.out_of_scope,
+            "routing": self.routing,
         }

@@ -14,7 +14,7 @@ from conftest import CROSS_DOC_GOLD, CROSS_DOC_QUERY, HIT_KEYS, copy_fixture_cor
 
 from kg.cli import cli
 
-COMMANDS = {"init", "ingest", "import", "query", "entity", "stats", "serve", "demo", "eval", "export", "ontology"}
+COMMANDS = {"init", "ingest", "import", "query", "entity", "stats", "serve", "demo", "eval", "export", "ontology", "pack"}
 
 
 def kg(*args: str, env: dict | None = None):

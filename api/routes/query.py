@@ -12,4 +12,4 @@ router = APIRouter()
 
 @router.post("/query", response_model=QueryOut)
 def query(body: QueryIn, kb=Depends(knowledge_base)) -> dict:  # noqa: B008 - FastAPI idiom
-    return kb.query(body.query, k=body.k, mode=body.mode, types=body.types).to_json()
+    return kb.query(body.query, k=body.k, mode=body.mode, types=body.types, packs=body.packs).to_json()

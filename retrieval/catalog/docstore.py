@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from retrieval.catalog.packs import ensure_schema as ensure_pack_schema
 from retrieval.types import Chunk, Document, Mention
 
 __all__ = ["DocStore"]
@@ -46,6 +47,7 @@ class DocStore:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(_SCHEMA)
+        ensure_pack_schema(self.db)
 
     def close(self) -> None:
         self.db.close()
@@ -64,7 +66,9 @@ class DocStore:
     def put_document(self, doc: Document, chunks: Sequence[Chunk]) -> None:
         self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc.doc_id,))
         self.db.execute(
-            "INSERT INTO documents VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
+            # Columns named: other modules add columns (`ensure_schema`), which a bare VALUES list would miss.
+            "INSERT INTO documents (doc_id, source, title, sha256, version, effective_date, ingested_at, n_chunks)"
+            " VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
             (doc.doc_id, doc.source, doc.title, doc.sha256, doc.version, time.time(), doc.n_chunks),
         )
         self.db.executemany(

@@ -58,6 +58,7 @@ class WhooshIndex:
         self._writer = None
         self._searcher = self.ix.searcher(weighting=self._weighting)
         self._common_scores: dict[tuple[str, str], dict[int, float]] = {}
+        self._scope: tuple = (None, set())  # ((searcher, doc ids), their docnums) of the last scoped search
 
     # -- writes ------------------------------------------------------------------------------
     def _w(self):
@@ -111,8 +112,10 @@ class WhooshIndex:
         limit: int,
         fields: dict[str, float] | None = None,
         grams: Sequence[tuple[str, float]] = (),
+        doc_ids: frozenset[str] | None = None,
     ) -> list[TextHit]:
-        """BM25F over the word fields for `terms`, plus the `grams` field for Chinese character pairs."""
+        """BM25F over the word fields for `terms`, plus the `grams` field for Chinese character pairs;
+        `doc_ids` keeps the search inside those documents (the packs a question was routed to)."""
         fields = {f: b for f, b in (fields or self.field_boosts).items() if b > 0}
         rare, common = self._split_by_frequency(terms, "body")
         clauses = [Term(field, term, boost=weight * boost) for term, weight in rare for field, boost in fields.items()]
@@ -121,7 +124,11 @@ class WhooshIndex:
         gram_common = list(grams) if self._has_grams else []
         if not clauses:
             return []
-        results = self._searcher.search(Or(clauses), limit=limit, terms=True)
+        if doc_ids is not None and self._scope[0] != (self._searcher, doc_ids):  # one scope cached per searcher
+            nums = self._searcher.docs_for_query(Or([Term("doc_id", d) for d in doc_ids])) if doc_ids else ()
+            self._scope = ((self._searcher, doc_ids), set(nums))
+        scope = self._scope[1] if doc_ids is not None else None
+        results = self._searcher.search(Or(clauses), limit=limit, terms=True, filter=scope)
         found = []
         for hit in results:
             matched = {
@@ -193,6 +200,10 @@ class WhooshIndex:
 
     def doc_count(self) -> int:
         return self._searcher.doc_count()
+
+    def doc_frequency(self, term: str, field: str = "body") -> int:
+        """How many chunks hold the analyzed term (routing weighs a question's words by it)."""
+        return self._searcher.doc_frequency(field, term)
 
     def close(self) -> None:
         if self._closed:
