@@ -45,7 +45,7 @@ class Settings(BaseSettings):
     routing: bool = Field(True, description="Route each question to at most two knowledge packs first; off = search every pack (KG_ROUTING).")
     route_min_confidence: float = Field(0.3, ge=0, le=1, description="Below this routing score the best pack is not convincing: search every pack.")
     route_second_share: float = Field(0.5, ge=0, le=1, description="A second pack is searched when its routing score is at least this share of the best one's.")
-    route_min_coverage: float = Field(0.34, ge=0, le=1, description="A question none of whose signals names a pack is out of scope when the best passages hold less than this share of its words.")
+    route_min_known: float = Field(0.6, ge=0, le=1, description="A question that no card, registry row or entity ties to a pack is out of scope when the words the knowledge base holds carry less than this share of its idf weight.")
     llm_timeout: float = Field(20.0, gt=0, description="Seconds an LLM call may take before kgrag falls back to its rules (KG_LLM_TIMEOUT).")
     llm_api_base: str | None = Field(None, description="Base URL of an OpenAI-compatible endpoint for KG_LLM_MODEL (KG_LLM_API_BASE).")
     llm_mock_response: str | None = Field(None, description="litellm's mock_response: the model's reply without calling it (tests, offline demos).")

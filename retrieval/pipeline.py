@@ -47,7 +47,7 @@ from retrieval.rank.followup import (
 )
 from retrieval.rank.fusion import cap_per_document, fuse_hits
 from retrieval.packs import PackShelf
-from retrieval.packs.scope import in_scope, route_query
+from retrieval.packs.scope import route_query
 from retrieval.types import Chunk, QueryResult, SourceDocument
 
 __all__ = ["IngestReport", "KnowledgeBase", "MODES"]
@@ -335,18 +335,18 @@ class KnowledgeBase:
             terms = self.synonyms.expand(words)
             terms += [(w, COMPOUND_WEIGHT) for w in compound_terms(words) if w not in dict(terms)]
             grams = [(g, self.settings.gram_weight) for g in dict.fromkeys(cjk_bigrams(text))] if self.settings.gram_weight else []
-            routing, scope = route_query(self, text, mentions, terms, grams, packs)  # None, None without packs
+            routing, scope = route_query(self, text, mentions, terms, grams, packs)  # the whole knowledge base without packs
             if routing is not None and routing.out_of_scope:
                 return QueryResult(query=text, entities=entities_json(mentions, []), hits=[], mode=mode,
                                    out_of_scope=routing.out_of_scope, routing=routing.to_json())
-            text_hits = self.index.search(terms, self.settings.bm25_candidates, grams=grams, doc_ids=scope) if mode != "graph" else []
+            text_hits = self.index.search(terms, self.settings.bm25_candidates, grams=grams, doc_ids=scope.doc_ids) if mode != "graph" else []
             t2 = time.perf_counter()
             graph_hits, entity_hits = [], []
             if mentions:
-                seeds = self.evidence.seed_weights(mentions)
+                seeds = scope.evidence.seed_weights(mentions)
                 cues = relation_cues(self.graph.vocab, self._relation_matcher().find_names(text))
                 entity_hits = expand_neighbours(self.graph.view, seeds, self.expansion, relation_boosts=cues,
-                                                text_neighbours=self.evidence.mention_fit(text))
+                                                text_neighbours=scope.evidence.mention_fit(text))
                 if wanted:
                     entity_hits = self._of_types(entity_hits, wanted, seeds)
                 text_scores = {}
@@ -356,9 +356,9 @@ class KnowledgeBase:
                 # A question that asks along a relation ("哪些应用会受波及", "who owns ...") wants the
                 # entities at the other end more than the one it names.
                 focus = {iri: self.settings.cued_seed_weight for iri in seeds} if cues else None
-                graph_hits = chunks_for_entities(self.store, entity_hits, self.expansion, entity_weights=focus,
+                graph_hits = chunks_for_entities(scope.store, entity_hits, self.expansion, entity_weights=focus,
                                                  text_scores=text_scores, text_agreement=self.settings.text_agreement)
-                graph_hits = in_scope(self.store, graph_hits, scope)[: self.settings.graph_candidates]
+                graph_hits = graph_hits[: self.settings.graph_candidates]
             t3 = time.perf_counter()
             fused = fuse_hits(
                 text_hits, graph_hits, method=self.settings.fusion, graph_weight=self.settings.graph_weight,
@@ -369,7 +369,7 @@ class KnowledgeBase:
             t4 = time.perf_counter()
             followup, second_hits = None, []
             if mode == "full" and self.settings.followup:
-                followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams, scope)
+                followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams, scope.doc_ids)
             hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits)
             t5 = time.perf_counter()
         timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3,

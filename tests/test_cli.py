@@ -166,7 +166,7 @@ def test_query_json_shape(kb_dir, kb_root):
     result = kg("query", CROSS_DOC_QUERY, "--data-dir", kb_dir, "--json", "-k", "5")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert set(data) == {"query", "mode", "entities", "hits", "followup", "timings_ms"}
+    assert set(data) == {"query", "mode", "entities", "hits", "followup", "timings_ms", "packs_used", "out_of_scope", "routing"}
     assert (data["query"], data["mode"]) == (CROSS_DOC_QUERY, "full")
     assert {"id", "label", "surface", "start", "end"} <= set(data["entities"][0])
     assert 0 < len(data["hits"]) <= 5

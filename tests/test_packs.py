@@ -331,3 +331,31 @@ def test_packs_used_in_api_output(packed, tmp_path):
         assert too_many.status_code == 422
         unknown = client.post("/query", json={"query": "x", "packs": ["lawn"]})
         assert unknown.status_code == 400 and "no pack 'lawn'" in unknown.json()["error"]["message"]
+
+
+def test_expansion_inside_packs_counts_only_their_mentions(packed):
+    from retrieval.catalog.packs import PackStore
+
+    order = str(entity_iri("order-service"))
+    assert packed.store.mention_count(order) > 0
+    garden, ops = PackStore(packed.store, ["garden"]), PackStore(packed.store, ["ops"])
+    assert garden.mention_count(order) == 0 and garden.chunks_mentioning(order) == [] and garden.about_chunks(order) == []
+    assert ops.mention_count(order) == packed.store.mention_count(order)
+    assert garden.stats()["chunks"] == 2 and ops.stats()["chunks"] == packed.store.stats()["chunks"] - 2
+
+
+def test_registry_writes_keep_what_a_person_wrote(tmp_path):
+    from retrieval.packs import Registry
+
+    path = tmp_path / "REGISTRY.md"
+    path.write_text("# Ours\n\nKeep this line.\n\n| pack | intent |\n|---|---|\n| a | first |\n\nTrailing notes.\n",
+                    encoding="utf-8")
+    registry = Registry(tmp_path)
+    assert registry.add_row("b", "second | with a pipe", ("q1", "q2")) is True
+    assert registry.add_row("b", "again") is False  # one row per pack from `kg pack add`; more are the person's
+    assert path.read_text(encoding="utf-8") == (
+        "# Ours\n\nKeep this line.\n\n| pack | intent |\n|---|---|\n| a | first |\n"
+        "| b | second \\| with a pipe | q1; q2 |\n\nTrailing notes.\n")
+    assert [(r.pack, r.intent) for r in registry.rows] == [("a", "first"), ("b", "second | with a pipe")]
+    assert registry.remove_pack("a") == 1
+    assert "| a | first |" not in path.read_text(encoding="utf-8") and "Trailing notes." in path.read_text(encoding="utf-8")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-__all__ = ["chunk_packs", "documents_by_pack", "ensure_schema", "entity_packs", "pack_documents", "set_pack"]
+__all__ = ["PackStore", "chunk_packs", "documents_by_pack", "ensure_schema", "entity_packs", "pack_documents", "set_pack"]
 
 
 def ensure_schema(db: sqlite3.Connection) -> None:
@@ -83,3 +83,56 @@ def chunk_packs(db: sqlite3.Connection, chunk_ids: Sequence[str]) -> dict[str, s
             f" WHERE c.chunk_id IN ({','.join('?' * len(part))})", part,
         ))
     return out
+
+
+class PackStore:
+    """The catalog's reads that graph evidence uses, restricted to the documents of some packs: expansion
+    inside the chosen packs counts an entity's mentions there, as it would in a knowledge base of those
+    packs alone. Everything else is the wrapped `DocStore`'s."""
+
+    def __init__(self, store, packs: Sequence[str]) -> None:
+        self._store = store
+        self.db = store.db
+        self.packs = tuple(packs)
+        self._in = f"d.pack IN ({','.join('?' * len(self.packs))})"
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+    def about_chunks(self, entity: str) -> list[tuple[str, str, int]]:
+        rows = self.db.execute(
+            "SELECT c.chunk_id, c.doc_id, c.ordinal FROM about a JOIN chunks c USING (doc_id) JOIN documents d USING (doc_id)"
+            f" WHERE a.entity = ? AND {self._in} ORDER BY c.doc_id, c.ordinal", (entity, *self.packs))
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def chunks_about(self, entity: str) -> list[str]:
+        return [cid for cid, _, _ in self.about_chunks(entity)]
+
+    def chunks_mentioning(self, entity: str, limit: int = 50) -> list[tuple[str, int]]:
+        rows = self.db.execute(
+            "SELECT m.chunk_id, COUNT(*) AS n FROM mentions m JOIN chunks c USING (chunk_id) JOIN documents d USING (doc_id)"
+            f" WHERE m.entity = ? AND {self._in} GROUP BY m.chunk_id ORDER BY n DESC, m.chunk_id LIMIT ?",
+            (entity, *self.packs, limit))
+        return [(r[0], r[1]) for r in rows]
+
+    def mention_count(self, entity: str) -> int:
+        return self.db.execute(
+            "SELECT COUNT(DISTINCT m.chunk_id) FROM mentions m JOIN chunks c USING (chunk_id) JOIN documents d USING (doc_id)"
+            f" WHERE m.entity = ? AND {self._in}", (entity, *self.packs)).fetchone()[0]
+
+    def mention_counts(self) -> dict[str, int]:
+        return dict(self.db.execute(
+            "SELECT m.entity, COUNT(DISTINCT m.chunk_id) FROM mentions m JOIN chunks c USING (chunk_id)"
+            f" JOIN documents d USING (doc_id) WHERE {self._in} GROUP BY m.entity", self.packs))
+
+    def mentions_about(self, entity: str, limit: int = 200) -> list[tuple[str, str, int, int]]:
+        rows = self.db.execute(
+            "SELECT m.entity, m.chunk_id, m.start, m.\"end\" FROM about a JOIN documents d USING (doc_id)"
+            " JOIN chunks c USING (doc_id) JOIN mentions m USING (chunk_id)"
+            f" WHERE a.entity = ? AND {self._in} ORDER BY c.doc_id, c.ordinal, m.start LIMIT ?", (entity, *self.packs, limit))
+        return [tuple(r) for r in rows]
+
+    def stats(self) -> dict[str, int]:
+        chunks = self.db.execute(f"SELECT COUNT(*) FROM chunks c JOIN documents d USING (doc_id) WHERE {self._in}",
+                                 self.packs).fetchone()[0]
+        return {**self._store.stats(), "chunks": chunks}

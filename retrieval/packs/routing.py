@@ -11,8 +11,8 @@ can be. Each signal gives every pack a share in [0, 1]; their weighted sum ranks
 
 The best pack is searched; the second joins when its score is close enough. When the best pack
 is not convincing the question is searched in all packs (the fallback). A question that matches
-what a card says it does *not* cover and nothing else, or that no passage supports at all, is out
-of scope: it is answered with "没有依据 / no basis in the knowledge base" and no hits.
+what a card says it does *not* cover and nothing else, or whose most specific words no pack holds
+(and no other signal names a pack), is out of scope: it is answered with "没有依据 / no basis in the knowledge base" and no hits.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class RoutingRules:
     example_share: float = 0.6  # a registry row sharing this much of the question is an example of it: it decides
     second_share: float = 0.5  # the second pack joins when its score is at least this share of the first's
     min_confidence: float = 0.3  # below this the best pack is not convincing: search all packs
-    min_coverage: float = 0.34  # the best passages must hold at least this share of the question's words
+    min_known: float = 0.6  # the words the knowledge base holds must carry this share of the question's weight
     probe_depth: int = 30  # BM25 passages looked at by the index signal
 
 
@@ -104,13 +104,15 @@ def share(question: set[str], profile: set[str]) -> float:
 
 
 def matched_item(question_units: set[str], items: Sequence[str]) -> str | None:
-    """The first item all of whose words (or, for Chinese, ≥ 80% of its pairs) the question contains."""
+    """The first item the question says: all of its ASCII words, and all of its Chinese words or ≥ 80% of
+    their character pairs (jieba may cut the question differently from the item)."""
     for item in items:
         words = set(query_terms(item))
+        ascii_words = {w for w in words if w.isascii()}
         grams = set(cjk_bigrams(item))
-        if words and words <= question_units:
-            return item
-        if len(grams) >= 2 and len(grams & question_units) >= 0.8 * len(grams):
+        if not words or not ascii_words <= question_units:
+            continue
+        if words <= question_units or (grams and len(grams & question_units) >= 0.8 * len(grams)):
             return item
     return None
 
@@ -166,8 +168,8 @@ def route(
     top = ranked[0]
 
     # Out of scope: a "does not cover" item matches and nothing more specific says otherwise (a key
-    # term inside that very item, e.g. GitLab in "the GitLab API", does not count), or no signal at
-    # all names a pack and the best passages hold little of the question's weight.
+    # term inside that very item, e.g. GitLab in "the GitLab API", does not count), or no signal
+    # names a pack and the words the knowledge base holds carry little of the question's weight.
     excluded = [(p, item) for p, card in cards.items() if (item := matched_item(q, card.does_not_cover))]
     named = [(p, item) for p, card in cards.items() for item in (card.key_terms + card.covers) if matched_item(q, [item])]
     registry_hit = any(signals[p].get("example") for p in packs)
@@ -177,10 +179,10 @@ def route(
         if not specific and not registry_hit and not evidence.entity_packs:
             pack, item = excluded[0]
             return Routing(chosen=[], scores=scores, out_of_scope=f"{NO_BASIS}: pack '{pack}' does not cover '{item}'")
-    coverage = _coverage(evidence)
-    if not named and not registry_hit and not evidence.entity_packs and coverage < rules.min_coverage:
-        why = "no passage holds the question's words" if coverage == 0 else \
-            f"the best passages hold only {coverage:.0%} of the weight of the question's words"
+    known = _known_share(evidence)
+    if not named and not registry_hit and not evidence.entity_packs and known < rules.min_known:
+        why = "no word of it is in any pack" if known == 0 else \
+            f"the words any pack holds carry only {known:.0%} of the question's weight"
         return Routing(chosen=[], scores=scores, out_of_scope=f"{NO_BASIS}: {why}")
 
     if scores[top] < rules.min_confidence:
@@ -221,16 +223,16 @@ def _index_shares(probe: Sequence[tuple[str | None, Sequence[str]]], packs: Sequ
     return {p: (m / total if total else 0.0) for p, m in mass.items()}
 
 
-def _coverage(evidence: Evidence, top: int = 3) -> float:
-    """The largest share of the question's word weight (idf) that one of the best passages matched."""
+def _known_share(evidence: Evidence) -> float:
+    """The share of the question's word weight (idf) carried by words the knowledge base holds: a
+    question whose most specific words no document ever uses has no basis here."""
     words = set(query_terms(evidence.question))
-    if not words or not evidence.probe:
-        return 0.0
+    if not words or evidence.doc_frequency is None:
+        return 1.0
     n = max(evidence.chunks, 1)
-    df = evidence.doc_frequency or (lambda _: 0)
-    idf = {w: math.log(1 + n / (df(w) + 1)) for w in words}
-    total = sum(idf.values())
-    return max(sum(idf[w] for w in words & set(terms)) / total for _, terms in evidence.probe[:top])
+    df = {w: evidence.doc_frequency(w) for w in words}
+    idf = {w: math.log(1 + n / (df[w] + 1)) for w in words}
+    return sum(v for w, v in idf.items() if df[w] > 0) / sum(idf.values())
 
 
 def _short(text: str, n: int = 60) -> str:

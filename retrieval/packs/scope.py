@@ -3,38 +3,63 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from kg.settings import Settings
+from retrieval.catalog.packs import PackStore
+from retrieval.graph.seeds import GraphEvidence
 from retrieval.packs.llm import LlmRouter
 from retrieval.packs.routing import Routing, RoutingRules
 
-__all__ = ["ROUTING_PROBE", "in_scope", "llm_router", "route_query", "routing_rules"]
+__all__ = ["ROUTING_PROBE", "Scope", "llm_router", "route_query", "routing_rules"]
 
 ROUTING_PROBE = 50  # BM25 passages of the whole knowledge base that routing looks at
 
 
-def route_query(kb, text: str, mentions, terms, grams, packs: Sequence[str] | None
-                ) -> tuple[Routing | None, frozenset[str] | None]:
-    """(routing, documents in scope); (None, None) for a knowledge base without packs (nothing changes)."""
+@dataclass(frozen=True)
+class Scope:
+    """Where one query searches: the documents (None = all), and the catalog and graph evidence that
+    expansion reads (those of the chosen packs only, so an entity is as specific as in those packs alone)."""
+
+    doc_ids: frozenset[str] | None
+    store: object
+    evidence: GraphEvidence
+
+
+_scoped: dict[tuple, tuple[PackStore, GraphEvidence]] = {}
+
+
+def route_query(kb, text: str, mentions, terms, grams, packs: Sequence[str] | None) -> tuple[Routing | None, Scope]:
+    """(routing, scope); (None, the whole knowledge base) without packs (nothing changes)."""
+    whole = Scope(None, kb.store, kb.evidence)
     if not packs and not (kb.settings.routing and kb.packs):
-        return None, None
+        return None, whole
     probe = [] if packs else kb.index.search(terms, ROUTING_PROBE, grams=grams)
     routing = kb.packs.route(text, mentions, probe, forced=packs, rules=routing_rules(kb.settings),
                              llm=llm_router(kb.settings))
-    return routing, kb.packs.scope(routing)
+    doc_ids = kb.packs.scope(routing)
+    if doc_ids is None:
+        return routing, whole
+    store, evidence = _pack_evidence(kb, tuple(sorted(routing.pack_ids())))
+    return routing, Scope(doc_ids, store, evidence)
 
 
-def in_scope(store, hits: list, doc_ids: frozenset[str] | None) -> list:
-    """The hits (anything with a `chunk_id`) whose document is in `doc_ids`; all of them when None."""
-    if doc_ids is None or not hits:
-        return hits
-    doc_of = store.chunk_documents([h.chunk_id for h in hits])
-    return [h for h in hits if doc_of.get(h.chunk_id) in doc_ids]
+def _pack_evidence(kb, packs: tuple[str, ...]) -> tuple[PackStore, GraphEvidence]:
+    """One scoped store and evidence per set of packs, kept until the catalog or the graph changes."""
+    db = kb.store.db
+    key = (id(kb), packs, db.total_changes, db.execute("PRAGMA data_version").fetchone()[0], kb.graph.view)
+    cached = _scoped.get(key)
+    if cached is None:
+        for old in [k for k in _scoped if k[0] == id(kb)]:
+            del _scoped[old]
+        store = PackStore(kb.store, packs)
+        cached = _scoped[key] = (store, GraphEvidence(store, kb.graph))
+    return cached
 
 
 def routing_rules(settings: Settings) -> RoutingRules:
     return RoutingRules(second_share=settings.route_second_share, min_confidence=settings.route_min_confidence,
-                        min_coverage=settings.route_min_coverage)
+                        min_known=settings.route_min_known)
 
 
 def llm_router(settings: Settings) -> LlmRouter | None:
