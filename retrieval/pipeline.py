@@ -339,7 +339,8 @@ class KnowledgeBase:
             if routing is not None and routing.out_of_scope:
                 return QueryResult(query=text, entities=entities_json(mentions, []), hits=[], mode=mode,
                                    out_of_scope=routing.out_of_scope, routing=routing.to_json())
-            text_hits = self.index.search(terms, self.settings.bm25_candidates, grams=grams, doc_ids=scope.doc_ids) if mode != "graph" else []
+            text_hits = [] if mode == "graph" else scope.text_hits if scope.text_hits is not None else \
+                self.index.search(terms, self.settings.bm25_candidates, grams=grams, doc_ids=scope.doc_ids)
             t2 = time.perf_counter()
             graph_hits, entity_hits = [], []
             if mentions:

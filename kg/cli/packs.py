@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from kg.cli.base import Progress, cli, data_dir_option, echo_json, json_option, open_kb, quiet_option
+from kg.cli.base import (
+    Progress,
+    cli,
+    data_dir_option,
+    echo_json,
+    json_option,
+    open_kb,
+    quiet_option,
+)
 
 
 @cli.group()

@@ -58,7 +58,7 @@ class WhooshIndex:
         self._writer = None
         self._searcher = self.ix.searcher(weighting=self._weighting)
         self._common_scores: dict[tuple[str, str], dict[int, float]] = {}
-        self._scope: tuple = (None, set())  # ((searcher, doc ids), their docnums) of the last scoped search
+        self._scope: tuple = (None, {})  # (searcher, {doc ids: their docnums}) of scoped searches
 
     # -- writes ------------------------------------------------------------------------------
     def _w(self):
@@ -124,10 +124,14 @@ class WhooshIndex:
         gram_common = list(grams) if self._has_grams else []
         if not clauses:
             return []
-        if doc_ids is not None and self._scope[0] != (self._searcher, doc_ids):  # one scope cached per searcher
-            nums = self._searcher.docs_for_query(Or([Term("doc_id", d) for d in doc_ids])) if doc_ids else ()
-            self._scope = ((self._searcher, doc_ids), set(nums))
-        scope = self._scope[1] if doc_ids is not None else None
+        scope = None
+        if doc_ids is not None:  # docnums of each scope, cached until the searcher changes
+            if self._scope[0] is not self._searcher:
+                self._scope = (self._searcher, {})
+            scope = self._scope[1].get(doc_ids)
+            if scope is None:
+                found = self._searcher.docs_for_query(Or([Term("doc_id", d) for d in doc_ids])) if doc_ids else ()
+                scope = self._scope[1][doc_ids] = set(found)
         results = self._searcher.search(Or(clauses), limit=limit, terms=True, filter=scope)
         found = []
         for hit in results:

@@ -2,7 +2,15 @@
 
 from retrieval.packs.card import CARD_FILE, PackCard, parse_card, read_card
 from retrieval.packs.registry import REGISTRY_FILE, Registry, RegistryRow
-from retrieval.packs.routing import MAX_PACKS, NO_BASIS, PackChoice, Routing, RoutingRules, next_pack, route
+from retrieval.packs.routing import (
+    MAX_PACKS,
+    NO_BASIS,
+    PackChoice,
+    Routing,
+    RoutingRules,
+    next_pack,
+    route,
+)
 from retrieval.packs.shelf import PackInfo, PackReport, PackShelf, pack_label
 
 __all__ = [

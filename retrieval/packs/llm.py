@@ -59,7 +59,7 @@ def _prompt(question: str, cards: Mapping[str, PackCard], rows: Sequence[Registr
                      f"does not cover: {'; '.join(card.does_not_cover) or '-'}; registry: {' | '.join(intents) or '-'}")
     lines += [
         f"Question: {question}",
-        f'Answer with JSON only: {{"packs": [{{"id": "<pack id>", "why": "<short reason>"}}], "out_of_scope": false}}.',
+        'Answer with JSON only: {"packs": [{"id": "<pack id>", "why": "<short reason>"}], "out_of_scope": false}.',
         f"Choose at most {MAX_PACKS} packs, best first. If no pack can answer it, give no packs and out_of_scope true.",
     ]
     return "\n".join(lines)

@@ -129,7 +129,10 @@ def parse_registry(text: str) -> list[RegistryRow]:
         example_col = _column(header, _EXAMPLE_COLUMNS)
         for n in range(start + 2, end):
             cells = _cells(lines[n])
-            get = lambda col: cells[col] if col is not None and col < len(cells) else ""  # noqa: E731
+
+            def get(col: int | None, cells: list[str] = cells) -> str:
+                return cells[col] if col is not None and col < len(cells) else ""
+
             pack = get(pack_col).strip("` ")
             if not pack:
                 continue

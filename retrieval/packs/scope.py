@@ -11,9 +11,9 @@ from retrieval.graph.seeds import GraphEvidence
 from retrieval.packs.llm import LlmRouter
 from retrieval.packs.routing import Routing, RoutingRules
 
-__all__ = ["ROUTING_PROBE", "Scope", "llm_router", "route_query", "routing_rules"]
+__all__ = ["REUSE_PROBE", "Scope", "llm_router", "route_query", "routing_rules"]
 
-ROUTING_PROBE = 50  # BM25 passages of the whole knowledge base that routing looks at
+REUSE_PROBE = 50  # in-scope hits of the probe that make a second, scoped text search unnecessary
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class Scope:
     doc_ids: frozenset[str] | None
     store: object
     evidence: GraphEvidence
+    text_hits: list | None = None  # the text search's hits when routing's probe already holds them
 
 
 _scoped: dict[tuple, tuple[PackStore, GraphEvidence]] = {}
@@ -34,24 +35,34 @@ def route_query(kb, text: str, mentions, terms, grams, packs: Sequence[str] | No
     whole = Scope(None, kb.store, kb.evidence)
     if not packs and not (kb.settings.routing and kb.packs):
         return None, whole
-    probe = [] if packs else kb.index.search(terms, ROUTING_PROBE, grams=grams)
+    limit = kb.settings.bm25_candidates
+    # The probe is the text search the query makes anyway: a fallback uses it as it is, and a
+    # scoped search is the probe's in-scope part (same order, same scores) once that is long enough.
+    probe = [] if packs else kb.index.search(terms, limit, grams=grams)
     routing = kb.packs.route(text, mentions, probe, forced=packs, rules=routing_rules(kb.settings),
                              llm=llm_router(kb.settings))
     doc_ids = kb.packs.scope(routing)
     if doc_ids is None:
-        return routing, whole
+        return routing, Scope(None, kb.store, kb.evidence, probe if not packs else None)
     store, evidence = _pack_evidence(kb, tuple(sorted(routing.pack_ids())))
-    return routing, Scope(doc_ids, store, evidence)
+    kept = None
+    if probe:
+        doc_of = kb.store.chunk_documents([h.chunk_id for h in probe])
+        kept = [h for h in probe if doc_of.get(h.chunk_id) in doc_ids]
+        if len(kept) < REUSE_PROBE and len(probe) >= limit:
+            kept = None  # too few: search the packs themselves
+    return routing, Scope(doc_ids, store, evidence, kept)
 
 
 def _pack_evidence(kb, packs: tuple[str, ...]) -> tuple[PackStore, GraphEvidence]:
     """One scoped store and evidence per set of packs, kept until the catalog or the graph changes."""
     db = kb.store.db
-    key = (id(kb), packs, db.total_changes, db.execute("PRAGMA data_version").fetchone()[0], kb.graph.view)
+    state = (id(kb), db.total_changes, db.execute("PRAGMA data_version").fetchone()[0], kb.graph.view)
+    for old in [k for k in _scoped if k[0] == state[0] and k[1:4] != state[1:]]:
+        del _scoped[old]  # written to since: every scope of this knowledge base is stale
+    key = (*state, packs)
     cached = _scoped.get(key)
     if cached is None:
-        for old in [k for k in _scoped if k[0] == id(kb)]:
-            del _scoped[old]
         store = PackStore(kb.store, packs)
         cached = _scoped[key] = (store, GraphEvidence(store, kb.graph))
     return cached

@@ -18,7 +18,13 @@ from pathlib import Path
 
 from kg.errors import InputError, KgError, NotFoundError
 from ontology import entity_iri
-from retrieval.catalog.packs import chunk_packs, documents_by_pack, entity_packs, pack_documents, set_pack
+from retrieval.catalog.packs import (
+    chunk_packs,
+    documents_by_pack,
+    entity_packs,
+    pack_documents,
+    set_pack,
+)
 from retrieval.packs.card import CARD_FILE, PackCard, read_card, valid_pack_id
 from retrieval.packs.registry import Registry
 from retrieval.packs.routing import MAX_PACKS, Evidence, PackChoice, Routing, RoutingRules, route
@@ -57,7 +63,7 @@ class PackReport:
         if self.removed_documents:
             parts.append(f"{self.removed_documents} gone from the pack")
         if self.registry_row:
-            parts.append(f"a row added to REGISTRY.md (edit its intent and example questions)")
+            parts.append("a row added to REGISTRY.md (edit its intent and example questions)")
         return "; ".join(parts) + "".join(f"\n  note: {n}" for n in self.notes)
 
     def to_json(self) -> dict:
