@@ -41,7 +41,8 @@ class RoutingRules:
     example_share: float = 0.6  # a registry row sharing this much of the question is an example of it: it decides
     second_share: float = 0.5  # the second pack joins when its score is at least this share of the first's
     min_confidence: float = 0.3  # below this the best pack is not convincing: search all packs
-    min_known: float = 0.6  # the words the knowledge base holds must carry this share of the question's weight
+    min_known: float = 0.6  # the words the knowledge base holds must carry this share of the question's weight ...
+    min_coverage: float = 0.45  # ... or one of the best passages must hold this share of it
     probe_depth: int = 30  # BM25 passages looked at by the index signal
 
 
@@ -169,7 +170,8 @@ def route(
 
     # Out of scope: a "does not cover" item matches and nothing more specific says otherwise (a key
     # term inside that very item, e.g. GitLab in "the GitLab API", does not count), or no signal
-    # names a pack and the words the knowledge base holds carry little of the question's weight.
+    # names a pack, the words the knowledge base holds carry little of the question's weight and no
+    # passage holds much of it either.
     excluded = [(p, item) for p, card in cards.items() if (item := matched_item(q, card.does_not_cover))]
     named = [(p, item) for p, card in cards.items() for item in (card.key_terms + card.covers) if matched_item(q, [item])]
     registry_hit = any(signals[p].get("example") for p in packs)
@@ -181,9 +183,11 @@ def route(
             return Routing(chosen=[], scores=scores, out_of_scope=f"{NO_BASIS}: pack '{pack}' does not cover '{item}'")
     known = _known_share(evidence)
     if not named and not registry_hit and not evidence.entity_packs and known < rules.min_known:
-        why = "no word of it is in any pack" if known == 0 else \
-            f"the words any pack holds carry only {known:.0%} of the question's weight"
-        return Routing(chosen=[], scores=scores, out_of_scope=f"{NO_BASIS}: {why}")
+        coverage = _coverage(evidence)
+        if coverage < rules.min_coverage:
+            why = "no word of it is in any pack" if known == 0 else \
+                f"the words any pack holds carry only {known:.0%} of the question's weight, the best passage {coverage:.0%}"
+            return Routing(chosen=[], scores=scores, out_of_scope=f"{NO_BASIS}: {why}")
 
     if scores[top] < rules.min_confidence:
         chosen = [PackChoice(p, scores[p], f"not sure where to look (best pack scores {scores[top]:.2f}): searched every pack")
@@ -233,6 +237,18 @@ def _known_share(evidence: Evidence) -> float:
     df = {w: evidence.doc_frequency(w) for w in words}
     idf = {w: math.log(1 + n / (df[w] + 1)) for w in words}
     return sum(v for w, v in idf.items() if df[w] > 0) / sum(idf.values())
+
+
+def _coverage(evidence: Evidence, top: int = 3) -> float:
+    """The largest share of the question's word weight (idf) that one of the best passages matched."""
+    words = set(query_terms(evidence.question))
+    if not words or not evidence.probe:
+        return 0.0
+    n = max(evidence.chunks, 1)
+    df = evidence.doc_frequency or (lambda _: 0)
+    idf = {w: math.log(1 + n / (df(w) + 1)) for w in words}
+    total = sum(idf.values())
+    return max(sum(idf[w] for w in words & set(terms)) / total for _, terms in evidence.probe[:top])
 
 
 def _short(text: str, n: int = 60) -> str:

@@ -70,7 +70,7 @@ def _pack_evidence(kb, packs: tuple[str, ...]) -> tuple[PackStore, GraphEvidence
 
 def routing_rules(settings: Settings) -> RoutingRules:
     return RoutingRules(second_share=settings.route_second_share, min_confidence=settings.route_min_confidence,
-                        min_known=settings.route_min_known)
+                        min_known=settings.route_min_known, min_coverage=settings.route_min_coverage)
 
 
 def llm_router(settings: Settings) -> LlmRouter | None:
