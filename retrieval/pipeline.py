@@ -36,6 +36,8 @@ from retrieval.index.analysis import (
 from retrieval.index.synonyms import SynonymTable
 from retrieval.index.whoosh_index import WhooshIndex
 from retrieval.ingest.chunking import chunk_document, find_source_files, read_source_file
+from retrieval.packs import PackShelf
+from retrieval.packs.scope import route_query
 from retrieval.rank.explain import build_hits, entities_json
 from retrieval.rank.followup import (
     BRIDGE_WEIGHT,
@@ -46,8 +48,6 @@ from retrieval.rank.followup import (
     needs_followup,
 )
 from retrieval.rank.fusion import cap_per_document, fuse_hits
-from retrieval.packs import PackShelf
-from retrieval.packs.scope import route_query
 from retrieval.types import Chunk, QueryResult, SourceDocument
 
 __all__ = ["IngestReport", "KnowledgeBase", "MODES"]
