@@ -358,3 +358,15 @@ def test_registry_writes_keep_what_a_person_wrote(tmp_path):
     assert [(r.pack, r.intent) for r in registry.rows] == [("a", "first"), ("b", "second | with a pipe")]
     assert registry.remove_pack("a") == 1
     assert "| a | first |" not in path.read_text(encoding="utf-8") and "Trailing notes." in path.read_text(encoding="utf-8")
+
+
+def test_a_relation_table_can_point_an_entity_at_a_pack(packed, tmp_path):
+    table = tmp_path / "documented.csv"
+    table.write_text("source,relation,target\nnginx,documentedIn,pack:garden\n", encoding="utf-8")
+    report = packed.import_file(table)
+    assert report["report"]["new_entities"] == 0  # pack:garden is the pack's own entity, not a new one
+    neighbours = packed.entity("nginx")["neighbours"]
+    assert neighbours["documentedIn"] == [{"id": str(entity_iri("pack:garden")), "label": "pack:garden", "asserted": True}]
+    result = packed.query("nginx 的超时怎么配置？")
+    garden = [u for u in result.packs_used if u["id"] == "garden"]
+    assert garden == [{"id": "garden", "why": "nginx documentedIn pack:garden"}]  # next to ops, whose documents say so

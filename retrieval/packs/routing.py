@@ -6,7 +6,7 @@ can be. Each signal gives every pack a share in [0, 1]; their weighted sum ranks
 
 - `registry`: how much of the question a registry row's intent and example questions share;
 - `card`: the same for the card's title, covers and key terms;
-- `entities`: the linked entities' chunks, by pack (and `X documentedIn pack:Y` in the graph);
+- `entities`: the linked entities' chunks, by pack; `X documentedIn pack:Y` in the graph decides;
 - `index`: where the best BM25 passages of the whole knowledge base are (rank-discounted).
 
 The best pack is searched; the second joins when its score is close enough. When the best pack
@@ -29,6 +29,7 @@ __all__ = ["MAX_PACKS", "NO_BASIS", "PackChoice", "Routing", "RoutingRules", "ne
 
 MAX_PACKS = 2  # packs searched in one round
 MAX_ROUNDS = 2
+DOCUMENTED = -1.0  # entity evidence for a pack named by `X documentedIn pack:ID` (not a count of chunks)
 NO_BASIS = "没有依据 / no basis in the knowledge base"
 
 
@@ -37,7 +38,8 @@ class RoutingRules:
     """Weights and thresholds of the rule-based router (see `kg.settings`: `route_*`)."""
 
     weights: Mapping[str, float] = field(default_factory=lambda: {"registry": 0.2, "card": 0.2, "entities": 0.15,
-                                                                  "index": 0.45, "example": 0.5})
+                                                                  "index": 0.45, "example": 0.5,
+                                                                  "documented": 0.5})
     example_share: float = 0.6  # a registry row sharing this much of the question is an example of it: it decides
     second_share: float = 0.5  # the second pack joins when its score is at least this share of the first's
     min_confidence: float = 0.3  # below this the best pack is not convincing: search all packs
@@ -150,6 +152,12 @@ def route(
             reasons[pack].append(f"card covers '{_short(hit)}'")
 
     for label, by_pack in evidence.entity_packs.items():
+        if DOCUMENTED in by_pack.values():  # `label documentedIn pack:ID`, said by a person: it decides like an example
+            for pack in by_pack:
+                if pack in signals:
+                    signals[pack]["documented"] = 1.0
+                    reasons[pack].append(f"{label} documentedIn pack:{pack}")
+            continue
         total = sum(by_pack.values())
         for pack, n in by_pack.items():
             if pack in signals and total:

@@ -27,7 +27,15 @@ from retrieval.catalog.packs import (
 )
 from retrieval.packs.card import CARD_FILE, PackCard, read_card, valid_pack_id
 from retrieval.packs.registry import Registry
-from retrieval.packs.routing import MAX_PACKS, Evidence, PackChoice, Routing, RoutingRules, route
+from retrieval.packs.routing import (
+    DOCUMENTED,
+    MAX_PACKS,
+    Evidence,
+    PackChoice,
+    Routing,
+    RoutingRules,
+    route,
+)
 
 __all__ = ["PACK_CLASS", "PackInfo", "PackReport", "PackShelf", "pack_label"]
 
@@ -146,7 +154,7 @@ class PackShelf:
         return wanted
 
     def entity_evidence(self, mentions) -> dict[str, dict[str, float]]:
-        """Linked entity label -> {pack: weight}: the packs whose chunks mention it, or `documentedIn pack:ID`."""
+        """Linked entity label -> {pack: chunks that mention it}, or {pack: DOCUMENTED} for `X documentedIn pack:ID`."""
         if not mentions:
             return {}
         labels = {m.entity: m.label for m in mentions}
@@ -157,8 +165,8 @@ class PackShelf:
         for iri, label in labels.items():
             documented = {packs_by_iri[e.target] for e in view.neighbours(iri)
                           if e.relation == "documentedIn" and e.target in packs_by_iri}
-            if documented:
-                out[label] = {p: 1.0 for p in documented}
+            if documented:  # a person said so in a relation table: that decides (see `routing.route`)
+                out[label] = {p: DOCUMENTED for p in documented}
             elif counts.get(iri):
                 out[label] = {p: float(n) for p, n in counts[iri].items()}
         return out
