@@ -34,7 +34,7 @@ class ErrorOut(BaseModel):
 _DESCRIPTIONS = {
     400: "Bad input (also an unparsable JSON body or a Host that is not allowed)",
     401: "Missing or wrong bearer token (write endpoints, when KG_API_TOKEN is set)",
-    404: "Unknown entity, document or endpoint",
+    404: "Unknown entity, document, knowledge pack or endpoint",
     405: "Method not allowed on this endpoint",
     413: "Request body or document over its size limit",
     422: "The request does not match the schema",
@@ -57,6 +57,7 @@ class QueryIn(BaseModel):
         None, max_length=50, description="Expand only to entities of these classes (or subclasses); blank names are ignored."
     )
     as_of: str | None = Field(None, pattern=AS_OF_PATTERN, description="Search the document versions in force on this date (YYYY-MM-DD, YYYY-MM or YYYY).")
+    packs: list[Annotated[Text, Field(max_length=200)]] | None = Field(None, max_length=2, description="Search only these knowledge packs (at most 2); default: routing decides.")
 
 
 class HitOut(BaseModel):
@@ -86,6 +87,9 @@ class QueryOut(BaseModel):
     timings_ms: dict
     as_of: str | None = Field(None, description="The date whose versions were searched, when not today's.")
     as_of_from: str | None = Field(None, description="What set as_of: 'question' (a time word) or 'parameter'.")
+    packs_used: list[dict] = Field(default_factory=list, description="The knowledge packs searched: [{id, why}] ([] without packs).")
+    out_of_scope: str | None = Field(None, description="'没有依据 / no basis in the knowledge base: ...' when no pack covers the question.")
+    routing: dict | None = Field(None, description="How the packs were chosen (path, scores, fallback); null without packs.")
 
 
 class DocumentIn(BaseModel):

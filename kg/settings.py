@@ -97,6 +97,14 @@ class Settings(BaseSettings):
     today: date | None = Field(None, description="The date queries treat as today (versions in force, 去年 / last month); unset = the real date (KG_TODAY).")
     time_words: bool = Field(True, description="Read dates in questions (去年12月, in March 2024, as of 2025-01) as the as-of date.")
 
+    # -- packs (routing a question to at most two knowledge packs) --------------------------------
+    routing: bool = Field(True, description="Route each question to at most two knowledge packs first; off = search every pack (KG_ROUTING).")
+    route_min_confidence: float = Field(0.3, ge=0, le=1, description="Below this routing score the best pack is not convincing: search every pack.")
+    route_second_share: float = Field(0.5, ge=0, le=1, description="A second pack is searched when its routing score is at least this share of the best one's.")
+    route_min_known: float = Field(0.6, ge=0, le=1, description="A question that no card, registry row or entity ties to a pack is out of scope when the words the knowledge base holds carry less than this share of its idf weight ...")
+    route_min_coverage: float = Field(0.45, ge=0, le=1, description="... and no one of the best passages holds this share of it.")
+    llm_mock_response: str | None = Field(None, description="Routing only: the model's routing reply handed to litellm's own mock_response= instead of calling the endpoint (tests, offline demos; KG_LLM_MOCK_RESPONSE). The LLM routing uses KG_LLM_MODEL, KG_LLM_BASE_URL and KG_LLM_TIMEOUT.")
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

@@ -33,6 +33,7 @@ from retrieval.index.synonyms import SynonymTable
 from retrieval.index.whoosh_index import WhooshIndex
 from retrieval.ingest.chunking import ChunkSizes
 from retrieval.ingest.removal import resolve_documents
+from retrieval.packs import PackShelf
 from retrieval.query_path import MODES, QueryPath
 from retrieval.types import SourceDocument
 from retrieval.write_path import SYNONYMS_FILE, IngestReport
@@ -78,6 +79,7 @@ class KnowledgeBase(QueryPath):
         self.evidence = GraphEvidence(self.store, self.graph)
         self._relations = None
         self._index_words_synced: tuple | None = None  # (jieba vocabulary, graph) state of the last sync
+        self._packs: PackShelf | None = None
         self.commits = Commits(self)
         self.commits.catch_up()  # finish a commit a killed process left; relink after an outside edit
 
@@ -189,6 +191,21 @@ class KnowledgeBase(QueryPath):
     def add_entities(self, labels: Iterable[str], type_name: str = "Topic") -> int:
         return write_path.add_entities(self, labels, type_name)
 
+    @writes
+    def add_pack(self, pack_id: str, origin: str, progress: Progress | None = None):
+        """A knowledge pack from a folder or git repository (`kg pack add`; `retrieval.packs.shelf`)."""
+        return self.packs._add(pack_id, origin, progress)
+
+    @writes
+    def update_pack(self, pack_id: str, progress: Progress | None = None):
+        """Fetch a pack's origin again and re-ingest it (`kg pack update`)."""
+        return self.packs._update(pack_id, progress)
+
+    @writes
+    def remove_pack(self, pack_id: str):
+        """A pack's documents, registry rows, entity and files (`kg pack remove`)."""
+        return self.packs._remove(pack_id)
+
     # -- read path: link -> search -> expand -> fuse ----------------------------------------------
     def ask(self, question: str, k: int | None = None, mode: str = "full", *, as_of=None, packs=None,
             llm="settings", stream: bool = False):
@@ -196,6 +213,13 @@ class KnowledgeBase(QueryPath):
         from retrieval.answer.session import ask
 
         return ask(self, question, k=k, mode=mode, as_of=as_of, packs=packs, llm=llm, stream=stream)
+
+    @property
+    def packs(self) -> PackShelf:
+        """The knowledge packs (`kg pack ...`): add, list, update, remove, and routing."""
+        if self._packs is None:
+            self._packs = PackShelf(self)
+        return self._packs
 
     def documents(self) -> list[dict]:
         """Every document with the version in force today and how many versions it has."""

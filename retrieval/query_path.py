@@ -19,6 +19,7 @@ from retrieval.catalog.versions import one_hit_per_parent
 from retrieval.graph.expand import chunks_for_entities, expand_neighbours, relation_cues
 from retrieval.graph.seeds import fold_label
 from retrieval.index.analysis import cjk_bigrams, compound_terms, normalize_text, query_terms
+from retrieval.packs.scope import route_query
 from retrieval.rank.explain import build_hits, entities_json
 from retrieval.rank.followup import (
     BRIDGE_WEIGHT,
@@ -57,7 +58,8 @@ class QueryPath:
         """Ranked chunks for a question. `types` (class names or labels) keeps graph expansion to
         entities of those classes or their subclasses (rdfs:subClassOf), e.g. ["Service"].
         `as_of` (a date or YYYY-MM-DD): search the versions in force then; else a date the question
-        names (去年12月, in March 2024), else today's versions."""
+        names (去年12月, in March 2024), else today's versions. With knowledge packs, routing picks at
+        most two packs first (`packs` forces them); without packs nothing changes."""
         if mode not in MODES:
             raise InputError(f"unknown mode '{mode}' (use one of: {', '.join(MODES)})")
         text = (text or "").strip()
@@ -82,7 +84,13 @@ class QueryPath:
             terms = self.synonyms.expand(words)
             terms += [(w, COMPOUND_WEIGHT) for w in compound_terms(words) if w not in dict(terms)]
             grams = [(g, self.settings.gram_weight) for g in dict.fromkeys(cjk_bigrams(text))] if self.settings.gram_weight else []
-            text_hits = self.index.search(terms, self.settings.bm25_candidates, grams=grams) if mode != "graph" else []
+            routing, scope = route_query(self, text, mentions, terms, grams, packs)  # the whole knowledge base without packs
+            if routing is not None and routing.out_of_scope:
+                return QueryResult(query=text, entities=entities_json(mentions, []), hits=[], mode=mode,
+                                   as_of=day.isoformat() if as_of_from else None, as_of_from=as_of_from,
+                                   out_of_scope=routing.out_of_scope, routing=routing.to_json())
+            text_hits = [] if mode == "graph" else scope.text_hits if scope.text_hits is not None else \
+                self.index.search(terms, self.settings.bm25_candidates, grams=grams, doc_ids=scope.doc_ids)
             text_hits = [h for h in text_hits if h.chunk_id not in hidden] if hidden else text_hits
             parent_of = chunk_parents(self.store.db, [h.chunk_id for h in text_hits])
             text_hits = pool_by_parent(text_hits, parent_of, self.settings.parent_pooling,
@@ -90,10 +98,10 @@ class QueryPath:
             t2 = time.perf_counter()
             graph_hits, entity_hits = [], []
             if mentions:
-                seeds = self.evidence.seed_weights(mentions)
+                seeds = scope.evidence.seed_weights(mentions)
                 cues = relation_cues(self.graph.vocab, self._relation_matcher().find_names(text))
                 entity_hits = expand_neighbours(self.graph.view, seeds, self.expansion, relation_boosts=cues,
-                                                text_neighbours=self.evidence.mention_fit(text))
+                                                text_neighbours=scope.evidence.mention_fit(text))
                 if wanted:
                     entity_hits = self._of_types(entity_hits, wanted, seeds)
                 text_scores = question_fit(text_hits, words, mentions) if self.settings.fit_beyond_names else {}
@@ -103,11 +111,15 @@ class QueryPath:
                 # A question that asks along a relation ("哪些应用会受波及", "who owns ...") wants the
                 # entities at the other end more than the one it names.
                 focus = {iri: self.settings.cued_seed_weight for iri in seeds} if cues else None
-                graph_hits = chunks_for_entities(self.store, entity_hits, self.expansion, entity_weights=focus,
+                graph_hits = chunks_for_entities(scope.store, entity_hits, self.expansion, entity_weights=focus,
                                                  text_scores=text_scores, text_agreement=self.settings.text_agreement,
-                                                 min_fit=self.settings.min_graph_fit, evidence=self.evidence,
+                                                 min_fit=self.settings.min_graph_fit, evidence=scope.evidence,
                                                  along_relation=bool(cues))
-                graph_hits = [h for h in graph_hits if h.chunk_id not in hidden][: self.settings.graph_candidates]
+                graph_hits = [h for h in graph_hits if h.chunk_id not in hidden]
+                if scope.doc_ids is not None:  # section anchors are read from the whole catalog: keep the routed packs'
+                    in_doc = self.store.chunk_documents([h.chunk_id for h in graph_hits])
+                    graph_hits = [h for h in graph_hits if in_doc.get(h.chunk_id) in scope.doc_ids]
+                graph_hits = graph_hits[: self.settings.graph_candidates]
             t3 = time.perf_counter()
             fused = fuse_hits(
                 text_hits, graph_hits, method=self.settings.fusion, graph_weight=self.settings.graph_weight,
@@ -120,7 +132,8 @@ class QueryPath:
             t4 = time.perf_counter()
             followup, second_hits = None, []
             if mode == "full" and self.settings.followup:
-                followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams, hidden)
+                followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams, hidden,
+                                                               scope.doc_ids)
             if self.settings.one_hit_per_parent:
                 fused = one_hit_per_parent(fused, self.history.parent_of([f.id for f in fused[: k * 4]]))
             hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits)
@@ -137,14 +150,16 @@ class QueryPath:
             followup=followup.to_json() if followup else None,
             as_of=day.isoformat() if as_of_from else None,
             as_of_from=as_of_from,
+            packs_used=routing.packs_used() if routing else [],
+            routing=routing.to_json() if routing else None,
         )
 
     def _follow_up(self, text: str, words: list[str], fused: list, graph_hits: list, grams: list,
-                   hidden: set[str] = frozenset()):
+                   hidden: set[str] = frozenset(), scope: frozenset[str] | None = None):
         """Round two (`retrieval.rank.followup`), when round one's best hit is a first hop and not the end:
         the question names that hit's subject (its whole title), no top hit came through a relation, and
         the hit's lead names something the question does not. The second search drops the first
-        hop's name, adds those names, and is merged below the hit."""
+        hop's name, adds those names, stays inside the routed packs' documents (`scope`), and is merged below the hit."""
         related = {h.chunk_id for h in graph_hits if h.path}
         if not needs_followup([f.id for f in fused[:FOLLOWUP_TOP]], related):
             return None, fused, []
@@ -157,7 +172,8 @@ class QueryPath:
         asked = self.synonyms.expand([t for t in words if t not in hop])
         added = [t for t in query_terms(" ".join(bridge)) if t not in subject and t not in dict(asked)]
         terms = asked + [(t, BRIDGE_WEIGHT) for t in added]
-        second = [h for h in self.index.search(terms, self.settings.bm25_candidates, grams=grams) if h.chunk_id not in hidden]
+        second = [h for h in self.index.search(terms, self.settings.bm25_candidates, grams=grams, doc_ids=scope)
+                  if h.chunk_id not in hidden]
         doc_of = self.store.chunk_documents([f.id for f in fused] + [h.chunk_id for h in second])
         merged = merge_rounds(fused, [h.chunk_id for h in second], doc_of, weight=self.settings.followup_weight,
                               k=self.settings.rrf_k)

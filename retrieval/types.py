@@ -158,6 +158,9 @@ class QueryResult:
     followup: dict | None = None  # the second round's query, when round one was not enough
     as_of: str | None = None  # the date whose versions were searched (None: today's)
     as_of_from: str | None = None  # "question" (a time word in it) or "parameter"
+    packs_used: list[dict] = field(default_factory=list)  # [{"id", "why"}] of the packs searched ([] without packs)
+    out_of_scope: str | None = None  # "没有依据 / no basis in the knowledge base: ..." when routing found none
+    routing: dict | None = None  # how the packs were chosen (path, scores, fallback), None without packs
 
     def to_json(self) -> dict:
         return {
@@ -169,4 +172,7 @@ class QueryResult:
             "timings_ms": self.timings_ms,
             "as_of": self.as_of,
             "as_of_from": self.as_of_from,
+            "packs_used": self.packs_used,
+            "out_of_scope": self.out_of_scope,
+            "routing": self.routing,
         }

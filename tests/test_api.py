@@ -40,7 +40,8 @@ def test_query_returns_the_cli_json_shape(client, tmp_path):
     response = client.post("/query", json={"query": CROSS_DOC_QUERY, "k": 5})
     assert response.status_code == 200
     data = response.json()
-    assert set(data) == {"query", "mode", "entities", "hits", "followup", "timings_ms", "as_of", "as_of_from"}
+    assert set(data) == {"query", "mode", "entities", "hits", "followup", "timings_ms", "as_of", "as_of_from", "packs_used",
+                         "out_of_scope", "routing"}
     assert (data["query"], data["mode"]) == (CROSS_DOC_QUERY, "full")
     assert [e["label"] for e in data["entities"]] == ["order-service"]
     assert 0 < len(data["hits"]) <= 5

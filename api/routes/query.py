@@ -13,4 +13,4 @@ router = APIRouter()
 @router.post("/query", response_model=QueryOut)
 def query(body: QueryIn, kb=Depends(knowledge_base)) -> dict:  # noqa: B008 - FastAPI idiom
     types = [t for t in body.types or () if t.strip()] or None  # `"types": [""]` asks for no restriction
-    return kb.query(body.query, k=body.k, mode=body.mode, types=types, as_of=body.as_of).to_json()
+    return kb.query(body.query, k=body.k, mode=body.mode, types=types, as_of=body.as_of, packs=body.packs).to_json()

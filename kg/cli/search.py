@@ -21,14 +21,15 @@ from kg.cli.base import (
 @click.option("--mode", type=click.Choice(["full", "bm25", "graph"]), default="full", show_default=True,
               help="full = text + graph; bm25 = text only; graph = graph only.")
 @click.option("--type", "types", multiple=True, help="Expand only to entities of this class or its subclasses (repeatable).")
+@click.option("--pack", "packs", multiple=True, metavar="ID", help="Search only this knowledge pack (repeatable, at most 2).")
 @click.option("--as-of", "as_of", help="Search the document versions in force on this date (YYYY-MM-DD, YYYY-MM, YYYY).")
 @data_dir_option
 @json_option
-def query(text: str, k: int | None, mode: str, types: tuple[str, ...], as_of: str | None, data_dir: Path | None,
-          as_json: bool) -> None:
+def query(text: str, k: int | None, mode: str, types: tuple[str, ...], as_of: str | None, packs: tuple[str, ...],
+          data_dir: Path | None, as_json: bool) -> None:
     """Ranked passages for a question, each with why it was found."""
     with open_kb(data_dir) as kb:
-        result = kb.query(text, k=k, mode=mode, types=list(types) or None, as_of=as_of)
+        result = kb.query(text, k=k, mode=mode, types=list(types) or None, as_of=as_of, packs=list(packs) or None)
     if as_json:
         echo_json(result.to_json())
         return
@@ -42,6 +43,11 @@ def print_result(result, max_text: int = 160) -> None:
     if result.as_of:
         said = "the question's time words" if result.as_of_from == "question" else "--as-of"
         click.echo(f"as of {result.as_of} (from {said}): versions in force then")
+    for used in result.packs_used:
+        click.echo(f"pack: {used['id']} ({used['why']})")
+    if result.out_of_scope:
+        click.echo(result.out_of_scope)
+        return
     if result.followup:
         click.echo(f"second round: also searched for {', '.join(result.followup['bridge'])} (named by hit 1)")
     if not result.hits:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from retrieval.catalog import anchors, commit, versions
+from retrieval.catalog import anchors, commit, packs, versions
 from retrieval.types import Chunk, Document, Mention
 
 __all__ = ["DocStore"]
@@ -53,6 +53,7 @@ class DocStore:
         commit.ensure_schema(self.db)
         anchors.ensure_schema(self.db)
         versions.ensure_schema(self.db)  # versions, parent chunks
+        packs.ensure_schema(self.db)  # which pack each document came from
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -88,7 +89,9 @@ class DocStore:
     def put_document(self, doc: Document, chunks: Sequence[Chunk]) -> None:
         self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc.doc_id,))
         self.db.execute(
-            "INSERT INTO documents VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
+            # Columns named: other modules add columns (`ensure_schema`), which a bare VALUES list would miss.
+            "INSERT INTO documents (doc_id, source, title, sha256, version, effective_date, ingested_at, n_chunks)"
+            " VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
             (doc.doc_id, doc.source, doc.title, doc.sha256, doc.version, time.time(), doc.n_chunks),
         )
         self.db.executemany(

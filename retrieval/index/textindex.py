@@ -29,11 +29,13 @@ class TextIndex(Protocol):
         limit: int,
         fields: dict[str, float] | None = None,
         grams: Sequence[WeightedTerm] = (),
+        doc_ids: frozenset[str] | None = None,
     ) -> list[TextHit]:
         """Best chunks for an OR of the weighted terms, best first, with the terms each matched.
 
         `fields` (name -> boost) restricts the search, e.g. to titles only; `grams` (Chinese
-        character pairs) add to the score of the chunks the terms found."""
+        character pairs) add to the score of the chunks the terms found; `doc_ids` keeps the
+        search inside those documents."""
 
     def doc_count(self) -> int: ...
 

@@ -81,6 +81,7 @@ class WhooshIndex:
         self._writer = None
         self._searcher = self.ix.searcher(weighting=self._weighting)
         self._common_scores: dict[tuple[str, str], dict[int, float]] = {}
+        self._scope: tuple = (None, {})  # (searcher, {doc ids: their docnums}) of scoped searches
 
     # -- writes ------------------------------------------------------------------------------
     def _w(self):
@@ -135,12 +136,14 @@ class WhooshIndex:
         limit: int,
         fields: dict[str, float] | None = None,
         grams: Sequence[tuple[str, float]] = (),
+        doc_ids: frozenset[str] | None = None,
     ) -> list[TextHit]:
-        """BM25F over the word fields for `terms`, plus the `grams` field for Chinese character pairs."""
+        """BM25F over the word fields for `terms`, plus the `grams` field for Chinese character pairs;
+        `doc_ids` keeps the search inside those documents (the packs a question was routed to)."""
         with self._search_lock:
-            return self._search(terms, limit, fields, grams)
+            return self._search(terms, limit, fields, grams, doc_ids)
 
-    def _search(self, terms, limit, fields, grams) -> list[TextHit]:
+    def _search(self, terms, limit, fields, grams, doc_ids=None) -> list[TextHit]:
         fields = {f: b for f, b in (fields or self.field_boosts).items() if b > 0}
         rare, common = self._split_by_frequency(terms, "body")
         clauses = [Term(field, term, boost=weight * boost) for term, weight in rare for field, boost in fields.items()]
@@ -149,7 +152,15 @@ class WhooshIndex:
         gram_common = list(grams) if self._has_grams else []
         if not clauses:
             return []
-        results = self._searcher.search(Or(clauses), limit=limit, terms=True)
+        scope = None
+        if doc_ids is not None:  # docnums of each scope, cached until the searcher changes
+            if self._scope[0] is not self._searcher:
+                self._scope = (self._searcher, {})
+            scope = self._scope[1].get(doc_ids)
+            if scope is None:
+                found = self._searcher.docs_for_query(Or([Term("doc_id", d) for d in doc_ids])) if doc_ids else ()
+                scope = self._scope[1][doc_ids] = set(found)
+        results = self._searcher.search(Or(clauses), limit=limit, terms=True, filter=scope)
         found = []
         for hit in results:
             matched = {
@@ -246,6 +257,11 @@ class WhooshIndex:
     def doc_count(self) -> int:
         with self._search_lock:
             return self._searcher.doc_count()
+
+    def doc_frequency(self, term: str, field: str = "body") -> int:
+        """How many chunks hold the analyzed term (routing weighs a question's words by it)."""
+        with self._search_lock:
+            return self._searcher.doc_frequency(field, term)
 
     def close(self) -> None:
         if self._closed:

@@ -1,0 +1,141 @@
+"""Which pack each document belongs to: a `pack` column on the catalog's documents, and the look-ups routing needs."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+__all__ = ["PackStore", "chunk_packs", "documents_by_pack", "ensure_schema", "entity_packs", "pack_documents", "set_pack"]
+
+
+def ensure_schema(db: sqlite3.Connection) -> None:
+    """Add the `pack` column (NULL = no pack) to a catalog that lacks it; called from `DocStore.__init__`."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(documents)")}
+    if "pack" not in columns:
+        db.execute("ALTER TABLE documents ADD COLUMN pack TEXT")
+    db.execute("CREATE INDEX IF NOT EXISTS documents_pack ON documents(pack)")
+
+
+def set_pack(db: sqlite3.Connection, pack: str | None, doc_ids: Sequence[str] = (), source_prefix: str | None = None) -> int:
+    """Mark documents as belonging to `pack`: by id, and every document whose source starts with
+    `source_prefix` (the pack's folder, so files re-ingested by a plain `kg ingest` stay in it)."""
+    changed = 0
+    ids = list(dict.fromkeys(doc_ids))
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        changed += db.execute(
+            f"UPDATE documents SET pack = ? WHERE doc_id IN ({','.join('?' * len(part))})", [pack, *part]
+        ).rowcount
+    if source_prefix:
+        pattern = source_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        changed += db.execute(
+            "UPDATE documents SET pack = ? WHERE source LIKE ? ESCAPE '\\' AND pack IS NOT ?", (pack, pattern, pack)
+        ).rowcount
+    return changed
+
+
+def pack_documents(db: sqlite3.Connection, packs: Iterable[str]) -> frozenset[str]:
+    """Document ids of the given packs."""
+    names = list(dict.fromkeys(packs))
+    if not names:
+        return frozenset()
+    rows = db.execute(f"SELECT doc_id FROM documents WHERE pack IN ({','.join('?' * len(names))})", names)
+    return frozenset(r[0] for r in rows)
+
+
+def documents_by_pack(db: sqlite3.Connection) -> dict[str | None, int]:
+    """Pack id (None for documents outside every pack) -> number of documents."""
+    return dict(db.execute("SELECT pack, COUNT(*) FROM documents GROUP BY pack"))
+
+
+def entity_packs(db: sqlite3.Connection, entities: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Entity IRI -> {pack: chunks of that pack that mention the entity or belong to a document about it}."""
+    if not entities:
+        return {}
+    marks = ",".join("?" * len(entities))
+    out: dict[str, dict[str, int]] = {}
+    rows = db.execute(
+        "SELECT m.entity, d.pack, COUNT(DISTINCT m.chunk_id) FROM mentions m JOIN chunks c USING (chunk_id)"
+        f" JOIN documents d USING (doc_id) WHERE m.entity IN ({marks}) AND d.pack IS NOT NULL GROUP BY m.entity, d.pack",
+        list(entities),
+    )
+    for entity, pack, n in rows:
+        out.setdefault(entity, {})[pack] = n
+    rows = db.execute(
+        f"SELECT a.entity, d.pack, d.n_chunks FROM about a JOIN documents d USING (doc_id)"
+        f" WHERE a.entity IN ({marks}) AND d.pack IS NOT NULL",
+        list(entities),
+    )
+    for entity, pack, n in rows:
+        counts = out.setdefault(entity, {})
+        counts[pack] = counts.get(pack, 0) + n
+    return out
+
+
+def chunk_packs(db: sqlite3.Connection, chunk_ids: Sequence[str]) -> dict[str, str | None]:
+    """Chunk id -> the pack of its document (None outside every pack)."""
+    out: dict[str, str | None] = {}
+    ids = list(dict.fromkeys(chunk_ids))
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        out.update(db.execute(
+            "SELECT c.chunk_id, d.pack FROM chunks c JOIN documents d USING (doc_id)"
+            f" WHERE c.chunk_id IN ({','.join('?' * len(part))})", part,
+        ))
+    return out
+
+
+class PackStore:
+    """The catalog's reads that graph evidence uses, restricted to the documents of some packs: expansion
+    inside the chosen packs counts an entity's mentions there, as it would in a knowledge base of those
+    packs alone. Everything else is the wrapped `DocStore`'s."""
+
+    def __init__(self, store, packs: Sequence[str]) -> None:
+        self._store = store
+        self.packs = tuple(packs)
+        self._in = f"d.pack IN ({','.join('?' * len(self.packs))})"
+
+    @property
+    def db(self):
+        return self._store.db  # the calling thread's connection (`DocStore.db`), read at each call
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+    def about_chunks(self, entity: str) -> list[tuple[str, str, int]]:
+        rows = self.db.execute(
+            "SELECT c.chunk_id, c.doc_id, c.ordinal FROM about a JOIN chunks c USING (doc_id) JOIN documents d USING (doc_id)"
+            f" WHERE a.entity = ? AND {self._in} ORDER BY c.doc_id, c.ordinal", (entity, *self.packs))
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def chunks_about(self, entity: str) -> list[str]:
+        return [cid for cid, _, _ in self.about_chunks(entity)]
+
+    def chunks_mentioning(self, entity: str, limit: int = 50) -> list[tuple[str, int]]:
+        rows = self.db.execute(
+            "SELECT m.chunk_id, COUNT(*) AS n FROM mentions m JOIN chunks c USING (chunk_id) JOIN documents d USING (doc_id)"
+            f" WHERE m.entity = ? AND {self._in} GROUP BY m.chunk_id ORDER BY n DESC, m.chunk_id LIMIT ?",
+            (entity, *self.packs, limit))
+        return [(r[0], r[1]) for r in rows]
+
+    def mention_count(self, entity: str) -> int:
+        return self.db.execute(
+            "SELECT COUNT(DISTINCT m.chunk_id) FROM mentions m JOIN chunks c USING (chunk_id) JOIN documents d USING (doc_id)"
+            f" WHERE m.entity = ? AND {self._in}", (entity, *self.packs)).fetchone()[0]
+
+    def mention_counts(self) -> dict[str, int]:
+        return dict(self.db.execute(
+            "SELECT m.entity, COUNT(DISTINCT m.chunk_id) FROM mentions m JOIN chunks c USING (chunk_id)"
+            f" JOIN documents d USING (doc_id) WHERE {self._in} GROUP BY m.entity", self.packs))
+
+    def mentions_about(self, entity: str, limit: int = 200) -> list[tuple[str, str, int, int]]:
+        rows = self.db.execute(
+            "SELECT m.entity, m.chunk_id, m.start, m.\"end\" FROM about a JOIN documents d USING (doc_id)"
+            " JOIN chunks c USING (doc_id) JOIN mentions m USING (chunk_id)"
+            f" WHERE a.entity = ? AND {self._in} ORDER BY c.doc_id, c.ordinal, m.start LIMIT ?", (entity, *self.packs, limit))
+        return [tuple(r) for r in rows]
+
+    def stats(self) -> dict[str, int]:
+        chunks = self.db.execute(f"SELECT COUNT(*) FROM chunks c JOIN documents d USING (doc_id) WHERE {self._in}",
+                                 self.packs).fetchone()[0]
+        return {**self._store.stats(), "chunks": chunks}

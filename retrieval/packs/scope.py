@@ -1,0 +1,80 @@
+"""A question's linked entities and words in -> its `Routing` and the documents it may be answered from (the query path's one call into packs), and hits kept to those documents."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kg.settings import Settings
+from retrieval.catalog.packs import PackStore
+from retrieval.graph.seeds import GraphEvidence
+from retrieval.packs.llm import LlmRouter
+from retrieval.packs.routing import Routing, RoutingRules
+
+__all__ = ["REUSE_PROBE", "Scope", "llm_router", "route_query", "routing_rules"]
+
+REUSE_PROBE = 50  # in-scope hits of the probe that make a second, scoped text search unnecessary
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where one query searches: the documents (None = all), and the catalog and graph evidence that
+    expansion reads (those of the chosen packs only, so an entity is as specific as in those packs alone)."""
+
+    doc_ids: frozenset[str] | None
+    store: object
+    evidence: GraphEvidence
+    text_hits: list | None = None  # the text search's hits when routing's probe already holds them
+
+
+_scoped: dict[tuple, tuple[PackStore, GraphEvidence]] = {}
+
+
+def route_query(kb, text: str, mentions, terms, grams, packs: Sequence[str] | None) -> tuple[Routing | None, Scope]:
+    """(routing, scope); (None, the whole knowledge base) without packs (nothing changes)."""
+    whole = Scope(None, kb.store, kb.evidence)
+    if not packs and not (kb.settings.routing and kb.packs):
+        return None, whole
+    limit = kb.settings.bm25_candidates
+    # The probe is the text search the query makes anyway: a fallback uses it as it is, and a
+    # scoped search is the probe's in-scope part (same order, same scores) once that is long enough.
+    probe = [] if packs else kb.index.search(terms, limit, grams=grams)
+    routing = kb.packs.route(text, mentions, probe, forced=packs, rules=routing_rules(kb.settings),
+                             llm=llm_router(kb.settings))
+    doc_ids = kb.packs.scope(routing)
+    if doc_ids is None:
+        return routing, Scope(None, kb.store, kb.evidence, probe if not packs else None)
+    store, evidence = _pack_evidence(kb, tuple(sorted(routing.pack_ids())))
+    kept = None
+    if probe:
+        doc_of = kb.store.chunk_documents([h.chunk_id for h in probe])
+        kept = [h for h in probe if doc_of.get(h.chunk_id) in doc_ids]
+        if len(kept) < REUSE_PROBE and len(probe) >= limit:
+            kept = None  # too few: search the packs themselves
+    return routing, Scope(doc_ids, store, evidence, kept)
+
+
+def _pack_evidence(kb, packs: tuple[str, ...]) -> tuple[PackStore, GraphEvidence]:
+    """One scoped store and evidence per set of packs, kept until the catalog or the graph changes."""
+    db = kb.store.db
+    state = (id(kb), db.total_changes, db.execute("PRAGMA data_version").fetchone()[0], kb.graph.view)
+    for old in [k for k in _scoped if k[0] == state[0] and k[1:4] != state[1:]]:
+        del _scoped[old]  # written to since: every scope of this knowledge base is stale
+    key = (*state, packs)
+    cached = _scoped.get(key)
+    if cached is None:
+        store = PackStore(kb.store, packs)
+        cached = _scoped[key] = (store, GraphEvidence(store, kb.graph))
+    return cached
+
+
+def routing_rules(settings: Settings) -> RoutingRules:
+    return RoutingRules(second_share=settings.route_second_share, min_confidence=settings.route_min_confidence,
+                        min_known=settings.route_min_known, min_coverage=settings.route_min_coverage)
+
+
+def llm_router(settings: Settings) -> LlmRouter | None:
+    if not settings.llm_model:
+        return None
+    return LlmRouter(model=settings.llm_model, timeout=settings.llm_timeout, api_base=settings.llm_base_url or None,
+                     mock_response=settings.llm_mock_response)

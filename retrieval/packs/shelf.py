@@ -1,0 +1,363 @@
+"""The packs of one knowledge base: `kg pack add | list | remove | update` (a folder or git repository -> DATA_DIR/packs/ID, ingested, a registry row, a `Pack` entity) and the evidence routing reads.
+
+`packs.json` in the data dir records each pack's origin (for `update`); DATA_DIR/packs/ID holds its
+files (private packs stay out of any public repository: they live in the data dir). The knowledge
+base is used through its public calls: `add`, `update` and `remove` run as one journaled write each
+(`KnowledgeBase.add_pack` / `update_pack` / `remove_pack`, `@writes`), inside which the pack's files
+go in through `ingest_paths` and out through `delete_documents`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kg.errors import InputError, KgError, NotFoundError
+from ontology import entity_iri
+from retrieval.catalog.packs import (
+    chunk_packs,
+    documents_by_pack,
+    entity_packs,
+    pack_documents,
+    set_pack,
+)
+from retrieval.packs.card import CARD_FILE, PackCard, read_card, valid_pack_id
+from retrieval.packs.registry import Registry
+from retrieval.packs.routing import (
+    DOCUMENTED,
+    MAX_PACKS,
+    Evidence,
+    PackChoice,
+    Routing,
+    RoutingRules,
+    route,
+)
+
+__all__ = ["PACK_CLASS", "PackInfo", "PackReport", "PackShelf", "pack_label"]
+
+PACKS_DIR = "packs"
+MANIFEST = "packs.json"
+PACK_CLASS = "Pack"
+_GIT_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
+
+
+def pack_label(pack_id: str) -> str:
+    """The label of a pack's entity in the graph: relation tables name it `pack:ID` (`X documentedIn pack:ID`)."""
+    return f"pack:{pack_id}"
+
+
+@dataclass
+class PackReport:
+    id: str
+    action: str  # added | updated | removed
+    documents: int = 0
+    ingest: dict = field(default_factory=dict)
+    removed_documents: int = 0
+    registry_row: bool = False
+    origin: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if self.action == "removed":
+            return f"pack '{self.id}' removed: {self.removed_documents} document(s) out of the index, registry row(s) dropped"
+        parts = [f"pack '{self.id}' {self.action}: {self.documents} document(s)"]
+        if self.ingest:
+            parts.append(f"{self.ingest.get('added', 0)} new, {self.ingest.get('updated', 0)} updated, "
+                         f"{self.ingest.get('unchanged', 0)} unchanged")
+        if self.removed_documents:
+            parts.append(f"{self.removed_documents} gone from the pack")
+        if self.registry_row:
+            parts.append("a row added to REGISTRY.md (edit its intent and example questions)")
+        return "; ".join(parts) + "".join(f"\n  note: {n}" for n in self.notes)
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class PackInfo:
+    card: PackCard
+    origin: str
+    documents: int
+    registry_rows: int
+
+    def to_json(self) -> dict:
+        return {**self.card.to_json(), "origin": self.origin, "documents": self.documents,
+                "registry_rows": self.registry_rows}
+
+
+class PackShelf:
+    def __init__(self, kb) -> None:
+        self.kb = kb
+        self.root = Path(kb.root)
+        self.folder = self.root / PACKS_DIR
+        self.registry = Registry(self.root)
+        self._cards: dict[str, tuple[tuple, PackCard]] = {}
+
+    # -- what is there -------------------------------------------------------------------------
+    def manifest(self) -> dict[str, dict]:
+        path = self.root / MANIFEST
+        if not path.exists():
+            return {}
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise KgError(f"{MANIFEST} in {self.root} is not valid JSON ({exc}); fix or delete it and "
+                          "`kg pack add` the packs again") from exc
+
+    def ids(self) -> list[str]:
+        return sorted(self.manifest())
+
+    def __bool__(self) -> bool:
+        return (self.root / MANIFEST).exists() and bool(self.manifest())
+
+    def card(self, pack_id: str) -> PackCard:
+        """The pack's card, re-read when PACK.md changes."""
+        path = self.folder / pack_id / CARD_FILE
+        try:
+            st = path.stat()
+            stamp = (st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            stamp = ()
+        cached = self._cards.get(pack_id)
+        if cached is None or cached[0] != stamp:
+            card = read_card(self.folder / pack_id, default_id=pack_id)
+            if card.id != pack_id:  # the id it was added under wins over the one written in the card
+                card = PackCard(**{**card.__dict__, "id": pack_id})
+            cached = (stamp, card)
+            self._cards[pack_id] = cached
+        return cached[1]
+
+    def cards(self) -> dict[str, PackCard]:
+        return {p: self.card(p) for p in self.ids()}
+
+    def list(self) -> list[PackInfo]:
+        self.registry.refresh_if_changed()
+        counts = documents_by_pack(self.kb.store.db)
+        manifest = self.manifest()
+        return [PackInfo(self.card(p), manifest[p].get("origin", ""), counts.get(p, 0), len(self.registry.rows_of(p)))
+                for p in sorted(manifest)]
+
+    def documents(self, packs) -> frozenset[str]:
+        return pack_documents(self.kb.store.db, packs)
+
+    def check_ids(self, packs) -> list[str]:
+        known = self.ids()
+        wanted = list(dict.fromkeys(packs))
+        unknown = [p for p in wanted if p not in known]
+        if unknown:
+            raise NotFoundError(f"no pack '{unknown[0]}' (known: {', '.join(known) or 'none: add one with `kg pack add ID PATH`'})")
+        return wanted
+
+    def entity_evidence(self, mentions) -> dict[str, dict[str, float]]:
+        """Linked entity label -> {pack: chunks that mention it}, or {pack: DOCUMENTED} for `X documentedIn pack:ID`."""
+        if not mentions:
+            return {}
+        labels = {m.entity: m.label for m in mentions}
+        counts = entity_packs(self.kb.store.db, list(labels))
+        packs_by_iri = {str(entity_iri(pack_label(p))): p for p in self.ids()}
+        view = self.kb.graph.view
+        out: dict[str, dict[str, float]] = {}
+        for iri, label in labels.items():
+            documented = {packs_by_iri[e.target] for e in view.neighbours(iri)
+                          if e.relation == "documentedIn" and e.target in packs_by_iri}
+            if documented:  # a person said so in a relation table: that decides (see `routing.route`)
+                out[label] = {p: DOCUMENTED for p in documented}
+            elif counts.get(iri):
+                out[label] = {p: float(n) for p, n in counts[iri].items()}
+        return out
+
+    # -- routing -------------------------------------------------------------------------------
+    def route(self, question: str, mentions, probe, forced=None, rules: RoutingRules | None = None,
+              llm=None) -> Routing:
+        """The packs to search for a question: `forced` ids (`--pack`), else the LLM's choice among the
+        registry rows when one is configured, else the rules (`retrieval.packs.routing`)."""
+        self.registry.refresh_if_changed()
+        if forced:
+            wanted = self.check_ids(forced)
+            if len(wanted) > MAX_PACKS:
+                raise InputError(f"at most {MAX_PACKS} packs are searched in one round, got {len(wanted)}: "
+                                 f"{', '.join(wanted)} (ask once per pair of packs)")
+            return Routing(chosen=[PackChoice(p, 1.0, "asked for (--pack)") for p in wanted], path="forced")
+        cards = self.cards()
+        where = chunk_packs(self.kb.store.db, [h.chunk_id for h in probe[: (rules or RoutingRules()).probe_depth]])
+        evidence = Evidence(question, self.entity_evidence(mentions),
+                            probe=[(where.get(h.chunk_id), h.terms) for h in probe],
+                            doc_frequency=self.kb.index.doc_frequency, chunks=self.kb.index.doc_count())
+        routing = route(evidence, cards, self.registry.rows, rules)
+        if llm is not None:
+            from retrieval.packs.llm import choose_packs
+
+            chosen = choose_packs(llm, question, cards, self.registry.rows, routing.scores)
+            if chosen is not None:
+                return chosen
+            routing.note = "the model gave no usable choice: the rules decided"
+        return routing
+
+    def scope(self, routing: Routing) -> frozenset[str] | None:
+        """The documents a routed query may return; None = every document (no packs, or the fallback)."""
+        if routing.fallback or not routing.chosen:
+            return None
+        return self.documents(routing.pack_ids())
+
+    # -- writes: each one journaled write of the knowledge base (`KnowledgeBase.add_pack` ...) ---------
+    def add(self, pack_id: str, origin: str, progress=None) -> PackReport:
+        """Fetch a folder or git repository into DATA_DIR/packs/ID and ingest it."""
+        return self.kb.add_pack(pack_id, origin, progress=progress)
+
+    def update(self, pack_id: str, progress=None) -> PackReport:
+        """Fetch the pack's origin again, re-ingest it and remove the documents it no longer has."""
+        return self.kb.update_pack(pack_id, progress=progress)
+
+    def remove(self, pack_id: str) -> PackReport:
+        """The pack's documents, registry rows, entity and folder."""
+        return self.kb.remove_pack(pack_id)
+
+    def _add(self, pack_id: str, origin: str, progress=None) -> PackReport:
+        valid_pack_id(pack_id)
+        manifest = self.manifest()
+        if pack_id in manifest:
+            raise InputError(f"pack '{pack_id}' already exists (from {manifest[pack_id].get('origin')}): "
+                             f"`kg pack update {pack_id}` fetches and re-ingests it, `kg pack remove {pack_id}` drops it")
+        target = self.folder / pack_id
+        if target.exists():
+            raise InputError(f"{target} exists but is not a registered pack: move it away, then add the pack again")
+        try:
+            kind = _fetch(origin, target)
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+        try:
+            report = self._ingest(pack_id, target, "added", progress)
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+        report.origin = origin
+        card = self.card(pack_id)
+        self._ensure_pack_class()
+        self.kb.add_entities([pack_label(pack_id)], PACK_CLASS)
+        intent = card.title + (": " + "; ".join(card.covers) if card.covers else "")
+        report.registry_row = self.registry.add_row(pack_id, intent)
+        manifest[pack_id] = {"origin": origin, "kind": kind, "added": time.time()}
+        self._write_manifest(manifest)
+        if not (target / CARD_FILE).exists():
+            report.notes.append(f"the pack has no {CARD_FILE}: write one (covers, does not cover, key terms) so routing knows it")
+        return report
+
+    def _update(self, pack_id: str, progress=None) -> PackReport:
+        entry = self._entry(pack_id)
+        target = self.folder / pack_id
+        if entry.get("kind") == "git" and (target / ".git").exists():
+            _git(["-C", str(target), "pull", "--ff-only", "--quiet"], entry["origin"])
+        else:
+            fresh = self.folder / f".{pack_id}.update"
+            shutil.rmtree(fresh, ignore_errors=True)
+            _fetch(entry["origin"], fresh)
+            shutil.rmtree(target)
+            os.replace(fresh, target)
+        before = self.documents([pack_id])
+        report = self._ingest(pack_id, target, "updated", progress)
+        gone = sorted(before - set(report.ingest.pop("doc_ids", [])))
+        report.removed_documents = self._delete_documents(gone)
+        report.origin = entry["origin"]
+        return report
+
+    def _remove(self, pack_id: str) -> PackReport:
+        self._entry(pack_id)
+        removed = self._delete_documents(sorted(self.documents([pack_id])))
+        self.registry.remove_pack(pack_id)
+        self._remove_entity(pack_id)
+        shutil.rmtree(self.folder / pack_id, ignore_errors=True)
+        manifest = self.manifest()
+        manifest.pop(pack_id, None)
+        self._write_manifest(manifest)
+        self._cards.pop(pack_id, None)
+        return PackReport(id=pack_id, action="removed", removed_documents=removed)
+
+    def _entry(self, pack_id: str) -> dict:
+        manifest = self.manifest()
+        if pack_id not in manifest:
+            raise NotFoundError(f"no pack '{pack_id}' (known: {', '.join(sorted(manifest)) or 'none'}; `kg pack list`)")
+        return manifest[pack_id]
+
+    def _ingest(self, pack_id: str, folder: Path, action: str, progress) -> PackReport:
+        from retrieval.ingest.chunking import find_source_files
+
+        files = [f for f in find_source_files([folder]) if f.relative_to(folder).as_posix() != CARD_FILE]
+        if not files:
+            raise InputError(f"the pack '{pack_id}' has no Markdown or text files besides {CARD_FILE}")
+        ingest = self.kb.ingest_paths(files, progress)  # inside the pack's write: one commit
+        with self.kb.store.transaction():
+            set_pack(self.kb.store.db, pack_id, ingest.doc_ids, source_prefix=str(folder.resolve()) + os.sep)
+        data = {**{k: v for k, v in ingest.to_json().items() if k != "seconds"}, "doc_ids": list(ingest.doc_ids)}
+        return PackReport(id=pack_id, action=action, documents=len(set(ingest.doc_ids)), ingest=data)
+
+    def _delete_documents(self, doc_ids: list[str]) -> int:
+        # Every version, chunk, mention and index entry, through the knowledge base's own deletion.
+        if not doc_ids:
+            return 0
+        return len(self.kb.delete_documents(doc_ids))
+
+    def _ensure_pack_class(self) -> None:
+        """Knowledge bases made before packs existed carry a graph.ttl without the `Pack` class."""
+        graph = self.kb.graph
+        if graph.vocab.resolve_class(PACK_CLASS) is not None:
+            return
+        from ontology import BASE_ONTOLOGY_PATH, KG, load_rdf
+
+        base = load_rdf(BASE_ONTOLOGY_PATH)
+        for triple in base.triples((KG[PACK_CLASS], None, None)):
+            graph.rdf.add(triple)
+        graph.save()
+        self.kb._graph_changed()
+
+    def _remove_entity(self, pack_id: str) -> None:
+        graph = self.kb.graph
+        iri = entity_iri(pack_label(pack_id))
+        triples = list(graph.rdf.triples((iri, None, None))) + list(graph.rdf.triples((None, None, iri)))
+        if triples:
+            for triple in triples:
+                graph.rdf.remove(triple)
+            graph.save()
+            self.kb._graph_changed()  # the linker and graph evidence were derived from the old graph
+
+    def _write_manifest(self, manifest: dict) -> None:
+        path = self.root / MANIFEST
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+
+
+def _fetch(origin: str, target: Path) -> str:
+    """Copy a local folder or clone a git URL (file:// works offline) to `target`; returns "path" or "git"."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    local = Path(origin).expanduser()
+    if not _GIT_URL.match(origin) and not origin.endswith(".git"):
+        if not local.is_dir():
+            raise InputError(f"{origin}: no such folder (give a pack folder, or a git URL such as "
+                             "https://host/team/pack.git or file:///path/to/repo)")
+        shutil.copytree(local, target, ignore=shutil.ignore_patterns(".git"), symlinks=False)
+        return "path"
+    if local.is_dir():  # a local bare repository named like "pack.git"
+        origin = local.resolve().as_uri()
+    _git(["clone", "--quiet", "--depth", "1", origin, str(target)], origin)
+    return "git"
+
+
+def _git(args: list[str], origin: str) -> None:
+    if shutil.which("git") is None:
+        raise InputError("packs from git need the `git` command: install git (e.g. `apt-get install git`) or give a folder")
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    try:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=600, env=env, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise InputError(f"git timed out fetching {origin}") from exc
+    if done.returncode != 0:
+        message = (done.stderr or done.stdout).strip().splitlines()
+        raise InputError(f"git could not fetch {origin}: {message[-1] if message else 'exit ' + str(done.returncode)}")
