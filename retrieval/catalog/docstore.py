@@ -234,12 +234,22 @@ class DocStore:
 
 
 class _Transaction:
+    """BEGIN/COMMIT, or a savepoint inside one already open (an ingest that re-cuts older chunks the
+    first time a document changed records the new index words within its own transaction)."""
+
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
+        self.nested = False
 
     def __enter__(self):
-        self.db.execute("BEGIN")
+        self.nested = self.db.in_transaction
+        self.db.execute("SAVEPOINT nested" if self.nested else "BEGIN")
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        if self.nested:
+            self.db.execute("ROLLBACK TO nested" if exc_type else "RELEASE nested")
+            if exc_type:
+                self.db.execute("RELEASE nested")
+        else:
+            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
