@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import sys
 import time
 from datetime import date
@@ -209,6 +210,30 @@ def _m(run: dict, metric: str) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+# The other benchmarks of bench/ write their own reports; RESULTS.md carries them too, so one file
+# holds every number (each file says how it was made).
+OTHER_REPORTS = (
+    ("RESULTS-load.md", "Load, bounds and concurrency (issue 8)"),
+    ("RESULTS-documents.md", "Documents: re-ingest, deletion (issue 9)"),
+    ("RESULTS-answers.md", "Answers (issue 10)"),
+    ("RESULTS-packs.md", "Knowledge packs (issue 11)"),
+    ("RESULTS-web.md", "The web page (issue 12)"),
+)
+
+
+def render_other_benchmarks() -> list[str]:
+    lines: list[str] = []
+    for name, title in OTHER_REPORTS:
+        path = ROOT / "bench" / name
+        if not path.exists():
+            continue
+        body = path.read_text(encoding="utf-8").split("\n", 1)[-1]  # its own title goes
+        body = re.sub(r"^(#+) ", lambda m: "#" * (len(m.group(1)) + 1) + " ", body, flags=re.M)
+        lines += [f"## {title}", "", f"From `bench/{name}` (its own script, run on the same machine; see that file).",
+                  body.rstrip(), ""]
+    return lines
+
+
 def render(results: list[dict], args) -> str:
     lines = [
         "# Retrieval benchmarks",
@@ -260,6 +285,7 @@ def render(results: list[dict], args) -> str:
         lines += render_demo(args.demo)
     if getattr(args, "ablation", None):
         lines += render_ablation(args.ablation)
+    lines += render_other_benchmarks()
     lines += [
         "## Reproduce",
         "",

@@ -29,7 +29,8 @@ def test_unknown_paths_and_methods_are_json_errors(client):
     response = client.delete("/query")
     assert response.status_code == 405
     assert response.json() == {"error": {"type": "MethodNotAllowed",
-                                         "message": "DELETE is not allowed on /query (see /docs for the API)"}}
+                                         "message": "DELETE is not allowed on /query (use POST; see /docs)"}}
+    assert response.headers["allow"] == "POST"
 
 
 def test_an_unparsable_body_is_400_json(client):

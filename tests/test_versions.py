@@ -278,10 +278,12 @@ def test_post_documents_accepts_a_base64_file(client):
     assert (bad.status_code, bad.json()["error"]["message"]) == (400, "content_base64 is not valid base64")
 
 
-def test_as_of_that_is_not_a_date_is_a_400(client):
+def test_as_of_that_is_not_a_date_is_refused_by_the_schema(client):
+    # The spec says what a date looks like (YYYY, YYYY-MM, YYYY-MM-DD), so the body is invalid: 422.
     response = client.post("/query", json={"query": "预算", "as_of": "someday"})
-    assert response.status_code == 400
-    assert response.json()["error"]["message"] == "as_of 'someday' is not a date: write YYYY-MM-DD, YYYY-MM or YYYY"
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["type"] == "InputError" and any(p.startswith("body.as_of:") for p in error["problems"])
 
 
 def test_a_bad_as_of_parameter_is_an_input_error(kb):
