@@ -80,31 +80,19 @@ def ingest_documents(kb, sources: Iterable[SourceDocument], progress: Progress |
     # The same source twice in one batch: the last one wins (whoosh cannot delete what
     # the open writer added, so the earlier copy must never reach it).
     batch = list({src.source: src for src in sources}.values())
-    try:
-        # The catalog transaction stays open (and invisible to queries) until the commit instant;
-        # whoosh's writer likewise buffers until its commit.
-        with kb.store.transaction():
-            for src in batch:
-                try:
-                    _check_size(kb, src)
-                    _ingest_one(kb, src, link_state, report)
-                except InputError as exc:
-                    if strict:
-                        raise
-                    report.skipped.append(Skipped(src.source, str(exc).removeprefix(f"{src.source}: ")))
-                if progress:
-                    progress(1)
-            commit.crash_point("ingest", "prepared")
-            kb.commits.enter_commit_instant()
-        kb.commits.mark("ingest", "catalog")
-        kb.index.commit(optimize=report.chunks_indexed > 1000)
-        kb.commits.mark("ingest", "index")
-    except BaseException:
-        kb.index.rollback()
-        raise
-    finally:
-        kb.commits.leave_commit_instant()
-    kb.evidence.invalidate()
+    def change() -> None:
+        for src in batch:
+            try:
+                _check_size(kb, src)
+                _ingest_one(kb, src, link_state, report)
+            except InputError as exc:
+                if strict:
+                    raise
+                report.skipped.append(Skipped(src.source, str(exc).removeprefix(f"{src.source}: ")))
+            if progress:
+                progress(1)
+
+    _catalog_then_index(kb, "ingest", change, optimize=lambda: report.chunks_indexed > 1000)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -149,40 +137,36 @@ def delete_documents(kb, doc_ids: Sequence[str]) -> list[dict]:
     """Remove documents (by id, front matter `id:` or source path) with every version, chunk, mention
     and index entry. Unknown names are an error before anything is removed."""
     found = resolve_documents(kb.history, doc_ids)
-    try:
-        with kb.store.transaction():
-            deleted = remove_documents(kb.store, kb.history, kb.index, found)
-            commit.crash_point("delete", "prepared")
-            kb.commits.enter_commit_instant()
-        kb.commits.mark("delete", "catalog")
-        kb.index.commit()
-        kb.commits.mark("delete", "index")
-    except BaseException:
-        kb.index.rollback()
-        raise
-    finally:
-        kb.commits.leave_commit_instant()
-    kb.evidence.invalidate()
-    return deleted
+    return _catalog_then_index(kb, "delete", lambda: remove_documents(kb.store, kb.history, kb.index, found))
 
 
 def sync(kb, paths: Sequence[Path]) -> IngestReport:
     """Remove the versions (and documents) whose source files under the folders `paths` are gone."""
+    removed = _catalog_then_index(kb, "sync", lambda: remove_missing_sources(kb.store, kb.history, kb.index, paths))
+    return IngestReport(versions_removed=removed.versions, chunks_removed=removed.chunks, deleted=removed.documents)
+
+
+def _catalog_then_index(kb, op: str, change: Callable, optimize: Callable[[], bool] = lambda: False):
+    """Run `change` in one catalog transaction, then commit the text index: the catalog is the truth,
+    so a process killed between the two is rolled forward on the next open. Each step is marked for
+    the crash tests (`KG_CRASH_AT=<op>:<step>`)."""
     try:
+        # The catalog transaction stays open (and invisible to queries) until the commit instant;
+        # whoosh's writer likewise buffers until its commit.
         with kb.store.transaction():
-            removed = remove_missing_sources(kb.store, kb.history, kb.index, paths)
-            commit.crash_point("sync", "prepared")
+            result = change()
+            commit.crash_point(op, "prepared")
             kb.commits.enter_commit_instant()
-        kb.commits.mark("sync", "catalog")
-        kb.index.commit()
-        kb.commits.mark("sync", "index")
+        kb.commits.mark(op, "catalog")
+        kb.index.commit(optimize=optimize())
+        kb.commits.mark(op, "index")
     except BaseException:
         kb.index.rollback()
         raise
     finally:
         kb.commits.leave_commit_instant()
     kb.evidence.invalidate()
-    return IngestReport(versions_removed=removed.versions, chunks_removed=removed.chunks, deleted=removed.documents)
+    return result
 
 
 def link_document(kb, doc_id: str, title: str, chunks: Sequence[Chunk], linker, about) -> None:
