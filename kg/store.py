@@ -22,6 +22,7 @@ from pathlib import Path
 from rdflib import OWL, RDF, RDFS, SKOS, Graph, Literal, URIRef
 
 from kg.errors import InputError
+from kg.files import file_stamp
 from kg.graph import GraphView
 from ontology import BASE_ONTOLOGY_PATH, KG, Vocabulary, entity_iri, load_rdf
 
@@ -46,11 +47,7 @@ class KnowledgeGraph:
 
     # -- file <-> memory ---------------------------------------------------------------------
     def _disk_stamp(self) -> tuple[int, int] | None:
-        try:
-            st = self.path.stat()
-        except FileNotFoundError:
-            return None
-        return (st.st_mtime_ns, st.st_size)
+        return file_stamp(self.path)
 
     @property
     def rdf(self) -> Graph:

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
+from kg.files import file_stamp
 from kg.lock import DataDirLock
 from kg.store import KnowledgeGraph
 from retrieval.catalog import commit
@@ -49,7 +50,7 @@ class Commits:
         self.kb = kb
         self.flock = DataDirLock(kb.root, kb.settings.write_wait)
         self.generation = commit.generation(kb.store.db)
-        self._synonyms_stamp = _stamp(kb.root / "synonyms.txt")
+        self._synonyms_stamp = file_stamp(kb.root / "synonyms.txt")
         self._instant = ExitStack()
         self._op: str | None = None
         self._steps: list[str] = []
@@ -100,7 +101,7 @@ class Commits:
             if commit.get_state(kb.store.db, "linked_graph") is None:
                 commit.set_state(kb.store.db, "linked_graph", kb.graph.digest)
             self.generation = commit.bump_generation(kb.store.db)
-        self._synonyms_stamp = _stamp(kb.root / "synonyms.txt")
+        self._synonyms_stamp = file_stamp(kb.root / "synonyms.txt")
         commit.crash_point(op, "generation")
 
     # -- following other processes ----------------------------------------------------------------
@@ -110,7 +111,7 @@ class Commits:
         return (
             commit.generation(kb.store.db) != self.generation
             or kb.graph.changed_on_disk()
-            or _stamp(kb.root / "synonyms.txt") != self._synonyms_stamp
+            or file_stamp(kb.root / "synonyms.txt") != self._synonyms_stamp
         )
 
     def needs_relink(self) -> bool:
@@ -151,7 +152,7 @@ class Commits:
             graph = kb.graph
             if graph.changed_on_disk():
                 graph = KnowledgeGraph(kb.root)
-            synonyms_stamp = _stamp(kb.root / "synonyms.txt")
+            synonyms_stamp = file_stamp(kb.root / "synonyms.txt")
             synonyms = kb.synonyms if synonyms_stamp == self._synonyms_stamp else SynonymTable.read(kb.root / "synonyms.txt")
             linker = kb._linker
             if graph is not kb.graph or synonyms is not kb.synonyms:
@@ -219,10 +220,3 @@ class Follower:
                 self.errors += 1
                 log.exception("reloading the knowledge base after another process's commit failed")
 
-
-def _stamp(path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return (st.st_mtime_ns, st.st_size)

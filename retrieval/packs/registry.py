@@ -17,6 +17,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from kg.files import file_stamp
+
 __all__ = ["REGISTRY_FILE", "Registry", "RegistryRow"]
 
 REGISTRY_FILE = "REGISTRY.md"
@@ -55,11 +57,7 @@ class Registry:
         self.reload()
 
     def _disk_stamp(self) -> tuple[int, int] | None:
-        try:
-            st = self.path.stat()
-        except FileNotFoundError:
-            return None
-        return (st.st_mtime_ns, st.st_size)
+        return file_stamp(self.path)
 
     def reload(self) -> None:
         self._stamp = self._disk_stamp()

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kg.errors import InputError, KgError, NotFoundError
+from kg.files import file_stamp
 from ontology import entity_iri
 from retrieval.catalog.packs import (
     chunk_packs,
@@ -120,11 +121,7 @@ class PackShelf:
     def card(self, pack_id: str) -> PackCard:
         """The pack's card, re-read when PACK.md changes."""
         path = self.folder / pack_id / CARD_FILE
-        try:
-            st = path.stat()
-            stamp = (st.st_mtime_ns, st.st_size)
-        except FileNotFoundError:
-            stamp = ()
+        stamp = file_stamp(path)
         cached = self._cards.get(pack_id)
         if cached is None or cached[0] != stamp:
             card = read_card(self.folder / pack_id, default_id=pack_id)
