@@ -60,21 +60,19 @@ def anchor_counts(db: sqlite3.Connection) -> int:
 
 def chunk_parents(db: sqlite3.Connection, chunk_ids: Sequence[str]) -> dict[str, str]:
     """Chunk id -> its parent: the section it belongs to (`parent_id`), else its document."""
-    out: dict[str, str] = {}
-    for i in range(0, len(chunk_ids), 500):
-        part = list(chunk_ids[i : i + 500])
-        out.update(db.execute(
-            "SELECT chunk_id, COALESCE(NULLIF(parent_id, ''), doc_id) FROM chunks"
-            f" WHERE chunk_id IN ({','.join('?' * len(part))})", part))
-    return out
+    return _per_chunk(db, "SELECT chunk_id, COALESCE(NULLIF(parent_id, ''), doc_id) FROM chunks WHERE chunk_id IN", chunk_ids)
 
 
 def document_sections(db: sqlite3.Connection, chunk_ids: Sequence[str]) -> dict[str, int]:
     """Chunk id -> how many sections (parents) its document has."""
-    out: dict[str, int] = {}
+    return _per_chunk(db, "SELECT c.chunk_id, (SELECT COUNT(DISTINCT s.parent_id) FROM chunks s WHERE s.doc_id = c.doc_id)"
+                          " FROM chunks c WHERE c.chunk_id IN", chunk_ids)
+
+
+def _per_chunk(db: sqlite3.Connection, select_in: str, chunk_ids: Sequence[str]) -> dict:
+    """`select_in (?, ?, ...)` over the ids, 500 at a time (SQLite's variable limit), as a dict."""
+    out: dict = {}
     for i in range(0, len(chunk_ids), 500):
         part = list(chunk_ids[i : i + 500])
-        out.update(db.execute(
-            "SELECT c.chunk_id, (SELECT COUNT(DISTINCT s.parent_id) FROM chunks s WHERE s.doc_id = c.doc_id)"
-            f" FROM chunks c WHERE c.chunk_id IN ({','.join('?' * len(part))})", part))
+        out.update(db.execute(f"{select_in} ({','.join('?' * len(part))})", part))
     return out
