@@ -19,7 +19,6 @@ from kg.errors import NotFoundError
 from kg.lock import SharedLock
 from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
-from retrieval import write_path
 from retrieval.catalog.docstore import DocStore
 from retrieval.catalog.versions import VersionCatalog
 from retrieval.graph.expand import (
@@ -36,7 +35,8 @@ from retrieval.ingest.removal import resolve_documents
 from retrieval.packs import PackShelf
 from retrieval.query_path import MODES, QueryPath
 from retrieval.types import SourceDocument
-from retrieval.write_path import SYNONYMS_FILE, IngestReport
+from retrieval.index.synonyms import SYNONYMS_FILE
+from retrieval.ingest.report import IngestReport
 from retrieval.writing import Commits, Follower, writes
 
 __all__ = ["IngestReport", "KnowledgeBase", "MODES"]
@@ -152,6 +152,7 @@ class KnowledgeBase(QueryPath):
         return self._about_index
 
     # -- write path: ingest -> index -> link (retrieval.write_path), each a journaled commit ------
+    # (imported by the first write, so that a process that only queries does not load it)
     def today(self) -> dt.date:
         return self.settings.today or dt.date.today()
 
@@ -159,36 +160,43 @@ class KnowledgeBase(QueryPath):
     def ingest_paths(self, paths: Sequence[Path], progress: Progress | None = None, *, strict: bool = False,
                      doc_id: str | None = None, effective: str | None = None) -> IngestReport:
         """Files and folders. A file that cannot be read is skipped and reported (`strict`: an error)."""
+        from retrieval import write_path
         return write_path.ingest_paths(self, paths, progress, strict=strict, doc_id=doc_id, effective=effective)
 
     @writes
     def ingest_documents(self, sources: Iterable[SourceDocument], progress: Progress | None = None, *,
                          strict: bool = True, skipped: list | None = None) -> IngestReport:
+        from retrieval import write_path
         return write_path.ingest_documents(self, sources, progress, strict=strict, skipped=skipped)
 
     @writes
     def delete_documents(self, doc_ids: Sequence[str]) -> list[dict]:
         """Remove documents (by id, front matter `id:` or source path) with every version, chunk, mention
         and index entry. Unknown names are an error before anything is removed."""
+        from retrieval import write_path
         return write_path.delete_documents(self, doc_ids)
 
     @writes
     def sync(self, paths: Sequence[Path]) -> IngestReport:
         """Remove the versions (and documents) whose source files under the folders `paths` are gone."""
+        from retrieval import write_path
         return write_path.sync(self, paths)
 
     @writes
     def relink(self, progress: Progress | None = None) -> int:
         """Recompute every chunk's entity mentions (after the graph gained or lost labels)."""
+        from retrieval import write_path
         return write_path.relink(self, progress)
 
     @writes
     def import_file(self, path: Path, progress: Progress | None = None, **options) -> dict:
         """A relation table (.csv), an RDF/OWL file (.ttl .owl .rdf .nt) or a synonym table (.txt)."""
+        from retrieval import write_path
         return write_path.import_file(self, path, progress, **options)
 
     @writes
     def add_entities(self, labels: Iterable[str], type_name: str = "Topic") -> int:
+        from retrieval import write_path
         return write_path.add_entities(self, labels, type_name)
 
     @writes

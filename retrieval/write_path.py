@@ -26,7 +26,7 @@ from retrieval.index.analysis import (
     taught_words,
     vocabulary_version,
 )
-from retrieval.index.synonyms import SynonymTable
+from retrieval.index.synonyms import SYNONYMS_FILE, SynonymTable
 from retrieval.ingest.chunking import cut_document, doc_id_for, source_fingerprint
 from retrieval.ingest.readers import Skipped, find_files, parse_effective, read_sources
 from retrieval.ingest.removal import delete_documents as remove_documents
@@ -39,7 +39,6 @@ __all__ = [
     "ingest_paths", "relink", "sync", "sync_index_words",
 ]
 
-SYNONYMS_FILE = "synonyms.txt"
 RDF_SUFFIXES = (".ttl", ".owl", ".rdf", ".xml", ".nt", ".jsonld", ".ofn", ".omn", ".owx")
 Progress = Callable[[int], None]
 

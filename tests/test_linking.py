@@ -154,3 +154,26 @@ def test_a_label_with_accents_links_a_question_typed_without_them():
     linker = EntityLinker([("Akinoshū Kenji", "e:kenji")], {"e:kenji": "Akinoshū Kenji"})
     [mention] = linker.link("Where was Akinoshu Kenji born?")
     assert (mention.entity, mention.surface, mention.start) == ("e:kenji", "Akinoshu Kenji", 10)
+
+
+def test_a_question_is_linked_without_spacy_exactly_as_the_pipeline_links_it(linker):
+    # `link` (questions) matches without building a spaCy Doc; `link_many` (documents) goes through
+    # the pipeline. They must agree on every text, including full-width forms, accents, runs of
+    # blank lines, ambiguous aliases and table markup, and on the bundled demo documents.
+    from pathlib import Path
+
+    import kg
+
+    texts = [
+        "ＬＯＲＡ－０２ 的心跳间隔\n\n\n  |  主库  | redis-cluster |",
+        "LORA-021 不是 LORA-02；Redis 集群 和 redis",
+        "Akinoshū and In Heaven, nginx\tproxy_read_timeout=30",
+        "",
+    ]
+    demo = Path(kg.__file__).parent / "demo" / "docs"
+    texts += [p.read_text(encoding="utf-8") for p in sorted(demo.rglob("*.md"))]
+    for strict_case in (True, False):
+        assert list(linker.link_many(texts, strict_case=strict_case)) == [
+            linker.link(t, strict_case=strict_case) for t in texts
+        ]
+    assert sum(len(linker.link(t)) for t in texts) > 10  # the texts do hold mentions

@@ -56,13 +56,9 @@ INDEX_SUBWORDS = False
 
 @lru_cache(maxsize=1)
 def _jieba():
-    import logging
+    from retrieval.index.jieba_dict import load_tokenizer
 
-    import jieba
-
-    jieba.setLogLevel(logging.WARNING)
-    jieba.initialize()
-    return jieba.dt
+    return load_tokenizer()
 
 
 _VOCABULARY_VERSION = 0

@@ -7,7 +7,9 @@ from pathlib import Path
 from kg.errors import InputError
 from retrieval.index.analysis import query_terms, vocabulary_version
 
-__all__ = ["SynonymTable", "SYNONYM_WEIGHT"]
+__all__ = ["SYNONYMS_FILE", "SynonymTable", "SYNONYM_WEIGHT"]
+
+SYNONYMS_FILE = "synonyms.txt"  # in the data dir
 
 SYNONYM_WEIGHT = 0.6  # a synonym counts a little less than the word the user typed
 

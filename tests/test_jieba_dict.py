@@ -1,0 +1,61 @@
+"""jieba's dictionary read lazily from SQLite cuts exactly as jieba's own in-memory dictionary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jieba
+import pytest
+
+import kg
+from retrieval.index.jieba_dict import LazyFreq, dictionary_file
+
+DEMO = Path(kg.__file__).parent / "demo" / "docs"
+
+
+def _texts() -> list[str]:
+    texts = [p.read_text(encoding="utf-8") for p in sorted(DEMO.rglob("*.md"))]
+    texts.append("订单服务依赖哪些组件？配置项 max-open-files 的默认值是多少，心跳间隔怎么调")
+    return texts
+
+
+@pytest.fixture
+def eager() -> jieba.Tokenizer:
+    tokenizer = jieba.Tokenizer()
+    tokenizer.initialize()
+    return tokenizer
+
+
+def _lazy(promote_after: int) -> jieba.Tokenizer:
+    tokenizer = jieba.Tokenizer()
+    tokenizer.FREQ = LazyFreq(dictionary_file(), tokenizer, promote_after=promote_after)
+    tokenizer.total = tokenizer.FREQ.total
+    tokenizer.initialized = True
+    return tokenizer
+
+
+@pytest.mark.parametrize("promote_after", [10**9, 2_000])
+def test_lazy_dictionary_cuts_like_jiebas_own(eager, promote_after):
+    lazy = _lazy(promote_after)
+    assert lazy.total == eager.total
+    texts = _texts()
+    for text in texts:
+        assert list(lazy.cut(text, HMM=True)) == list(eager.cut(text, HMM=True))
+    # Words taught at run time (entity labels) change both the same way, before and after promotion.
+    for tokenizer in (lazy, eager):
+        for word in ("订单服务依赖", "心跳间隔", "默认值是"):
+            tokenizer.add_word(word, freq=max(tokenizer.suggest_freq(word, tune=False), 5))
+    for text in texts:
+        assert list(lazy.cut(text, HMM=True)) == list(eager.cut(text, HMM=True))
+    assert lazy.total == eager.total
+    promoted = not isinstance(lazy.FREQ, LazyFreq)
+    assert promoted == (promote_after < 10**9)  # the small threshold did hand jieba the whole dict
+    if promoted:
+        assert lazy.FREQ["心跳间隔"] == eager.FREQ["心跳间隔"]
+        assert len(lazy.FREQ) == len(eager.FREQ)
+
+
+def test_a_lazy_dictionary_reads_only_what_the_text_needs():
+    lazy = _lazy(10**9)
+    list(lazy.cut("订单服务依赖哪些组件", HMM=True))
+    assert 0 < len(lazy.FREQ._known) < 200
