@@ -26,9 +26,10 @@ def eager() -> jieba.Tokenizer:
     return tokenizer
 
 
-def _lazy(promote_after: int) -> jieba.Tokenizer:
+def _lazy(promote_after: int, promote_after_calls: int = 10**9) -> jieba.Tokenizer:
     tokenizer = jieba.Tokenizer()
-    tokenizer.FREQ = LazyFreq(dictionary_file(), tokenizer, promote_after=promote_after)
+    tokenizer.FREQ = LazyFreq(dictionary_file(), tokenizer, promote_after=promote_after,
+                              promote_after_calls=promote_after_calls)
     tokenizer.total = tokenizer.FREQ.total
     tokenizer.initialized = True
     return tokenizer
@@ -53,6 +54,14 @@ def test_lazy_dictionary_cuts_like_jiebas_own(eager, promote_after):
     if promoted:
         assert lazy.FREQ["心跳间隔"] == eager.FREQ["心跳间隔"]
         assert len(lazy.FREQ) == len(eager.FREQ)
+
+
+def test_many_look_ups_of_known_fragments_also_hand_jieba_the_whole_dictionary(eager):
+    lazy = _lazy(10**9, promote_after_calls=5_000)
+    text = "订单服务依赖哪些组件？" * 20
+    for _ in range(30):
+        assert list(lazy.cut(text, HMM=True)) == list(eager.cut(text, HMM=True))
+    assert isinstance(lazy.FREQ, dict) and len(lazy.FREQ) == len(eager.FREQ)
 
 
 def test_a_lazy_dictionary_reads_only_what_the_text_needs():

@@ -29,7 +29,7 @@ CREATE TABLE IF NOT EXISTS mentions (
     chunk_id TEXT NOT NULL REFERENCES chunks(chunk_id) ON DELETE CASCADE,
     entity TEXT NOT NULL, surface TEXT NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS mentions_entity ON mentions(entity);
+CREATE INDEX IF NOT EXISTS mentions_entity_chunk ON mentions(entity, chunk_id);
 CREATE INDEX IF NOT EXISTS mentions_chunk ON mentions(chunk_id);
 CREATE TABLE IF NOT EXISTS about (
     doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE, entity TEXT NOT NULL,
@@ -50,6 +50,13 @@ class DocStore:
         self._connections_lock = threading.Lock()
         if self.db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'index_words'").fetchone()[0] == 0:
             self.db.executescript(_SCHEMA)  # only when missing: a no-op script would still wait for a writer
+        if self.db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'mentions_entity'").fetchone()[0]:
+            # Bases made before 2026-12: the (entity, chunk) index answers the per-entity look-ups of
+            # expansion from the index alone (chunks_mentioning: 0.2 -> 0.1 ms a call, ~16 a question).
+            self.db.executescript(
+                "CREATE INDEX IF NOT EXISTS mentions_entity_chunk ON mentions(entity, chunk_id);"
+                " DROP INDEX mentions_entity;"
+            )
         commit.ensure_schema(self.db)
         anchors.ensure_schema(self.db)
         versions.ensure_schema(self.db)  # versions, parent chunks
