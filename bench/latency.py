@@ -90,6 +90,29 @@ def measure(kb, questions: list[str], mode: str, repeat: int) -> dict:
     }
 
 
+def fresh_process(data_dir: Path, questions: list[str], runs: int = 7) -> dict:
+    """`kg query` in a new Python process per question (what a person at a shell waits for): wall
+    time from spawn to exit, and each process's peak RSS. The knowledge base is already built and
+    closed; every process opens it, loads what the query path needs, answers and exits."""
+    import os
+    import subprocess
+
+    walls, rss = [], []
+    for question in questions[:runs]:
+        started = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "kg.cli", "query", "--data-dir", str(data_dir), question],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO_ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        walls.append(time.perf_counter() - started)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            raise RuntimeError(f"kg query exited {proc.returncode}: {proc.stderr.read().decode()[-500:]}")
+        proc.stderr.close()
+        rss.append(usage.ru_maxrss / 1024)  # KiB on Linux
+    return {"runs": len(walls), "wall_s": {"p50": round(statistics.median(walls), 2), "max": round(max(walls), 2)},
+            "peak_rss_mb": round(max(rss), 1)}
+
+
 def run(data_dir: Path, repeat: int) -> dict:
     questions = [q.question for q in read_questions(DEMO_DIR / "questions.jsonl")]
     kb, build = build_demo(data_dir)

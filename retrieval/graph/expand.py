@@ -188,7 +188,7 @@ def chunks_for_entities(
         # title introduces) the most; the rest decay so one long document does not flood the list.
         # An entity that many documents are about (a page title shared by 50 passages) says less
         # about any one of them: the evidence is spread by the square root of their number.
-        about = store.about_chunks(hit.entity)
+        about = evidence.about_chunks(hit.entity) if evidence else store.about_chunks(hit.entity)
         spread = math.sqrt(len({doc for _, doc, _ in about})) if about else 1.0
         # A long document about the entity (a page of twenty sections) should not flood the list:
         # its later chunks share the weight a short document's would have.
@@ -210,7 +210,8 @@ def chunks_for_entities(
         contributions += [(cid, score, "section") for cid, score, _ in sections]
         reasons = {cid: reason for cid, _, reason in sections}
         about_ids |= set(reasons)
-        mentioning = store.chunks_mentioning(hit.entity, settings.mention_limit)
+        mentioning = (evidence.chunks_mentioning(hit.entity, settings.mention_limit) if evidence
+                      else store.chunks_mentioning(hit.entity, settings.mention_limit))
         # Likewise a mention: one of 70 chunks naming the entity is weak evidence for each.
         mention_spread = math.sqrt(evidence.mention_count(hit.entity) if evidence else store.mention_count(hit.entity)) if mentioning else 1.0
         contributions += [

@@ -47,6 +47,28 @@ class GraphEvidence:
         self._contexts = {}
         self._anchors: dict[str, list[tuple[str, float, str]]] = {}  # 'limit\0iri' -> rows
         self._mention_counts: dict[str, int] | None = None
+        self._about: dict[str, list[tuple[str, str, int]]] = {}
+        self._mentioning: dict[tuple[str, int], list[tuple[str, int]]] = {}
+
+    def about_chunks(self, iri: str) -> list[tuple[str, str, int]]:
+        """`DocStore.about_chunks`, cached until the next write (a question reaches ~50 entities,
+        and the same hubs recur from question to question)."""
+        cached = self._about.get(iri)
+        if cached is None:
+            if len(self._about) > 50_000:
+                self._about.clear()
+            cached = self._about[iri] = self.store.about_chunks(iri)
+        return cached
+
+    def chunks_mentioning(self, iri: str, limit: int) -> list[tuple[str, int]]:
+        """`DocStore.chunks_mentioning`, cached until the next write."""
+        key = (iri, limit)
+        cached = self._mentioning.get(key)
+        if cached is None:
+            if len(self._mentioning) > 50_000:
+                self._mentioning.clear()
+            cached = self._mentioning[key] = self.store.chunks_mentioning(iri, limit)
+        return cached
 
     def anchors(self, iri: str, limit: int) -> list[tuple[str, float, str]]:
         """The sections anchored to an entity, strongest first (cached until the next write)."""
