@@ -8,6 +8,7 @@ stage module.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 from collections.abc import Sequence
 
@@ -238,12 +239,19 @@ class QueryPath:
             }
 
 
+# A relation's cue word right after "how" is the verb of a procedure ("怎么配置定时快照", "how to use
+# the CLI"), not a question along the relation ("X 依赖哪些组件", "which settings configure X").
+_HOW_BEFORE = re.compile(r"(?:怎么|如何|怎样|怎么样|该怎么|how\s+(?:do\s+i|can\s+i|should\s+i|to|do\s+you))\s*$", re.I)
+
+
 class _NameMatcher:
     def __init__(self, matcher) -> None:
         self.matcher = matcher
 
     def find_names(self, text: str) -> set[str]:
-        return {name for m in self.matcher.find(normalize_text(text)) for name in m.entities}
+        text = normalize_text(text)
+        return {name for m in self.matcher.find(text) if not _HOW_BEFORE.search(text[max(0, m.start - 16) : m.start])
+                for name in m.entities}
 
 
 def _docs(store: DocStore, chunk_ids: list[str]) -> list[dict]:

@@ -105,3 +105,22 @@ def test_reingesting_a_changed_document_replaces_its_anchors(tmp_path):
         assert _sections(kb, "cache.ttl") == []
     finally:
         kb.close()
+
+
+def test_a_named_keys_own_section_keeps_its_graph_evidence_when_the_other_words_are_generic(anchored_kb):
+    # "说明" is in another document's table but in no section of the reference: the fit to the
+    # question's other words is 0, which drops a section of a many-section document; the section
+    # headed by the key the question names stays.
+    result = anchored_kb.query("cache.ttl 的说明", k=5)
+    top = result.hits[0]
+    assert top.section == "容量与过期 > cache.ttl"
+    assert top.why["graph"]["via"] == "section"
+    assert top.why["graph"]["about"] == "heading is cache.ttl"
+
+
+def test_a_cue_word_after_how_is_a_procedure_verb_not_a_relation(anchored_kb):
+    names = anchored_kb._relation_matcher().find_names
+    assert "dependsOn" in names("存储节点依赖哪些服务")
+    assert "configures" in names("哪些参数配置了存储节点") | names("存储节点的配置项有哪些")
+    assert names("怎么配置存储节点的压缩线程") == set()
+    assert names("如何 配置 cache-service") == set()

@@ -207,6 +207,11 @@ def chunks_for_entities(
             # for): it is not held to the fit.
             exempt.update(cid for cid, _, ordinal in about if ordinal == 0)
         sections = _anchored_sections(store, hit.entity, factor, settings, about_ids, evidence)
+        if not hit.path:
+            # The sections that define or are headed by an entity the question names answer "X 默认是
+            # 多少" / "what is X" even when the rest of the question's words are generic (默认, 意思,
+            # default): the fit to those words does not hold them back.
+            exempt.update(cid for cid, _, _ in sections)
         contributions += [(cid, score, "section") for cid, score, _ in sections]
         reasons = {cid: reason for cid, _, reason in sections}
         about_ids |= set(reasons)
