@@ -254,6 +254,19 @@ class WhooshIndex:
             self._common_scores[key] = cached
         return cached
 
+    def scoped(self, doc_ids: frozenset[str]):
+        """The read side of this index inside those documents, scored with their own statistics
+        (`retrieval.index.scoped.ScopedIndex`: a search inside knowledge packs scores as the packs alone)."""
+        from retrieval.index.scoped import ScopedIndex
+
+        return ScopedIndex(self, doc_ids)
+
+    def _scope_docnums(self, doc_ids: frozenset[str]) -> set[int]:
+        """Docnums of the chunks of those documents in the current searcher (the caller holds `_search_lock`)."""
+        if not doc_ids:
+            return set()
+        return set(self._searcher.docs_for_query(Or([Term("doc_id", d) for d in doc_ids])))
+
     def doc_count(self) -> int:
         with self._search_lock:
             return self._searcher.doc_count()
