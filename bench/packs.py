@@ -258,7 +258,7 @@ def render(report: dict) -> str:
               "their mentions only, so what still separates 'mixed, routed' from 'pack alone' is routing (a question sent "
               "to another pack) and what the knowledge base shares across packs (synonyms, the words jieba learns from "
               "every relation table). The held-out out-of-scope set was written before the out-of-scope rule was changed; "
-              "the tuned set's numbers before the change are in the README.", ""]
+              "before the change (a word counted as held when any chunk held it) the tuned set gave 17 of 20 and the held-out set 6 of 20, no in-scope question refused.", ""]
     lines += ["", "## Builds (cached in bench/out/packs-cache between runs)", "", "| knowledge base | documents | chunks | seconds |",
               "|---|--:|--:|--:|"]
     for name, b in report.get("builds", {}).items():
