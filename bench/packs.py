@@ -35,6 +35,8 @@ CARDS = ROOT / "bench" / "packs"
 CACHE = ROOT / "bench" / "out" / "packs-cache"
 DEMO = ROOT / "kg" / "demo"
 K = 5
+# the set the out-of-scope rule was tuned on, and one written afterwards to check it
+OUT_OF_SCOPE = {"questions": "out_of_scope.jsonl", "held-out": "out_of_scope_heldout.jsonl"}
 
 
 def _safe(name: str) -> str:
@@ -166,13 +168,15 @@ def measure(bench: Path, out: Path, rebuild: bool) -> dict:
                     in_scope_flagged.append({"pack": pack, "id": q["id"], "question": q["question"],
                                              "why": data["out_of_scope"]})
             report["sets"][pack] = {"questions": rows}
-        oos = [json.loads(line) for line in (CARDS / "out_of_scope.jsonl").open(encoding="utf-8")]
-        answered = []
-        for q in oos:
-            result = kb.query(q["question"], k=K)
-            answered.append({**q, "out_of_scope": result.out_of_scope, "hits": len(result.hits),
-                             "packs_used": [u["id"] for u in result.packs_used]})
-        report["out_of_scope"] = {"questions": answered, "in_scope_flagged": in_scope_flagged}
+        report["out_of_scope"] = {"in_scope_flagged": in_scope_flagged}
+        for name, file in OUT_OF_SCOPE.items():
+            answered = []
+            for line in (CARDS / file).open(encoding="utf-8"):
+                q = json.loads(line)
+                result = kb.query(q["question"], k=K)
+                answered.append({**q, "out_of_scope": result.out_of_scope, "hits": len(result.hits),
+                                 "packs_used": [u["id"] for u in result.packs_used]})
+            report["out_of_scope"][name] = answered
     for pack in PACKS:
         alone_dir = build(bench, out, [pack], f"alone-{pack}", rebuild)
         with KnowledgeBase(Settings(data_dir=alone_dir, routing=False)) as kb:
@@ -223,32 +227,38 @@ def render(report: dict) -> str:
     lines += ["", f"Packs searched per routed question (no fallback): one pack {sizes.count(1)}, two packs {sizes.count(2)}. "
               f"Latency a question in process, routed vs no routing: p50 {p50(routed_ms):.0f} / {p50(plain_ms):.0f} ms, "
               f"p95 {p95(routed_ms):.0f} / {p95(plain_ms):.0f} ms on a shared machine (routing's probe is the question's own "
-              "text search; a second, scoped search runs only when the probe holds fewer than 50 passages of the chosen packs).",
+              "text search of the whole knowledge base; the chosen packs are then searched again with their own statistics).",
               "", "Own pack in packs_used counts a fallback (every pack searched) as a hit; the fallback column says how often that "
               "happened. R@5 pack alone: a knowledge base of that pack only, built the same way, no routing.", ""]
-    oos = report["out_of_scope"]["questions"]
-    caught = [q for q in oos if q["out_of_scope"]]
-    near = [q for q in oos if q.get("near")]
-    lines += [
-        "## Out-of-scope questions (`bench/packs/out_of_scope.jsonl`)",
-        "",
-        f"{len(caught)} of {len(oos)} answered as out of scope ({sum(1 for q in near if q['out_of_scope'])} of the "
-        f"{len(near)} close to a pack's topic); in-scope questions answered as out of scope: "
-        f"{len(report['out_of_scope']['in_scope_flagged'])}.",
-        "",
-        "| question | close to | answer |",
-        "|---|---|---|",
-    ]
-    for q in oos:
-        answer = q["out_of_scope"] or f"searched {', '.join(q['packs_used']) or 'all'} ({q['hits']} hits)"
-        lines.append(f"| {q['question']} | {q.get('near') or '-'} | {answer} |")
+    for name, file in OUT_OF_SCOPE.items():
+        oos = report["out_of_scope"].get(name) or []
+        caught = [q for q in oos if q["out_of_scope"]]
+        near = [q for q in oos if q.get("near")]
+        title = "Out-of-scope questions" if name == "questions" else "Out-of-scope questions, held out"
+        lines += [
+            f"## {title} (`bench/packs/{file}`)",
+            "",
+            f"{len(caught)} of {len(oos)} answered as out of scope ({sum(1 for q in near if q['out_of_scope'])} of the "
+            f"{len(near)} close to a pack's topic).",
+            "",
+            "| question | close to | answer |",
+            "|---|---|---|",
+        ]
+        for q in oos:
+            answer = q["out_of_scope"] or f"searched {', '.join(q['packs_used']) or 'all'} ({q['hits']} hits)"
+            lines.append(f"| {q['question']} | {q.get('near') or '-'} | {answer} |")
+        lines.append("")
+    lines.append(f"In-scope questions (all four sets) answered as out of scope: {len(report['out_of_scope']['in_scope_flagged'])}.")
     for q in report["out_of_scope"]["in_scope_flagged"]:
         lines.append(f"\nIn scope but answered out of scope: {q['pack']} {q['id']} {q['question']} ({q['why']})")
     lines += ["", "Targets (issue 11): the own pack among packs_used for ≥ 95% of questions; R@5 on the mixed base no lower "
               "than each pack alone and higher than the mixed base without routing; ≥ 18 of 20 out-of-scope questions "
-              "answered as such and no in-scope one. Inside the chosen packs the text index still scores with the whole "
-              "index's statistics (idf, field lengths), which is what separates 'mixed, routed' from 'pack alone'; graph "
-              "expansion already reads the chosen packs' mentions only.", ""]
+              "answered as such and no in-scope one. Inside the chosen packs the text index scores with those packs' own "
+              "statistics (idf, chunk count, average field lengths: `retrieval/index/scoped.py`) and graph expansion reads "
+              "their mentions only, so what still separates 'mixed, routed' from 'pack alone' is routing (a question sent "
+              "to another pack) and what the knowledge base shares across packs (synonyms, the words jieba learns from "
+              "every relation table). The held-out out-of-scope set was written before the out-of-scope rule was changed; "
+              "before the change (a word counted as held when any chunk held it) the tuned set gave 17 of 20 and the held-out set 6 of 20, no in-scope question refused.", ""]
     lines += ["", "## Builds (cached in bench/out/packs-cache between runs)", "", "| knowledge base | documents | chunks | seconds |",
               "|---|--:|--:|--:|"]
     for name, b in report.get("builds", {}).items():

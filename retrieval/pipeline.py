@@ -28,15 +28,14 @@ from retrieval.graph.seeds import GraphEvidence, fold_label
 from retrieval.index.analysis import (
     add_user_words,
 )
-from retrieval.index.synonyms import SynonymTable
+from retrieval.index.synonyms import SYNONYMS_FILE, SynonymTable
 from retrieval.index.whoosh_index import WhooshIndex
 from retrieval.ingest.chunking import ChunkSizes
 from retrieval.ingest.removal import resolve_documents
+from retrieval.ingest.report import IngestReport
 from retrieval.packs import PackShelf
 from retrieval.query_path import MODES, QueryPath
 from retrieval.types import SourceDocument
-from retrieval.index.synonyms import SYNONYMS_FILE
-from retrieval.ingest.report import IngestReport
 from retrieval.writing import Commits, Follower, writes
 
 __all__ = ["IngestReport", "KnowledgeBase", "MODES"]

@@ -91,11 +91,11 @@ class QueryPath:
                                    as_of=day.isoformat() if as_of_from else None, as_of_from=as_of_from,
                                    out_of_scope=routing.out_of_scope, routing=routing.to_json())
             text_hits = [] if mode == "graph" else scope.text_hits if scope.text_hits is not None else \
-                self.index.search(terms, self.settings.bm25_candidates, grams=grams, doc_ids=scope.doc_ids)
+                scope.index.search(terms, self.settings.bm25_candidates, grams=grams)
             text_hits = [h for h in text_hits if h.chunk_id not in hidden] if hidden else text_hits
             parent_of = chunk_parents(self.store.db, [h.chunk_id for h in text_hits])
             text_hits = pool_by_parent(text_hits, parent_of, self.settings.parent_pooling,
-                                       lambda docnums: self.index.term_scores(terms, docnums))
+                                       lambda docnums: scope.index.term_scores(terms, docnums))
             t2 = time.perf_counter()
             graph_hits, entity_hits = [], []
             if mentions:
@@ -134,7 +134,7 @@ class QueryPath:
             followup, second_hits = None, []
             if mode == "full" and self.settings.followup:
                 followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams, hidden,
-                                                               scope.doc_ids)
+                                                               scope.index)
             if self.settings.one_hit_per_parent:
                 fused = one_hit_per_parent(fused, self.history.parent_of([f.id for f in fused[: k * 4]]))
             hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits)
@@ -156,11 +156,11 @@ class QueryPath:
         )
 
     def _follow_up(self, text: str, words: list[str], fused: list, graph_hits: list, grams: list,
-                   hidden: set[str] = frozenset(), scope: frozenset[str] | None = None):
+                   hidden: set[str] = frozenset(), index=None):
         """Round two (`retrieval.rank.followup`), when round one's best hit is a first hop and not the end:
         the question names that hit's subject (its whole title), no top hit came through a relation, and
         the hit's lead names something the question does not. The second search drops the first
-        hop's name, adds those names, stays inside the routed packs' documents (`scope`), and is merged below the hit."""
+        hop's name, adds those names, searches `index` (inside the routed packs: their scoped index), and is merged below the hit."""
         related = {h.chunk_id for h in graph_hits if h.path}
         if not needs_followup([f.id for f in fused[:FOLLOWUP_TOP]], related):
             return None, fused, []
@@ -173,7 +173,7 @@ class QueryPath:
         asked = self.synonyms.expand([t for t in words if t not in hop])
         added = [t for t in query_terms(" ".join(bridge)) if t not in subject and t not in dict(asked)]
         terms = asked + [(t, BRIDGE_WEIGHT) for t in added]
-        second = [h for h in self.index.search(terms, self.settings.bm25_candidates, grams=grams, doc_ids=scope)
+        second = [h for h in (index or self.index).search(terms, self.settings.bm25_candidates, grams=grams)
                   if h.chunk_id not in hidden]
         doc_of = self.store.chunk_documents([f.id for f in fused] + [h.chunk_id for h in second])
         merged = merge_rounds(fused, [h.chunk_id for h in second], doc_of, weight=self.settings.followup_weight,

@@ -63,3 +63,44 @@ def test_search_ranks_like_whooshs_or_query(tmp_path):
         assert [h.chunk_id for h in hits] == [r["chunk_id"] for r in expected]
         assert [round(h.score, 9) for h in hits] == [round(r.score, 9) for r in expected]
     index.close()
+
+
+class _ScopeWeighting:
+    """Reference: whoosh's BM25F with a scope's idf and average field lengths, as a whoosh weighting."""
+
+    def __new__(cls, stats, B, K1):
+        from whoosh import scoring
+
+        class Scorer(scoring.BM25FScorer):
+            def __init__(self, searcher, fieldname, text, idf, avgfl):
+                self.idf, self.avgfl, self.B, self.K1, self.qf = idf, avgfl or 1.0, B, K1, 1
+                self.setup(searcher, fieldname, text)
+
+        class Weighting(scoring.BM25F):
+            def scorer(self, searcher, fieldname, text, qf=1):
+                term = text.decode("utf-8") if isinstance(text, bytes) else text
+                return Scorer(searcher, fieldname, text, stats.idf(fieldname, term), stats.avgfl.get(fieldname, 1.0))
+
+        return Weighting(B=B, K1=K1)
+
+
+def test_a_scoped_search_ranks_like_whooshs_or_query_with_the_scopes_statistics(tmp_path):
+    index = _build(tmp_path)
+    index.max_df_ratio = 1.0
+    scoped = index.scoped(frozenset(f"d{i}" for i in range(0, 17, 3)))
+    rng = random.Random(5)
+    for _ in range(30):
+        words = rng.sample(WORDS, rng.randint(1, 6))
+        terms = [(t, 1.0) for w in words for t in query_terms(w)]
+        hits = scoped.search(terms, limit=12)
+        stats = scoped._current()
+        searcher = stats.searcher
+        clauses = [Term(f, t, boost=w * b) for t, w in terms for f, b in index.field_boosts.items()]
+        collector = searcher.collector(limit=12, filter=set(stats.docnums))
+        weighting = _ScopeWeighting(stats, *index._bm25)
+        searcher.search_with_collector(Or(clauses), collector, context=searcher.context(weighting=weighting))
+        expected = collector.results()
+        assert [h.chunk_id for h in hits] == [r["chunk_id"] for r in expected]
+        assert [round(h.score, 9) for h in hits] == [round(r.score, 9) for r in expected]
+        assert hits  # the sampled words always match some chunk of the scope
+    index.close()

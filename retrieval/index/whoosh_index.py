@@ -173,7 +173,8 @@ class WhooshIndex:
         return [TextHit(chunk_id=cid, score=score, terms=tuple(sorted(matched)), docnum=docnum)
                 for docnum, cid, score, matched in found]
 
-    def _top_chunks(self, rare, fields: dict[str, float], limit: int, scope: set[int] | None) -> list[list]:
+    def _top_chunks(self, rare, fields: dict[str, float], limit: int, scope: set[int] | None,
+                    term_scores=None) -> list[list]:
         """[docnum, chunk id, score, matched terms] of the `limit` best chunks for the rare terms.
 
         The score is what whoosh's `Or` of boosted `Term`s gives (the sum of each term's BM25F score
@@ -181,13 +182,15 @@ class WhooshIndex:
         per-term posting scores instead of whoosh's matcher tree, which walked every posting of
         every clause through several layers of Python per question (most of a Chinese question's
         time: ~30 clauses for 10 words in 3 fields). Ties go to the lower docnum, as in whoosh.
+        `term_scores(field, term)` (default: this index's) lets a scoped search use its own statistics.
         """
+        term_scores = term_scores or self._term_scores
         totals: dict[int, float] = {}
         matched: dict[int, set[str]] = {}
         for term, weight in rare:
             for field, boost in fields.items():
                 factor = weight * boost
-                for docnum, score in self._term_scores(field, term).items():
+                for docnum, score in term_scores(field, term).items():
                     if scope is not None and docnum not in scope:
                         continue
                     if docnum in totals:
@@ -300,6 +303,19 @@ class WhooshIndex:
             lengths = self._lengths[field] = {}
         return lengths
 
+    def scoped(self, doc_ids: frozenset[str]):
+        """The read side of this index inside those documents, scored with their own statistics
+        (`retrieval.index.scoped.ScopedIndex`: a search inside knowledge packs scores as the packs alone)."""
+        from retrieval.index.scoped import ScopedIndex
+
+        return ScopedIndex(self, doc_ids)
+
+    def _scope_docnums(self, doc_ids: frozenset[str]) -> set[int]:
+        """Docnums of the chunks of those documents in the current searcher (the caller holds `_search_lock`)."""
+        if not doc_ids:
+            return set()
+        return set(self._searcher.docs_for_query(Or([Term("doc_id", d) for d in doc_ids])))
+
     def doc_count(self) -> int:
         with self._search_lock:
             return self._searcher.doc_count()
@@ -350,7 +366,7 @@ def _postings(searcher, field: str, term: str) -> Iterator[tuple[int, float]]:
             if matcher._weights is None:
                 matcher._read_weights()
             first = matcher._i
-            for docnum, weight in zip(matcher._ids[first:], matcher._weights[first:]):
+            for docnum, weight in zip(matcher._ids[first:], matcher._weights[first:], strict=True):
                 if docnum not in deleted:
                     yield docnum + offset, weight
             matcher._next_block()

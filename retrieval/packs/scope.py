@@ -11,20 +11,21 @@ from retrieval.graph.seeds import GraphEvidence
 from retrieval.packs.llm import LlmRouter
 from retrieval.packs.routing import Routing, RoutingRules
 
-__all__ = ["REUSE_PROBE", "Scope", "llm_router", "route_query", "routing_rules"]
-
-REUSE_PROBE = 50  # in-scope hits of the probe that make a second, scoped text search unnecessary
+__all__ = ["Scope", "llm_router", "route_query", "routing_rules"]
 
 
 @dataclass(frozen=True)
 class Scope:
-    """Where one query searches: the documents (None = all), and the catalog and graph evidence that
-    expansion reads (those of the chosen packs only, so an entity is as specific as in those packs alone)."""
+    """Where one query searches: the documents (None = all), the text index to search them with (inside
+    packs: scored with the chosen packs' own statistics, as if they were an index of their own), and the
+    catalog and graph evidence that expansion reads (those of the chosen packs only, so an entity is as
+    specific as in those packs alone)."""
 
     doc_ids: frozenset[str] | None
     store: object
     evidence: GraphEvidence
-    text_hits: list | None = None  # the text search's hits when routing's probe already holds them
+    text_hits: list | None = None  # the text search's hits when routing's probe already holds them (a fallback)
+    index: object = None  # the `TextIndex` the query path searches: the knowledge base's, or a `ScopedIndex`
 
 
 _scoped: dict[tuple, tuple[PackStore, GraphEvidence]] = {}
@@ -32,39 +33,33 @@ _scoped: dict[tuple, tuple[PackStore, GraphEvidence]] = {}
 
 def route_query(kb, text: str, mentions, terms, grams, packs: Sequence[str] | None) -> tuple[Routing | None, Scope]:
     """(routing, scope); (None, the whole knowledge base) without packs (nothing changes)."""
-    whole = Scope(None, kb.store, kb.evidence)
+    whole = Scope(None, kb.store, kb.evidence, index=kb.index)
     if not packs and not (kb.settings.routing and kb.packs):
         return None, whole
-    limit = kb.settings.bm25_candidates
-    # The probe is the text search the query makes anyway: a fallback uses it as it is, and a
-    # scoped search is the probe's in-scope part (same order, same scores) once that is long enough.
-    probe = [] if packs else kb.index.search(terms, limit, grams=grams)
+    # The probe is the text search the query makes anyway: a fallback uses it as it is. Inside packs
+    # the packs are searched again with their own statistics: the probe's scores are the mixture's.
+    probe = [] if packs else kb.index.search(terms, kb.settings.bm25_candidates, grams=grams)
     routing = kb.packs.route(text, mentions, probe, forced=packs, rules=routing_rules(kb.settings),
                              llm=llm_router(kb.settings))
     doc_ids = kb.packs.scope(routing)
     if doc_ids is None:
-        return routing, Scope(None, kb.store, kb.evidence, probe if not packs else None)
-    store, evidence = _pack_evidence(kb, tuple(sorted(routing.pack_ids())))
-    kept = None
-    if probe:
-        doc_of = kb.store.chunk_documents([h.chunk_id for h in probe])
-        kept = [h for h in probe if doc_of.get(h.chunk_id) in doc_ids]
-        if len(kept) < REUSE_PROBE and len(probe) >= limit:
-            kept = None  # too few: search the packs themselves
-    return routing, Scope(doc_ids, store, evidence, kept)
+        return routing, Scope(None, kb.store, kb.evidence, probe if not packs else None, index=kb.index)
+    store, evidence, index = _pack_evidence(kb, tuple(sorted(routing.pack_ids())), doc_ids)
+    return routing, Scope(doc_ids, store, evidence, index=index)
 
 
-def _pack_evidence(kb, packs: tuple[str, ...]) -> tuple[PackStore, GraphEvidence]:
-    """One scoped store and evidence per set of packs, kept until the catalog or the graph changes."""
+def _pack_evidence(kb, packs: tuple[str, ...], doc_ids: frozenset[str]):
+    """One scoped store, evidence and text index per set of packs, kept until the catalog or the graph
+    changes (the scoped index counts its statistics again itself after an index commit)."""
     db = kb.store.db
     state = (id(kb), db.total_changes, db.execute("PRAGMA data_version").fetchone()[0], kb.graph.view)
     for old in [k for k in _scoped if k[0] == state[0] and k[1:4] != state[1:]]:
         del _scoped[old]  # written to since: every scope of this knowledge base is stale
     key = (*state, packs)
     cached = _scoped.get(key)
-    if cached is None:
+    if cached is None or cached[2].doc_ids != doc_ids or cached[2].index is not kb.index:
         store = PackStore(kb.store, packs)
-        cached = _scoped[key] = (store, GraphEvidence(store, kb.graph))
+        cached = _scoped[key] = (store, GraphEvidence(store, kb.graph), kb.index.scoped(doc_ids))
     return cached
 
 
