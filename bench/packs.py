@@ -227,7 +227,7 @@ def render(report: dict) -> str:
     lines += ["", f"Packs searched per routed question (no fallback): one pack {sizes.count(1)}, two packs {sizes.count(2)}. "
               f"Latency a question in process, routed vs no routing: p50 {p50(routed_ms):.0f} / {p50(plain_ms):.0f} ms, "
               f"p95 {p95(routed_ms):.0f} / {p95(plain_ms):.0f} ms on a shared machine (routing's probe is the question's own "
-              "text search of the whole knowledge base; the chosen packs are then searched again with their own statistics).",
+              "text search; a second, scoped search runs only when the probe holds fewer than 50 passages of the chosen packs).",
               "", "Own pack in packs_used counts a fallback (every pack searched) as a hit; the fallback column says how often that "
               "happened. R@5 pack alone: a knowledge base of that pack only, built the same way, no routing.", ""]
     for name, file in OUT_OF_SCOPE.items():
@@ -257,8 +257,9 @@ def render(report: dict) -> str:
               "statistics (idf, chunk count, average field lengths: `retrieval/index/scoped.py`) and graph expansion reads "
               "their mentions only, so what still separates 'mixed, routed' from 'pack alone' is routing (a question sent "
               "to another pack) and what the knowledge base shares across packs (synonyms, the words jieba learns from "
-              "every relation table). The held-out out-of-scope set was written before the out-of-scope rule was changed; "
-              "before the change (a word counted as held when any chunk held it) the tuned set gave 17 of 20 and the held-out set 6 of 20, no in-scope question refused.", ""]
+              "every relation table). The held-out out-of-scope set was written before any change to the out-of-scope rule; "
+              "a rule that refused words held by one chunk in 5,000 and counted Chinese words by their character pairs "
+              "gained one question on the tuned set and lost one on the held-out set, so it was not kept.", ""]
     lines += ["", "## Builds (cached in bench/out/packs-cache between runs)", "", "| knowledge base | documents | chunks | seconds |",
               "|---|--:|--:|--:|"]
     for name, b in report.get("builds", {}).items():

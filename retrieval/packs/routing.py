@@ -90,7 +90,6 @@ class Evidence:
     probe: Sequence[tuple[str | None, Sequence[str]]] = ()  # best-first BM25 hits: (pack, matched terms)
     doc_frequency: Callable[[str], int] | None = None  # chunks of the knowledge base that hold a word
     chunks: int = 0  # chunks in the knowledge base
-    pair_frequency: Callable[[str], int] | None = None  # chunks that hold a Chinese character pair
 
 
 def units(text: str) -> set[str]:
@@ -236,35 +235,16 @@ def _index_shares(probe: Sequence[tuple[str | None, Sequence[str]]], packs: Sequ
     return {p: (m / total if total else 0.0) for p, m in mass.items()}
 
 
-RARE_SHARE = 1 / 5000  # a word at most this share of the chunks hold is no basis for an answer
-
-
 def _known_share(evidence: Evidence) -> float:
     """The share of the question's word weight (idf) carried by words the knowledge base holds: a
-    question whose most specific words no document ever uses has no basis here.
-
-    A word counts as held when more than one chunk in 5,000 holds it: a word one chunk of thousands
-    uses in passing ("road" in a handbook) says nothing about what the knowledge base covers (below
-    5,000 chunks any chunk counts). jieba cuts a question on its own, so a Chinese word also counts as
-    held when each of its character pairs is (查不到 where the documents cut 查 不到), and a lone
-    Chinese character is a leftover of the cut, not a word of the question."""
-    words = {w for w in query_terms(evidence.question) if w.isascii() or len(w) > 1}
+    question whose most specific words no document ever uses has no basis here."""
+    words = set(query_terms(evidence.question))
     if not words or evidence.doc_frequency is None:
         return 1.0
     n = max(evidence.chunks, 1)
-    rare = int(n * RARE_SHARE)
     df = {w: evidence.doc_frequency(w) for w in words}
     idf = {w: math.log(1 + n / (df[w] + 1)) for w in words}
-
-    def held(w: str) -> bool:
-        if df[w] > rare:
-            return True
-        if w.isascii() or evidence.pair_frequency is None:
-            return False
-        pairs = cjk_bigrams(w)
-        return bool(pairs) and all(evidence.pair_frequency(p) > 0 for p in pairs)
-
-    return sum(v for w, v in idf.items() if held(w)) / sum(idf.values())
+    return sum(v for w, v in idf.items() if df[w] > 0) / sum(idf.values())
 
 
 def _coverage(evidence: Evidence, top: int = 3) -> float:

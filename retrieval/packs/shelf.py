@@ -186,8 +186,7 @@ class PackShelf:
         where = chunk_packs(self.kb.store.db, [h.chunk_id for h in probe[: (rules or RoutingRules()).probe_depth]])
         evidence = Evidence(question, self.entity_evidence(mentions),
                             probe=[(where.get(h.chunk_id), h.terms) for h in probe],
-                            doc_frequency=self.kb.index.doc_frequency, chunks=self.kb.index.doc_count(),
-                            pair_frequency=lambda pair: self.kb.index.doc_frequency(pair, "grams"))
+                            doc_frequency=self.kb.index.doc_frequency, chunks=self.kb.index.doc_count())
         routing = route(evidence, cards, self.registry.rows, rules)
         if llm is not None:
             from retrieval.packs.llm import choose_packs
