@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from retrieval.answer.cite import check_units
+from retrieval.answer.phrasing import alternatives, cue_of
 from retrieval.answer.record import Citation
 from retrieval.answer.structure import CODE_CHARS, Piece, code_excerpt, passage_pieces
 from retrieval.answer.terms import KeyTerm, Units, has_term, key_terms, units
@@ -56,7 +57,12 @@ _LISTING = re.compile(r"哪些|有哪几|what are the|which (?:are|steps)|list (
 # A heading that names a procedure ("切换步骤", "Renewing the certificate", "排查").
 _PROCEDURE = re.compile(r"步骤|流程|操作|排查|处理|方法|指南|升级|恢复|切换|配置|steps?\b|procedure|how to|\w+ing\b", re.IGNORECASE)
 ORDERED_BONUS = 1.5  # a numbered list, or a list under a heading naming a procedure, is the steps asked for
-_POINTER = re.compile(r"^(?:参数)?(?:详细说明|详见|参见|见《|具体见)|(?:详见|参见|见)《[^》]+》[。.]?$|^see (?:the )?[\"“]?\w", re.IGNORECASE)
+_POINTER = re.compile(r"^(?:参数)?(?:详细说明|详见|参见|见《|具体见)|(?:详见|参见|见)《[^》]+》[。.]?$|^see (?:the )?[\"“]?\w|"
+                      r"(?:请参阅|请参考|参阅|请查看|参考|详见|refer to|see)\s*[:：]?\s*\[[^\]]+\]\([^)]*\)[。.]?$|"
+                      r"^(?:请参阅|请参考|参阅|请查看|refer to|see)\s*\[[^\]]+\]\([^)]*\)", re.IGNORECASE)
+SYNONYM_CREDIT = 0.8  # a key word written another way (启用 for 打开; the knowledge base's synonyms)
+CUE_SHARE = 0.5  # a sentence giving a reason (why) or a verdict (yes/no) gets this share of its passage's best score
+
 
 
 @dataclass
@@ -81,9 +87,11 @@ class _Unit:
         return sum(len(m.piece.text) for m in self.members)
 
 
-def _term_credit(term: KeyTerm, u: Units) -> float:
+def _term_credit(term: KeyTerm, u: Units, alts: dict[str, tuple[str, ...]]) -> float:
     if has_term(term.text, u):
         return 1.0
+    if any(has_term(a, u) for a in alts.get(term.text, ())):
+        return SYNONYM_CREDIT
     pairs = cjk_bigrams(term.text)
     if len(pairs) > 1:
         return 0.5 * sum(p in u.grams for p in pairs) / len(pairs)
@@ -91,7 +99,7 @@ def _term_credit(term: KeyTerm, u: Units) -> float:
 
 
 def _score_passage(terms: Sequence[KeyTerm], q_units: Units, citation: Citation, rank: int,
-                   wants_value: bool) -> list[_Scored]:
+                   wants_value: bool, alts: dict[str, tuple[str, ...]], cue: re.Pattern[str] | None) -> list[_Scored]:
     total = sum(t.weight for t in terms) or 1.0
     headings: dict[str, tuple[float, frozenset[str]]] = {}
     out = []
@@ -100,14 +108,14 @@ def _score_passage(terms: Sequence[KeyTerm], q_units: Units, citation: Citation,
         title = f"{citation.section} {piece.heading}".strip()
         if title not in headings:
             h = units(title)
-            headings[title] = (sum(t.weight * _term_credit(t, h) for t in terms) / total if title else 0.0,
-                               frozenset(t.text for t in terms if title and has_term(t.text, h)))
+            headings[title] = (sum(t.weight * _term_credit(t, h, alts) for t in terms) / total if title else 0.0,
+                               frozenset(t.text for t in terms if title and _term_credit(t, h, alts) >= SYNONYM_CREDIT))
         heading_share, heading_terms = headings[title]
         if piece.kind == "code" and sum(map(len, piece.lines)) > CODE_CHARS:
             # Quoted (and scored) by its lines holding the question's words, each comment with the value after it.
             piece = replace(piece, text=code_excerpt(piece.lines, lambda line: any(has_term(t.text, units(line)) for t in terms)))
         u = units(piece.text)
-        credits = {t.text: _term_credit(t, u) for t in terms}
+        credits = {t.text: _term_credit(t, u, alts) for t in terms}
         term_score = sum(t.weight * credits[t.text] for t in terms) / total
         overlap = len(u.grams & q_units.grams) / (len(q_units.grams) or 1)
         score = (term_score + 0.5 * overlap) * (1.0 + 0.5 * heading_share) / (1.0 + 0.15 * rank)
@@ -118,8 +126,15 @@ def _score_passage(terms: Sequence[KeyTerm], q_units: Units, citation: Citation,
             score *= 1.05
         if _POINTER.search(piece.text):
             score *= 0.5
-        held = frozenset(name for name, credit in credits.items() if credit >= 1.0)
+        held = frozenset(name for name, credit in credits.items() if credit >= SYNONYM_CREDIT)
         out.append(_Scored(citation.n, piece, score, held, heading_share, heading_terms))
+    if cue is not None and out:
+        # Why / yes-no: the sentence giving the reason or the verdict rarely repeats the question's words;
+        # in a passage about the question it is worth a share of that passage's best sentence.
+        top = max(s.score for s in out)
+        for s in out:
+            if s.piece.kind in ("text", "item") and cue.search(s.piece.text) and not _POINTER.search(s.piece.text):
+                s.score += CUE_SHARE * top
     return out
 
 
@@ -151,13 +166,17 @@ def _unit(seed: _Scored, passage: Sequence[_Scored]) -> _Unit:
     return _Unit(seed.n, seed, members, frozenset().union(*(m.terms for m in members)))
 
 
-def extract_answer(question: str, citations: Sequence[Citation], language: str) -> str:
-    """The chosen sentences, one a line, each ending with its passage's number; '' when nothing shares a word with the question."""
+def extract_answer(question: str, citations: Sequence[Citation], language: str,
+                   synonym_groups: Sequence[Sequence[str]] = ()) -> str:
+    """The chosen sentences, one a line, each ending with its passage's number; '' when nothing shares a word with the question.
+    `synonym_groups` (the knowledge base's synonym table) give the question's words other wordings."""
     terms = key_terms(question)
     weights = {t.text: t.weight for t in terms}
+    alts = alternatives(weights, synonym_groups)
     q_units = units(question)
     wants_value = bool(_WANTS_VALUE.search(question))
-    passages = {cit.n: _score_passage(terms, q_units, cit, rank, wants_value) for rank, cit in enumerate(citations)}
+    cue = cue_of(question)
+    passages = {cit.n: _score_passage(terms, q_units, cit, rank, wants_value, alts, cue) for rank, cit in enumerate(citations)}
     seeds = sorted((s for p in passages.values() for s in p if s.score > 0), key=lambda s: (-s.score, s.n, s.piece.position))
     if not seeds:
         return ""
@@ -172,7 +191,7 @@ def extract_answer(question: str, citations: Sequence[Citation], language: str) 
                 listed[1] > best_share or (listed[1] >= STEPS_COVER * best_share and listed[3])):
             chosen = [listed[2]]
     if chosen is None:
-        chosen = _with_context(_cover(candidates, weights), passages)
+        chosen = _with_context(_cover(candidates, weights, want_code=bool(_STEPS.search(question))), passages)
     return _render(chosen, language)
 
 
@@ -261,8 +280,14 @@ def _fits(unit: _Unit, lines: int, size: int) -> bool:
     return lines + len(unit.members) <= MAX_LINES and size + unit.size <= MAX_CHARS
 
 
-def _cover(candidates: Sequence[_Unit], weights: dict[str, float]) -> list[_Unit]:
-    """A greedy cover of the question's key terms: the best unit, then the unit adding the most uncovered weight, then close scorers."""
+def _has_code(unit: _Unit) -> bool:
+    return any(m.piece.kind == "code" for m in unit.members)
+
+
+def _cover(candidates: Sequence[_Unit], weights: dict[str, float], want_code: bool = False) -> list[_Unit]:
+    """A greedy cover of the question's key terms: the best unit, then the unit adding the most uncovered weight, then close scorers.
+    With `want_code` ("how do I"), the best unit bringing a command or config block comes second when the best has none:
+    documentation answers how by the command, the sentences around it only say when and why."""
     best = candidates[0]
     chosen = [best]
     covered = set(best.terms)
@@ -281,6 +306,11 @@ def _cover(candidates: Sequence[_Unit], weights: dict[str, float]) -> list[_Unit
         lines += len(new)
         size += sum(len(m.piece.text) for m in new)
 
+    if want_code and not _has_code(best):
+        coded = [u for u in candidates[1:] if _has_code(u) and u.seed.score >= MIN_COVER_SHARE * best.seed.score
+                 and fresh(u) and _fits(u, lines, size)]
+        if coded:
+            take(coded[0])
     while len(chosen) < MAX_UNITS:
         options = [u for u in candidates if u.seed.score >= MIN_COVER_SHARE * best.seed.score and fresh(u)
                    and u.terms - covered and _fits(u, lines, size)]
