@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from retrieval.answer.cite import check_units
-from retrieval.answer.phrasing import alternatives, cue_of
+from retrieval.answer.phrasing import alternatives, asks_how_it_works, cue_of
 from retrieval.answer.record import Citation
 from retrieval.answer.structure import CODE_CHARS, Piece, code_excerpt, passage_pieces
 from retrieval.answer.terms import KeyTerm, Units, has_term, key_terms, units
@@ -37,7 +37,7 @@ __all__ = ["MAX_CHARS", "MAX_LINES", "MAX_UNITS", "extract_answer"]
 
 MAX_UNITS = 4  # sentences with what they bring along (a list item, a table row, a lead-in and its code)
 MAX_LINES = 8  # lines of the answer; a procedure's steps are one line each
-MAX_CHARS = 800
+MAX_CHARS = 700  # an answer, not the passages: p95 of the rendered answer stays near 700 characters
 CONTEXT_AFTER = 2  # sentences right after the best unit kept with it (the value written one sentence later), one after the others
 SHORT_SENTENCE = 16  # characters: a heading or a lead-in, taken with what follows
 CLOSE_TO_BEST = 0.7
@@ -61,6 +61,7 @@ _POINTER = re.compile(r"^(?:参数)?(?:详细说明|详见|参见|见《|具体�
                       r"(?:请参阅|请参考|参阅|请查看|参考|详见|refer to|see)\s*[:：]?\s*\[[^\]]+\]\([^)]*\)[。.]?$|"
                       r"^(?:请参阅|请参考|参阅|请查看|refer to|see)\s*\[[^\]]+\]\([^)]*\)", re.IGNORECASE)
 SYNONYM_CREDIT = 0.8  # a key word written another way (启用 for 打开; the knowledge base's synonyms)
+BRIDGE_TITLE = 3  # characters: a shorter passage title is too common to be a name the best sentence mentions
 CUE_SHARE = 0.5  # a sentence giving a reason (why) or a verdict (yes/no) gets this share of its passage's best score
 
 
@@ -176,6 +177,7 @@ def extract_answer(question: str, citations: Sequence[Citation], language: str,
     q_units = units(question)
     wants_value = bool(_WANTS_VALUE.search(question))
     cue = cue_of(question)
+    how_to = bool(_STEPS.search(question)) and not asks_how_it_works(question)  # a procedure to run, not a mechanism explained
     passages = {cit.n: _score_passage(terms, q_units, cit, rank, wants_value, alts, cue) for rank, cit in enumerate(citations)}
     seeds = sorted((s for p in passages.values() for s in p if s.score > 0), key=lambda s: (-s.score, s.n, s.piece.position))
     if not seeds:
@@ -190,8 +192,14 @@ def extract_answer(question: str, citations: Sequence[Citation], language: str,
         if listed is not None and listed[0] >= STEPS_SHARE * best.seed.score and (
                 listed[1] > best_share or (listed[1] >= STEPS_COVER * best_share and listed[3])):
             chosen = [listed[2]]
+            if how_to and not _has_code(listed[2]):  # a list describing the steps, and elsewhere the command that does them
+                coded = [u for u in candidates if _has_code(u) and u.seed.score >= MIN_COVER_SHARE * best.seed.score
+                         and not {(m.n, m.piece.position) for m in u.members} & {(m.n, m.piece.position) for m in listed[2].members}
+                         and _fits(u, len(listed[2].members), listed[2].size)]
+                chosen += coded[:1]
     if chosen is None:
-        chosen = _with_context(_cover(candidates, weights, want_code=bool(_STEPS.search(question))), passages)
+        chosen = _with_context(_cover(candidates, weights, want_code=how_to,
+                                      titles={c.n: c.title for c in citations}), passages)
     return _render(chosen, language)
 
 
@@ -284,7 +292,8 @@ def _has_code(unit: _Unit) -> bool:
     return any(m.piece.kind == "code" for m in unit.members)
 
 
-def _cover(candidates: Sequence[_Unit], weights: dict[str, float], want_code: bool = False) -> list[_Unit]:
+def _cover(candidates: Sequence[_Unit], weights: dict[str, float], want_code: bool = False,
+           titles: dict[int, str] | None = None) -> list[_Unit]:
     """A greedy cover of the question's key terms: the best unit, then the unit adding the most uncovered weight, then close scorers.
     With `want_code` ("how do I"), the best unit bringing a command or config block comes second when the best has none:
     documentation answers how by the command, the sentences around it only say when and why."""
@@ -311,6 +320,16 @@ def _cover(candidates: Sequence[_Unit], weights: dict[str, float], want_code: bo
                  and fresh(u) and _fits(u, lines, size)]
         if coded:
             take(coded[0])
+    if titles:
+        # The best unit names another passage's subject ("directed by Max Mack", and passage 3 is "Max Mack"):
+        # the answer goes on there, in that passage's sentence sharing most of the question.
+        named = " ".join(m.piece.text for m in best.members).lower()
+        for n, title in titles.items():
+            if n == best.n or len(title) < BRIDGE_TITLE or title.lower() not in named or len(chosen) >= MAX_UNITS:
+                continue
+            there = [u for u in candidates if u.n == n and fresh(u) and _fits(u, lines, size)]
+            if there:
+                take(there[0])
     while len(chosen) < MAX_UNITS:
         options = [u for u in candidates if u.seed.score >= MIN_COVER_SHARE * best.seed.score and fresh(u)
                    and u.terms - covered and _fits(u, lines, size)]

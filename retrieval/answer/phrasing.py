@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from retrieval.index.analysis import analyze
 
-__all__ = ["COMMON_EQUIVALENTS", "alternatives", "asks_why", "asks_yes_no", "cue_of"]
+__all__ = ["COMMON_EQUIVALENTS", "alternatives", "asks_how_it_works", "asks_why", "asks_yes_no", "cue_of"]
 
 # Verbs and nouns that documentation writes one way and questions another, in Chinese and English
 # alike: ordinary language, not any knowledge base's vocabulary (that is its synonym table).
@@ -32,6 +32,7 @@ COMMON_EQUIVALENTS: tuple[tuple[str, ...], ...] = (
     ("停止", "暂停", "stop", "pause"),
     ("阻止", "挡住", "禁止", "拦截", "block", "prevent"),
     ("立刻", "立即", "马上", "immediately"),
+    ("没有", "没带", "不带", "不含", "without"),
     ("事件", "event"),
     ("日志", "log"),
     ("表", "table"),
@@ -43,6 +44,9 @@ _WHY = re.compile(r"为什么|为何|怎么会|何以|原因|^why\b|\bwhy (?:is|
 _YES_NO = re.compile(
     r"是不是|是否|能不能|会不会|可不可以|要不要|有没有|吗[？?]?\s*$|"
     r"^(?:is|are|does|do|did|can|could|will|would|should|has|have)\s", re.IGNORECASE)
+# "是怎么执行的", "怎么回事", "how does X work": how something works, explained in prose, not a procedure to run.
+_HOW_IT_WORKS = re.compile(r"是怎么.{0,8}的|怎么回事|怎样工作|如何工作|如何实现|怎么实现|\bhow (?:does|do|did|is|are)\b.*\b(?:work|happen|handled?|implemented|executed?)\b",
+                           re.IGNORECASE)
 # A sentence that gives a reason or a consequence.
 _CAUSAL = re.compile(r"因为|由于|原因|所以|因此|因而|导致|造成|以便|为了|从而|否则|异步|延迟|直到|取决于|"
                      r"\bbecause\b|\bsince\b|\bdue to\b|\bso that\b|\btherefore\b|\bhence\b|\botherwise\b|\buntil\b|"
@@ -58,6 +62,10 @@ def asks_why(question: str) -> bool:
 
 def asks_yes_no(question: str) -> bool:
     return bool(_YES_NO.search(question.strip()))
+
+
+def asks_how_it_works(question: str) -> bool:
+    return bool(_HOW_IT_WORKS.search(question.strip()))
 
 
 def cue_of(question: str) -> re.Pattern[str] | None:
