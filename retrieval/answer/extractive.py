@@ -1,12 +1,14 @@
 """A question and numbered passages in -> an answer made of the passages' own best sentences, each cited [n], out (the no-LLM answer).
 
 A sentence scores by the question's key words it holds (weighted as the judge weighs them, see
-`retrieval.answer.terms`; a Chinese word by the share of its character pairs present), by its
+`retrieval.answer.terms`; a Chinese word by the share of its character pairs present; a word written
+another way, by the knowledge base's synonyms or `retrieval.answer.phrasing`, a little less), by its
 share of the question's character pairs / words, a little by its passage's rank, and more when
 its passage's heading holds the question's words. A question that asks for a value (多少, 默认,
 哪个, how many, which, default) prefers sentences carrying one (a number, a `code` span, an
 identifier, a path); a sentence that only points elsewhere ("详见《…》", "see the runbook") is
-worth less.
+worth less. A why-question credits the sentences of a matching passage that give a reason, a yes/no
+question those that give a verdict (`retrieval.answer.phrasing`): they rarely repeat its words.
 
 A sentence is never taken alone when documentation says more with it (`retrieval.answer.structure`):
 the whole list item it is part of, a table row's header, what a sentence ending in "：" / ":"
@@ -18,6 +20,9 @@ written right after it. A question that asks for steps (怎么, 如何, 步骤, 
 enumeration (哪些, what are the) gets a whole list or table, in order, with its lead-in, when that
 list covers the question's key terms better than the best unit, or nearly as well while it is a
 procedure (numbered, or under a heading naming one) under a heading sharing the question's words.
+A "how do I" question also gets the best unit bringing a command or config block when the chosen
+text has none; when the best unit names another top passage's title, that passage's best unit
+follows (a two-hop question's second hop).
 """
 
 from __future__ import annotations
