@@ -129,3 +129,21 @@ def test_the_answer_goes_on_in_the_passage_about_what_the_best_sentence_names():
     ]
     text = answer("Where was the director of film A Day Of Roses In August born?", passages, language="en")
     assert "Halberstadt" in text
+
+
+def test_a_question_about_now_prefers_the_value_that_holds_now():
+    passages = [
+        cit(1, "- 支付服务的回调幂等依赖缓存键 `pay:cb:{id}`，当时参数 `pay.idempotent.ttl=600`（10 分钟）。\n"
+               "- 重试到达时键已过期，被当作新回调处理。", title="2025-01-14 重复入账复盘"),
+        cit(2, "- `redis-cluster`：幂等键 `pay:cb:{id}`，过期时间由参数 `pay.idempotent.ttl` 控制，当前 86400 秒（24 小时）。\n"
+               "- 订单库：`pay_db`。", title="payment-service"),
+    ]
+    text = answer("支付回调幂等键 pay.idempotent.ttl 现在设为多少？", passages)
+    assert text.splitlines()[0].startswith("`redis-cluster`：幂等键")
+
+
+def test_yes_no_question_forms_are_not_key_words():
+    from retrieval.answer.terms import key_terms
+
+    # jieba cuts 是不是 as one word: it says what kind of answer is wanted, not what it is about.
+    assert [t.text for t in key_terms("开了恢复模式是不是就能挡住建表删表？")] == ["恢复模式", "挡住", "建表", "删表"]

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from retrieval.answer.cite import check_units
-from retrieval.answer.phrasing import alternatives, asks_how_it_works, cue_of
+from retrieval.answer.phrasing import alternatives, asks_how_it_works, asks_now, cue_of, tense_of
 from retrieval.answer.record import Citation
 from retrieval.answer.structure import CODE_CHARS, Piece, code_excerpt, passage_pieces
 from retrieval.answer.terms import KeyTerm, Units, has_term, key_terms, units
@@ -67,6 +67,7 @@ _POINTER = re.compile(r"^(?:参数)?(?:详细说明|详见|参见|见《|具体�
                       r"^(?:请参阅|请参考|参阅|请查看|refer to|see)\s*\[[^\]]+\]\([^)]*\)", re.IGNORECASE)
 SYNONYM_CREDIT = 0.8  # a key word written another way (启用 for 打开; the knowledge base's synonyms)
 BRIDGE_TITLE = 3  # characters: a shorter passage title is too common to be a name the best sentence mentions
+NOW_BONUS = 1.3  # a question asking what holds now: a sentence saying 当前/目前/currently, against one saying 当时/was
 CUE_SHARE = 0.5  # a sentence giving a reason (why) or a verdict (yes/no) gets this share of its passage's best score
 
 
@@ -105,7 +106,8 @@ def _term_credit(term: KeyTerm, u: Units, alts: dict[str, tuple[str, ...]]) -> f
 
 
 def _score_passage(terms: Sequence[KeyTerm], q_units: Units, citation: Citation, rank: int,
-                   wants_value: bool, alts: dict[str, tuple[str, ...]], cue: re.Pattern[str] | None) -> list[_Scored]:
+                   wants_value: bool, alts: dict[str, tuple[str, ...]], cue: re.Pattern[str] | None,
+                   now: bool = False) -> list[_Scored]:
     total = sum(t.weight for t in terms) or 1.0
     headings: dict[str, tuple[float, frozenset[str]]] = {}
     out = []
@@ -132,6 +134,8 @@ def _score_passage(terms: Sequence[KeyTerm], q_units: Units, citation: Citation,
             score *= 1.05
         if _POINTER.search(piece.text):
             score *= 0.5
+        if now:  # "现在 / currently": the value that holds today, not the one an incident report says held then
+            score *= {1: NOW_BONUS, -1: 1.0 / NOW_BONUS}.get(tense_of(piece.text), 1.0)
         held = frozenset(name for name, credit in credits.items() if credit >= SYNONYM_CREDIT)
         out.append(_Scored(citation.n, piece, score, held, heading_share, heading_terms))
     if cue is not None and out:
@@ -183,7 +187,8 @@ def extract_answer(question: str, citations: Sequence[Citation], language: str,
     wants_value = bool(_WANTS_VALUE.search(question))
     cue = cue_of(question)
     how_to = bool(_STEPS.search(question)) and not asks_how_it_works(question)  # a procedure to run, not a mechanism explained
-    passages = {cit.n: _score_passage(terms, q_units, cit, rank, wants_value, alts, cue) for rank, cit in enumerate(citations)}
+    now = asks_now(question)
+    passages = {cit.n: _score_passage(terms, q_units, cit, rank, wants_value, alts, cue, now) for rank, cit in enumerate(citations)}
     seeds = sorted((s for p in passages.values() for s in p if s.score > 0), key=lambda s: (-s.score, s.n, s.piece.position))
     if not seeds:
         return ""

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 
 from retrieval.index.analysis import analyze
 
-__all__ = ["COMMON_EQUIVALENTS", "alternatives", "asks_how_it_works", "asks_why", "asks_yes_no", "cue_of"]
+__all__ = ["COMMON_EQUIVALENTS", "alternatives", "asks_how_it_works", "asks_now", "asks_why", "asks_yes_no", "cue_of",
+           "tense_of"]
 
 # Verbs and nouns that documentation writes one way and questions another, in Chinese and English
 # alike: ordinary language, not any knowledge base's vocabulary (that is its synonym table).
@@ -62,6 +63,23 @@ def asks_why(question: str) -> bool:
 
 def asks_yes_no(question: str) -> bool:
     return bool(_YES_NO.search(question.strip()))
+
+
+# "现在设为多少" asks for today's value; an incident report states the old one ("当时 ttl=600"), the
+# runbook the current one ("当前 86400 秒").
+_NOW = re.compile(r"现在|当前|目前|如今|现行|now\b|currently|current\b|these days", re.IGNORECASE)
+_THEN = re.compile(r"当时|原来|原先|此前|之前|曾经|改前|\bwas\b|\bwere\b|previously|formerly|at the time|used to", re.IGNORECASE)
+
+
+def asks_now(question: str) -> bool:
+    return bool(_NOW.search(question))
+
+
+def tense_of(sentence: str) -> int:
+    """+1 for a sentence stating what holds now, -1 for one stating what held then (and nothing now), else 0."""
+    if _NOW.search(sentence):
+        return 1
+    return -1 if _THEN.search(sentence) else 0
 
 
 def asks_how_it_works(question: str) -> bool:
