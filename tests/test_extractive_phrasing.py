@@ -147,3 +147,37 @@ def test_yes_no_question_forms_are_not_key_words():
 
     # jieba cuts 是不是 as one word: it says what kind of answer is wanted, not what it is about.
     assert [t.text for t in key_terms("开了恢复模式是不是就能挡住建表删表？")] == ["恢复模式", "挡住", "建表", "删表"]
+
+
+CONSENSUS = cit(1, """
+    ## 分布式共识
+
+    如你所见，Metasrv 依赖于分布式共识，因为：
+
+    1. 首先，Metasrv 必须选举一个 leader，数据节点只向 leader 发送心跳，便于基于全局信息进行调度。
+    2. 其次，Metasrv 必须为数据节点提供选举 API，以选举“写入”和“只读”节点。
+    3. 最后，`Metadata`、`Schema` 和其他数据必须在 Metasrv 上可靠且一致地存储。
+
+    对于 Metasrv 的第一个版本，我们选择 Etcd 作为共识算法组件。
+    """, title="Metasrv")
+
+
+def test_a_why_question_gets_the_whole_list_of_reasons():
+    text = answer("metasrv 为什么要搞 leader 选举？", [CONSENSUS])
+    assert "因为：" in text
+    assert "选举 API" in text and "可靠且一致地存储" in text  # the second and third reasons, not only the first
+
+
+def test_a_picture_or_a_pointer_is_not_brought_along():
+    passages = [cit(1, """
+        如果某个查询没有任何过滤器，则将其视为全表扫描。
+        全表扫描按 region 拆成子查询，子查询在 datanode 中执行，frontend 合并结果。
+        下面这张图片总结了分布式查询的执行过程：
+
+        ![Distributed Querying](/distributed-querying.png)
+
+        部署方式请参考 [在 Kubernetes 上部署](/deploy/kubernetes.md)。
+        """, title="分布式查询")]
+    text = answer("没有过滤条件的分布式查询怎么执行全表扫描？", passages)
+    assert "子查询在 datanode 中执行" in text
+    assert "distributed-querying.png" not in text and "kubernetes.md" not in text

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from retrieval.answer.cite import check_units
-from retrieval.answer.phrasing import alternatives, asks_how_it_works, asks_now, cue_of, tense_of
+from retrieval.answer.phrasing import alternatives, asks_how_it_works, asks_now, asks_why, cue_of, tense_of
 from retrieval.answer.record import Citation
 from retrieval.answer.structure import CODE_CHARS, Piece, code_excerpt, passage_pieces
 from retrieval.answer.terms import KeyTerm, Units, has_term, key_terms, units
@@ -65,9 +65,11 @@ ORDERED_BONUS = 1.5  # a numbered list, or a list under a heading naming a proce
 _POINTER = re.compile(r"^(?:参数)?(?:详细说明|详见|参见|见《|具体见)|(?:详见|参见|见)《[^》]+》[。.]?$|^see (?:the )?[\"“]?\w|"
                       r"(?:请参阅|请参考|参阅|请查看|参考|详见|refer to|see)\s*[:：]?\s*\[[^\]]+\]\([^)]*\)[。.]?$|"
                       r"^(?:请参阅|请参考|参阅|请查看|refer to|see)\s*\[[^\]]+\]\([^)]*\)", re.IGNORECASE)
+_LINK_ONLY = re.compile(r"^!?\[[^\]]*\]\([^)]*\)[。.]?$")  # a picture or a bare link: nothing to read in an answer
 SYNONYM_CREDIT = 0.8  # a key word written another way (启用 for 打开; the knowledge base's synonyms)
 BRIDGE_TITLE = 3  # characters: a shorter passage title is too common to be a name the best sentence mentions
 NOW_BONUS = 1.3  # a question asking what holds now: a sentence saying 当前/目前/currently, against one saying 当时/was
+REASONS_SHARE = 0.6  # of the budget, for a why-question's list of reasons
 CUE_SHARE = 0.5  # a sentence giving a reason (why) or a verdict (yes/no) gets this share of its passage's best score
 
 
@@ -166,6 +168,8 @@ def _unit(seed: _Scored, passage: Sequence[_Scored]) -> _Unit:
         nxt = passage[last + 1] if last + 1 < len(passage) else None
         if nxt is None or not (_introduces(passage[last]) or nxt.piece.kind == "code" or passage[last].piece.kind == "header"):
             break
+        if _LINK_ONLY.match(nxt.piece.text):
+            break  # "下面这张图片总结了…：" introduces a picture the answer cannot show
         keep.add(nxt.piece.position)  # the command, value or row it introduces
         if nxt.piece.item is not None and nxt.piece.kind == "item":
             keep |= {s.piece.position for s in passage if s.piece.item == nxt.piece.item}
@@ -193,9 +197,11 @@ def extract_answer(question: str, citations: Sequence[Citation], language: str,
     if not seeds:
         return ""
     candidates = [_unit(s, passages[s.n]) for s in seeds]
+    if cue is not None and asks_why(question):
+        candidates = [_with_reasons(u, passages[u.n], cue) for u in candidates]
     best = candidates[0]
     chosen = None
-    if _STEPS.search(question) or _LISTING.search(question):
+    if how_to or _LISTING.search(question):
         listed = _best_list(passages, {c.n: c.section for c in citations}, weights, steps=bool(_STEPS.search(question)))
         best_share = _share(best.terms | best.seed.heading_terms, weights)
         # The list must cover the question better than the best unit, or as well under a heading naming the procedure.
@@ -211,6 +217,33 @@ def extract_answer(question: str, citations: Sequence[Citation], language: str,
         chosen = _with_context(_cover(candidates, weights, want_code=how_to,
                                       titles={c.n: c.title for c in citations}), passages)
     return _render(chosen, language)
+
+
+def _with_reasons(unit: _Unit, passage: Sequence[_Scored], cue: re.Pattern[str]) -> _Unit:
+    """A list introduced by a lead-in giving a reason ("…，因为：", "原因如下：", "for these reasons:"), taken
+    from the lead-in or any of its items, with the lead-in, up to REASONS_SHARE of the budget: to a why-question the
+    reasons are the answer, not only the one that matched best."""
+    seed = unit.seed.piece
+    if seed.lead and seed.position + 1 < len(passage) and passage[seed.position + 1].piece.kind == "item":
+        lead, block = unit.seed, passage[seed.position + 1].piece.block
+    elif seed.kind == "item" and seed.block is not None:
+        first = min(s.piece.position for s in passage if s.piece.block == seed.block)
+        if first == 0 or not passage[first - 1].piece.lead:
+            return unit
+        lead, block = passage[first - 1], seed.block
+    else:
+        return unit
+    if not cue.search(lead.piece.text):
+        return unit
+    members, size = [lead], len(lead.piece.text)
+    for s in passage[lead.piece.position + 1:]:
+        if s.piece.block != block or len(members) >= MAX_LINES - 2 or size + len(s.piece.text) > REASONS_SHARE * MAX_CHARS:
+            break
+        members.append(s)
+        size += len(s.piece.text)
+    if unit.seed not in members:
+        return unit  # the matched item lies past the half budget: it stays on its own
+    return _Unit(unit.n, unit.seed, members, frozenset().union(*(m.terms for m in members)))
 
 
 def _share(held: frozenset[str], weights: dict[str, float]) -> float:
@@ -279,7 +312,8 @@ def _with_context(chosen: list[_Unit], passages: dict[int, Sequence[_Scored]]) -
             if last + 1 >= len(passage):
                 break
             nxt = passage[last + 1]
-            if (nxt.n, nxt.piece.position) in taken or nxt.piece.kind == "heading":
+            if ((nxt.n, nxt.piece.position) in taken or nxt.piece.kind == "heading" or _LINK_ONLY.match(nxt.piece.text)
+                    or _POINTER.search(nxt.piece.text)):
                 break
             if nxt.piece.item is not None and nxt.piece.block == passage[last].piece.block and not _introduces(passage[last]):
                 break  # the next list item or table row is another entry, not more of this one
@@ -342,13 +376,13 @@ def _cover(candidates: Sequence[_Unit], weights: dict[str, float], want_code: bo
                 take(there[0])
     while len(chosen) < MAX_UNITS:
         options = [u for u in candidates if u.seed.score >= MIN_COVER_SHARE * best.seed.score and fresh(u)
-                   and u.terms - covered and _fits(u, lines, size)]
+                   and u.terms - covered and _fits(u, lines, size) and not _POINTER.search(u.seed.piece.text)]
         if not options:
             break
         take(max(options, key=lambda u: (sum(weights.get(t, 0.0) for t in u.terms - covered), u.seed.score)))
     for u in candidates[1:]:
         if len(chosen) >= MAX_UNITS or u.seed.score < CLOSE_TO_BEST * best.seed.score:
             break
-        if fresh(u) and _fits(u, lines, size):
-            take(u)
+        if fresh(u) and _fits(u, lines, size) and not _POINTER.search(u.seed.piece.text):
+            take(u)  # a pointer elsewhere adds nothing next to the sentences that answer
     return chosen
