@@ -142,12 +142,6 @@ def test_a_question_about_now_prefers_the_value_that_holds_now():
     assert text.splitlines()[0].startswith("`redis-cluster`：幂等键")
 
 
-def test_yes_no_question_forms_are_not_key_words():
-    from retrieval.answer.terms import key_terms
-
-    # jieba cuts 是不是 as one word: it says what kind of answer is wanted, not what it is about.
-    assert [t.text for t in key_terms("开了恢复模式是不是就能挡住建表删表？")] == ["恢复模式", "挡住", "建表", "删表"]
-
 
 CONSENSUS = cit(1, """
     ## 分布式共识
