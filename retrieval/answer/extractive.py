@@ -32,7 +32,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from retrieval.answer.cite import check_units
-from retrieval.answer.phrasing import alternatives, asks_how_it_works, asks_now, asks_why, cue_of, tense_of
+from retrieval.answer.phrasing import (
+    alternatives,
+    asks_how_it_works,
+    asks_now,
+    asks_why,
+    cue_of,
+    tense_of,
+)
 from retrieval.answer.record import Citation
 from retrieval.answer.structure import CODE_CHARS, Piece, code_excerpt, passage_pieces
 from retrieval.answer.terms import KeyTerm, Units, has_term, key_terms, units
