@@ -151,7 +151,8 @@ def main() -> None:
         "",
         "*in top-5*: the reference answer is in one of the top-5 passages; *in cited*: in the answer's cited",
         "sentences; *kept*: in cited among those in top-5; *to missing n*: citations to a number that names no",
-        "passage; *unsupported*: citations whose passage shares less than KG_CITATION_SUPPORT of the sentence.",
+        "passage; *unsupported*: citations whose passage shares less than KG_CITATION_SUPPORT of the sentence;",
+        "*chars*: the answer's length in characters (citation marks included), over the answered questions.",
         "",
     ]
     for name, extra in extras.items():

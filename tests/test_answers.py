@@ -216,6 +216,8 @@ def test_kg_eval_answers_on_a_knowledge_base(kb_dir, tmp_path):
     assert (summary["answer_in_top5_pct"], summary["answer_in_cited_pct"], summary["kept_of_top5_pct"]) == (100.0, 100.0, 100.0)
     assert (summary["nofound_on_unanswerable"], summary["nofound_on_answerable"]) == (1, 0)
     assert summary["citations_to_missing_numbers"] == 0
+    # The answers' length: over the two answered questions, the median at most the 95th percentile, each an answer-sized text.
+    assert 0 < summary["answer_chars"]["p50"] <= summary["answer_chars"]["p95"] <= 1000
     assert [q.unanswerable for q in read_answer_questions(questions)] == [False, False, True]
 
 

@@ -1,12 +1,14 @@
 """A question and numbered passages in -> an answer made of the passages' own best sentences, each cited [n], out (the no-LLM answer).
 
 A sentence scores by the question's key words it holds (weighted as the judge weighs them, see
-`retrieval.answer.terms`; a Chinese word by the share of its character pairs present), by its
+`retrieval.answer.terms`; a Chinese word by the share of its character pairs present; a word written
+another way, by the knowledge base's synonyms or `retrieval.answer.phrasing`, a little less), by its
 share of the question's character pairs / words, a little by its passage's rank, and more when
 its passage's heading holds the question's words. A question that asks for a value (多少, 默认,
 哪个, how many, which, default) prefers sentences carrying one (a number, a `code` span, an
 identifier, a path); a sentence that only points elsewhere ("详见《…》", "see the runbook") is
-worth less.
+worth less. A why-question credits the sentences of a matching passage that give a reason, a yes/no
+question those that give a verdict (`retrieval.answer.phrasing`): they rarely repeat its words.
 
 A sentence is never taken alone when documentation says more with it (`retrieval.answer.structure`):
 the whole list item it is part of, a table row's header, what a sentence ending in "：" / ":"
@@ -18,6 +20,9 @@ written right after it. A question that asks for steps (怎么, 如何, 步骤, 
 enumeration (哪些, what are the) gets a whole list or table, in order, with its lead-in, when that
 list covers the question's key terms better than the best unit, or nearly as well while it is a
 procedure (numbered, or under a heading naming one) under a heading sharing the question's words.
+A "how do I" question also gets the best unit bringing a command or config block when the chosen
+text has none; when the best unit names another top passage's title, that passage's best unit
+follows (a two-hop question's second hop).
 """
 
 from __future__ import annotations
@@ -27,6 +32,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from retrieval.answer.cite import check_units
+from retrieval.answer.phrasing import (
+    alternatives,
+    asks_how_it_works,
+    asks_now,
+    asks_why,
+    cue_of,
+    tense_of,
+)
 from retrieval.answer.record import Citation
 from retrieval.answer.structure import CODE_CHARS, Piece, code_excerpt, passage_pieces
 from retrieval.answer.terms import KeyTerm, Units, has_term, key_terms, units
@@ -36,7 +49,7 @@ __all__ = ["MAX_CHARS", "MAX_LINES", "MAX_UNITS", "extract_answer"]
 
 MAX_UNITS = 4  # sentences with what they bring along (a list item, a table row, a lead-in and its code)
 MAX_LINES = 8  # lines of the answer; a procedure's steps are one line each
-MAX_CHARS = 800
+MAX_CHARS = 700  # an answer, not the passages: p95 of the rendered answer stays near 700 characters
 CONTEXT_AFTER = 2  # sentences right after the best unit kept with it (the value written one sentence later), one after the others
 SHORT_SENTENCE = 16  # characters: a heading or a lead-in, taken with what follows
 CLOSE_TO_BEST = 0.7
@@ -56,7 +69,16 @@ _LISTING = re.compile(r"哪些|有哪几|what are the|which (?:are|steps)|list (
 # A heading that names a procedure ("切换步骤", "Renewing the certificate", "排查").
 _PROCEDURE = re.compile(r"步骤|流程|操作|排查|处理|方法|指南|升级|恢复|切换|配置|steps?\b|procedure|how to|\w+ing\b", re.IGNORECASE)
 ORDERED_BONUS = 1.5  # a numbered list, or a list under a heading naming a procedure, is the steps asked for
-_POINTER = re.compile(r"^(?:参数)?(?:详细说明|详见|参见|见《|具体见)|(?:详见|参见|见)《[^》]+》[。.]?$|^see (?:the )?[\"“]?\w", re.IGNORECASE)
+_POINTER = re.compile(r"^(?:参数)?(?:详细说明|详见|参见|见《|具体见)|(?:详见|参见|见)《[^》]+》[。.]?$|^see (?:the )?[\"“]?\w|"
+                      r"(?:请参阅|请参考|参阅|请查看|参考|详见|refer to|see)\s*[:：]?\s*\[[^\]]+\]\([^)]*\)[。.]?$|"
+                      r"^(?:请参阅|请参考|参阅|请查看|refer to|see)\s*\[[^\]]+\]\([^)]*\)", re.IGNORECASE)
+_LINK_ONLY = re.compile(r"^!?\[[^\]]*\]\([^)]*\)[。.]?$")  # a picture or a bare link: nothing to read in an answer
+SYNONYM_CREDIT = 0.8  # a key word written another way (启用 for 打开; the knowledge base's synonyms)
+BRIDGE_TITLE = 3  # characters: a shorter passage title is too common to be a name the best sentence mentions
+NOW_BONUS = 1.3  # a question asking what holds now: a sentence saying 当前/目前/currently, against one saying 当时/was
+REASONS_SHARE = 0.6  # of the budget, for a why-question's list of reasons
+CUE_SHARE = 0.5  # a sentence giving a reason (why) or a verdict (yes/no) gets this share of its passage's best score
+
 
 
 @dataclass
@@ -81,9 +103,11 @@ class _Unit:
         return sum(len(m.piece.text) for m in self.members)
 
 
-def _term_credit(term: KeyTerm, u: Units) -> float:
+def _term_credit(term: KeyTerm, u: Units, alts: dict[str, tuple[str, ...]]) -> float:
     if has_term(term.text, u):
         return 1.0
+    if any(has_term(a, u) for a in alts.get(term.text, ())):
+        return SYNONYM_CREDIT
     pairs = cjk_bigrams(term.text)
     if len(pairs) > 1:
         return 0.5 * sum(p in u.grams for p in pairs) / len(pairs)
@@ -91,7 +115,8 @@ def _term_credit(term: KeyTerm, u: Units) -> float:
 
 
 def _score_passage(terms: Sequence[KeyTerm], q_units: Units, citation: Citation, rank: int,
-                   wants_value: bool) -> list[_Scored]:
+                   wants_value: bool, alts: dict[str, tuple[str, ...]], cue: re.Pattern[str] | None,
+                   now: bool = False) -> list[_Scored]:
     total = sum(t.weight for t in terms) or 1.0
     headings: dict[str, tuple[float, frozenset[str]]] = {}
     out = []
@@ -100,14 +125,14 @@ def _score_passage(terms: Sequence[KeyTerm], q_units: Units, citation: Citation,
         title = f"{citation.section} {piece.heading}".strip()
         if title not in headings:
             h = units(title)
-            headings[title] = (sum(t.weight * _term_credit(t, h) for t in terms) / total if title else 0.0,
-                               frozenset(t.text for t in terms if title and has_term(t.text, h)))
+            headings[title] = (sum(t.weight * _term_credit(t, h, alts) for t in terms) / total if title else 0.0,
+                               frozenset(t.text for t in terms if title and _term_credit(t, h, alts) >= SYNONYM_CREDIT))
         heading_share, heading_terms = headings[title]
         if piece.kind == "code" and sum(map(len, piece.lines)) > CODE_CHARS:
             # Quoted (and scored) by its lines holding the question's words, each comment with the value after it.
             piece = replace(piece, text=code_excerpt(piece.lines, lambda line: any(has_term(t.text, units(line)) for t in terms)))
         u = units(piece.text)
-        credits = {t.text: _term_credit(t, u) for t in terms}
+        credits = {t.text: _term_credit(t, u, alts) for t in terms}
         term_score = sum(t.weight * credits[t.text] for t in terms) / total
         overlap = len(u.grams & q_units.grams) / (len(q_units.grams) or 1)
         score = (term_score + 0.5 * overlap) * (1.0 + 0.5 * heading_share) / (1.0 + 0.15 * rank)
@@ -118,8 +143,17 @@ def _score_passage(terms: Sequence[KeyTerm], q_units: Units, citation: Citation,
             score *= 1.05
         if _POINTER.search(piece.text):
             score *= 0.5
-        held = frozenset(name for name, credit in credits.items() if credit >= 1.0)
+        if now:  # "现在 / currently": the value that holds today, not the one an incident report says held then
+            score *= {1: NOW_BONUS, -1: 1.0 / NOW_BONUS}.get(tense_of(piece.text), 1.0)
+        held = frozenset(name for name, credit in credits.items() if credit >= SYNONYM_CREDIT)
         out.append(_Scored(citation.n, piece, score, held, heading_share, heading_terms))
+    if cue is not None and out:
+        # Why / yes-no: the sentence giving the reason or the verdict rarely repeats the question's words;
+        # in a passage about the question it is worth a share of that passage's best sentence.
+        top = max(s.score for s in out)
+        for s in out:
+            if s.piece.kind in ("text", "item") and cue.search(s.piece.text) and not _POINTER.search(s.piece.text):
+                s.score += CUE_SHARE * top
     return out
 
 
@@ -141,6 +175,8 @@ def _unit(seed: _Scored, passage: Sequence[_Scored]) -> _Unit:
         nxt = passage[last + 1] if last + 1 < len(passage) else None
         if nxt is None or not (_introduces(passage[last]) or nxt.piece.kind == "code" or passage[last].piece.kind == "header"):
             break
+        if _LINK_ONLY.match(nxt.piece.text):
+            break  # "下面这张图片总结了…：" introduces a picture the answer cannot show
         keep.add(nxt.piece.position)  # the command, value or row it introduces
         if nxt.piece.item is not None and nxt.piece.kind == "item":
             keep |= {s.piece.position for s in passage if s.piece.item == nxt.piece.item}
@@ -151,29 +187,70 @@ def _unit(seed: _Scored, passage: Sequence[_Scored]) -> _Unit:
     return _Unit(seed.n, seed, members, frozenset().union(*(m.terms for m in members)))
 
 
-def extract_answer(question: str, citations: Sequence[Citation], language: str) -> str:
-    """The chosen sentences, one a line, each ending with its passage's number; '' when nothing shares a word with the question."""
+def extract_answer(question: str, citations: Sequence[Citation], language: str,
+                   synonym_groups: Sequence[Sequence[str]] = ()) -> str:
+    """The chosen sentences, one a line, each ending with its passage's number; '' when nothing shares a word with the question.
+    `synonym_groups` (the knowledge base's synonym table) give the question's words other wordings."""
     terms = key_terms(question)
     weights = {t.text: t.weight for t in terms}
+    alts = alternatives(weights, synonym_groups)
     q_units = units(question)
     wants_value = bool(_WANTS_VALUE.search(question))
-    passages = {cit.n: _score_passage(terms, q_units, cit, rank, wants_value) for rank, cit in enumerate(citations)}
+    cue = cue_of(question)
+    how_to = bool(_STEPS.search(question)) and not asks_how_it_works(question)  # a procedure to run, not a mechanism explained
+    now = asks_now(question)
+    passages = {cit.n: _score_passage(terms, q_units, cit, rank, wants_value, alts, cue, now) for rank, cit in enumerate(citations)}
     seeds = sorted((s for p in passages.values() for s in p if s.score > 0), key=lambda s: (-s.score, s.n, s.piece.position))
     if not seeds:
         return ""
     candidates = [_unit(s, passages[s.n]) for s in seeds]
+    if cue is not None and asks_why(question):
+        candidates = [_with_reasons(u, passages[u.n], cue) for u in candidates]
     best = candidates[0]
     chosen = None
-    if _STEPS.search(question) or _LISTING.search(question):
+    if how_to or _LISTING.search(question):
         listed = _best_list(passages, {c.n: c.section for c in citations}, weights, steps=bool(_STEPS.search(question)))
         best_share = _share(best.terms | best.seed.heading_terms, weights)
         # The list must cover the question better than the best unit, or as well under a heading naming the procedure.
         if listed is not None and listed[0] >= STEPS_SHARE * best.seed.score and (
                 listed[1] > best_share or (listed[1] >= STEPS_COVER * best_share and listed[3])):
             chosen = [listed[2]]
+            if how_to and not _has_code(listed[2]):  # a list describing the steps, and elsewhere the command that does them
+                coded = [u for u in candidates if _has_code(u) and u.seed.score >= MIN_COVER_SHARE * best.seed.score
+                         and not {(m.n, m.piece.position) for m in u.members} & {(m.n, m.piece.position) for m in listed[2].members}
+                         and _fits(u, len(listed[2].members), listed[2].size)]
+                chosen += coded[:1]
     if chosen is None:
-        chosen = _with_context(_cover(candidates, weights), passages)
+        chosen = _with_context(_cover(candidates, weights, want_code=how_to,
+                                      titles={c.n: c.title for c in citations}), passages)
     return _render(chosen, language)
+
+
+def _with_reasons(unit: _Unit, passage: Sequence[_Scored], cue: re.Pattern[str]) -> _Unit:
+    """A list introduced by a lead-in giving a reason ("…，因为：", "原因如下：", "for these reasons:"), taken
+    from the lead-in or any of its items, with the lead-in, up to REASONS_SHARE of the budget: to a why-question the
+    reasons are the answer, not only the one that matched best."""
+    seed = unit.seed.piece
+    if seed.lead and seed.position + 1 < len(passage) and passage[seed.position + 1].piece.kind == "item":
+        lead, block = unit.seed, passage[seed.position + 1].piece.block
+    elif seed.kind == "item" and seed.block is not None:
+        first = min(s.piece.position for s in passage if s.piece.block == seed.block)
+        if first == 0 or not passage[first - 1].piece.lead:
+            return unit
+        lead, block = passage[first - 1], seed.block
+    else:
+        return unit
+    if not cue.search(lead.piece.text):
+        return unit
+    members, size = [lead], len(lead.piece.text)
+    for s in passage[lead.piece.position + 1:]:
+        if s.piece.block != block or len(members) >= MAX_LINES - 2 or size + len(s.piece.text) > REASONS_SHARE * MAX_CHARS:
+            break
+        members.append(s)
+        size += len(s.piece.text)
+    if unit.seed not in members:
+        return unit  # the matched item lies past the half budget: it stays on its own
+    return _Unit(unit.n, unit.seed, members, frozenset().union(*(m.terms for m in members)))
 
 
 def _share(held: frozenset[str], weights: dict[str, float]) -> float:
@@ -242,7 +319,8 @@ def _with_context(chosen: list[_Unit], passages: dict[int, Sequence[_Scored]]) -
             if last + 1 >= len(passage):
                 break
             nxt = passage[last + 1]
-            if (nxt.n, nxt.piece.position) in taken or nxt.piece.kind == "heading":
+            if ((nxt.n, nxt.piece.position) in taken or nxt.piece.kind == "heading" or _LINK_ONLY.match(nxt.piece.text)
+                    or _POINTER.search(nxt.piece.text)):
                 break
             if nxt.piece.item is not None and nxt.piece.block == passage[last].piece.block and not _introduces(passage[last]):
                 break  # the next list item or table row is another entry, not more of this one
@@ -261,8 +339,15 @@ def _fits(unit: _Unit, lines: int, size: int) -> bool:
     return lines + len(unit.members) <= MAX_LINES and size + unit.size <= MAX_CHARS
 
 
-def _cover(candidates: Sequence[_Unit], weights: dict[str, float]) -> list[_Unit]:
-    """A greedy cover of the question's key terms: the best unit, then the unit adding the most uncovered weight, then close scorers."""
+def _has_code(unit: _Unit) -> bool:
+    return any(m.piece.kind == "code" for m in unit.members)
+
+
+def _cover(candidates: Sequence[_Unit], weights: dict[str, float], want_code: bool = False,
+           titles: dict[int, str] | None = None) -> list[_Unit]:
+    """A greedy cover of the question's key terms: the best unit, then the unit adding the most uncovered weight, then close scorers.
+    With `want_code` ("how do I"), the best unit bringing a command or config block comes second when the best has none:
+    documentation answers how by the command, the sentences around it only say when and why."""
     best = candidates[0]
     chosen = [best]
     covered = set(best.terms)
@@ -281,15 +366,30 @@ def _cover(candidates: Sequence[_Unit], weights: dict[str, float]) -> list[_Unit
         lines += len(new)
         size += sum(len(m.piece.text) for m in new)
 
+    if want_code and not _has_code(best):
+        coded = [u for u in candidates[1:] if _has_code(u) and u.seed.score >= MIN_COVER_SHARE * best.seed.score
+                 and fresh(u) and _fits(u, lines, size)]
+        if coded:
+            take(coded[0])
+    if titles:
+        # The best unit names another passage's subject ("directed by Max Mack", and passage 3 is "Max Mack"):
+        # the answer goes on there, in that passage's sentence sharing most of the question.
+        named = " ".join(m.piece.text for m in best.members).lower()
+        for n, title in titles.items():
+            if n == best.n or len(title) < BRIDGE_TITLE or title.lower() not in named or len(chosen) >= MAX_UNITS:
+                continue
+            there = [u for u in candidates if u.n == n and fresh(u) and _fits(u, lines, size)]
+            if there:
+                take(there[0])
     while len(chosen) < MAX_UNITS:
         options = [u for u in candidates if u.seed.score >= MIN_COVER_SHARE * best.seed.score and fresh(u)
-                   and u.terms - covered and _fits(u, lines, size)]
+                   and u.terms - covered and _fits(u, lines, size) and not _POINTER.search(u.seed.piece.text)]
         if not options:
             break
         take(max(options, key=lambda u: (sum(weights.get(t, 0.0) for t in u.terms - covered), u.seed.score)))
     for u in candidates[1:]:
         if len(chosen) >= MAX_UNITS or u.seed.score < CLOSE_TO_BEST * best.seed.score:
             break
-        if fresh(u) and _fits(u, lines, size):
-            take(u)
+        if fresh(u) and _fits(u, lines, size) and not _POINTER.search(u.seed.piece.text):
+            take(u)  # a pointer elsewhere adds nothing next to the sentences that answer
     return chosen

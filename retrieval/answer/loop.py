@@ -211,7 +211,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
                 yield "delta", "\n\n"  # what streamed so far is replaced by the extractive answer below
     streamed = text is not None
     if text is None:
-        text = extract_answer(question, citations, language)
+        text = extract_answer(question, citations, language, options.synonym_groups)
     rendered, sentences = check_answer(text, citations, options.citation_support, language)
     if not streamed:
         yield "delta", rendered

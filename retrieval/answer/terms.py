@@ -25,6 +25,7 @@ __all__ = ["KeyTerm", "Units", "contains_name", "coverage", "identifiers", "key_
 QUESTION_WORDS = frozenset(
     """多少 什么 怎么 怎么办 怎样 如何 哪些 哪个 哪 哪里 哪儿 哪种 哪条 哪次 哪台 为什么 为何 是否 吗 呢 几 几秒 几次 几个
     多久 多长 多大 谁 是 有 会 能 要 应该 需要 可以 现在 以前 分别 区别 关系 之间 设置 设为 配置 配 步骤 流程 作用 意思
+    是不是 能不能 会不会 可不可以 要不要 有没有 对不对 行不行 怎么回事 是什么 为啥
     what which who whom whose how why when where does do is are was were can could should would will
     many much long often setting set use used mean means happen happens need needs""".split()
 ) | CHINESE_STOPWORDS | ENGLISH_STOPWORDS

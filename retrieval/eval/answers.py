@@ -139,7 +139,8 @@ def evaluate_answers(kb, questions: Sequence[AnswerQuestion], *, llm: LlmClient 
         row = {"id": q.id, "type": q.type, "unanswerable": q.unanswerable, "found": answer.found, "path": answer.path,
                "ms": ms, "citations": n_citations, "unsupported": unsupported, "dangling": dangling,
                "removed": len(answer.removed_citations), "flagged": sum(s.flagged for s in answer.sentences),
-               "sentences": len(answer.sentences), "rounds": len(answer.rounds)}
+               "sentences": len(answer.sentences), "rounds": len(answer.rounds),
+               "chars": len(answer.answer) if answer.found else None}
         if q.answer is not None:
             # In one passage (not pieced together from five): what an answer citing that passage could keep.
             row["in_top5"] = any(answer_in(q.answer, c.text) for c in answer.citations[:TOP_PASSAGES]) if answer.found else False
@@ -163,6 +164,7 @@ def _summarize(rows: list[dict]) -> dict:
     kept = [r for r in in_top5 if r["in_cited"]]
     unanswerable = [r for r in rows if r["unanswerable"]]
     ms = sorted(r["ms"] for r in rows)
+    chars = sorted(r["chars"] for r in answerable if r.get("chars") is not None)
     llm_rows = [r for r in answerable if "f1" in r]
     return {
         "questions": len(rows),
@@ -181,6 +183,9 @@ def _summarize(rows: list[dict]) -> dict:
         "nofound_on_unanswerable": sum(not r["found"] for r in unanswerable),
         "max_rounds": max((r["rounds"] for r in rows), default=0),
         "paths": {p: sum(r["path"] == p for r in rows) for p in ("llm", "rules")},
+        # The answer's length in characters (citation marks included), answered questions only: an answer, not the passages.
+        "answer_chars": {"p50": round(statistics.median(chars)) if chars else None,
+                         "p95": chars[min(len(chars) - 1, int(0.95 * len(chars)))] if chars else None},
         "latency_ms": {"p50": round(statistics.median(ms), 1) if ms else None,
                        "p95": round(ms[min(len(ms) - 1, int(0.95 * len(ms)))], 1) if ms else None},
         **({"exact_match_pct": _share(sum(r["em"] for r in llm_rows), len(llm_rows)),
@@ -225,7 +230,7 @@ _COLUMNS = [("answer_in_top5_pct", "in top-5 %"), ("answer_in_cited_pct", "in ci
 
 
 def format_answers_table(summaries: dict[str, dict]) -> str:
-    head = ["set", "questions"] + [c[1] for c in _COLUMNS] + ["p50 ms", "p95 ms"]
+    head = ["set", "questions"] + [c[1] for c in _COLUMNS] + ["chars p50", "chars p95", "p50 ms", "p95 ms"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, s in summaries.items():
         cells = [name, str(s["questions"])]
@@ -234,6 +239,7 @@ def format_answers_table(summaries: dict[str, dict]) -> str:
             if key == "nofound_on_unanswerable":
                 value = f"{value}/{s['unanswerable']}" if s["unanswerable"] else "-"
             cells.append("-" if value is None else str(value))
-        cells += [str(s["latency_ms"]["p50"]), str(s["latency_ms"]["p95"])]
+        length = s.get("answer_chars", {})
+        cells += [str(length.get("p50", "-")), str(length.get("p95", "-")), str(s["latency_ms"]["p50"]), str(s["latency_ms"]["p95"])]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
