@@ -52,6 +52,14 @@ class TableSource:
             start = self._file.peek(len(codecs.BOM_UTF8))[: len(codecs.BOM_UTF8)]
         except OSError as e:
             raise RelationTableError(f"{self.name}: cannot read the file ({e.strerror})") from e
+        try:
+            self._open(start)
+        except BaseException:
+            self._file.close()
+            raise
+        return self
+
+    def _open(self, start: bytes) -> None:
         if start.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
             raise _utf16_error(self.name)
         if start == codecs.BOM_UTF8:
@@ -62,7 +70,6 @@ class TableSource:
         self._saw_text = False
         self._reader = csv.reader(self._lines("utf-8" if self.encoding == BOM_ENCODING else self.encoding))
         self._read_header()
-        return self
 
     def __exit__(self, *exc) -> None:
         if self._file is not None:
