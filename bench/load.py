@@ -1,6 +1,6 @@
 """Load on the real server: concurrent query clients over loopback in, latency percentiles, throughput and error counts out, idle and while a `kg ingest` of ~4,000 chunks writes the same data dir (bench/RESULTS-load.md).
 
-    python bench/load.py [--clients 50] [--seconds 60] [--workers 1 2] [--out bench/RESULTS-load.json]
+    python bench/load.py [--clients 50] [--seconds 60] [--out bench/RESULTS-load.json]
 
 Phases, each against a `kg serve` process of its own: (1) idle; (2) the same clients while a CLI
 `kg ingest` (another process) adds ~4,000 chunks and the server itself takes a POST /documents every
