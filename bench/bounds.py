@@ -1,11 +1,12 @@
 """The issue's bounds, measured with the real CLI and server: a synthetic 190k-row relation table in, peak RSS of `kg import`, the next `kg stats` wall time, the billion-laughs refusal time and the 413 time for a 50 MB body out (bench/RESULTS-bounds.json, bench/RESULTS.md "Bounds").
 
-    python bench/bounds.py [--rows 190000] [--scale 600000,1000000] [--out bench/RESULTS-bounds.json]
+    python bench/bounds.py [--rows 190000] [--scale 600000,1000000] [--pad 500] [--out bench/RESULTS-bounds.json]
 
 Each command runs in a process of its own; peak RSS is that process's ru_maxrss (os.wait4).
 `--scale` adds, per size, the whole `kg import` into a fresh knowledge base and the relation-table
 import alone (`kg.relations.import_relation_table` into the base ontology, no save, relink or
-cache), to show how memory grows with the table and with the graph it makes.
+cache), to show how memory grows with the table and with the graph it makes; `--pad` measures the
+same for a table of --rows rows with an extra ignored column: more text, the same graph.
 """
 
 from __future__ import annotations
@@ -42,12 +43,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load import free_port, wait_for_server  # noqa: E402
 
 
-def write_table(path: Path, rows: int, seed: int = 7) -> None:
+def write_table(path: Path, rows: int, seed: int = 7, pad: int = 0) -> None:
+    """`pad` > 0 adds a `problem` column (which the importer ignores) of that many characters a row:
+    more text, the same graph."""
     rng = random.Random(seed)
     entities = max(1000, rows // 3)
     seen: set[tuple[str, str, str]] = set()
+    padding = ("," + "x" * pad) if pad else ""
     with path.open("w", encoding="utf-8") as fh:
-        fh.write("source,relation,target,source_type,target_type,source_aliases,target_aliases,weight,note\n")
+        fh.write("source,relation,target,source_type,target_type,source_aliases,target_aliases,weight,note"
+                 + (",problem" if pad else "") + "\n")
         while len(seen) < rows:
             name, source_type, target_type = RELATIONS[rng.randrange(3)]
             source = f"svc-{rng.randrange(entities)}"
@@ -55,7 +60,7 @@ def write_table(path: Path, rows: int, seed: int = 7) -> None:
             if source == target or (source, name, target) in seen:
                 continue
             seen.add((source, name, target))
-            fh.write(f"{source},{name},{target},{source_type},{target_type},服务{source[4:]},,,\n")
+            fh.write(f"{source},{name},{target},{source_type},{target_type},服务{source[4:]},,,{padding}\n")
 
 
 def run_measured(args: list[str], env: dict) -> tuple[int, float, str]:
@@ -91,11 +96,11 @@ print(json.dumps({"seconds": round(time.perf_counter() - started, 1), "rows": re
 """
 
 
-def measure_scale(root: Path, rows: int, env: dict) -> dict:
+def measure_scale(root: Path, rows: int, env: dict, pad: int = 0) -> dict:
     """Peak RSS of the whole `kg import` and of the relation-table import alone, for one table size."""
     table = root / f"relations-{rows}.csv"
-    write_table(table, rows)
-    out: dict = {"rows": rows, "table_mb": round(table.stat().st_size / 1e6, 1)}
+    write_table(table, rows, pad=pad)
+    out: dict = {"rows": rows, "table_mb": round(table.stat().st_size / 1e6, 1)} | ({"pad_bytes": pad} if pad else {})
     data_dir = root / f"kb-{rows}"
     subprocess.run([sys.executable, "-m", "kg.cli", "init", "--data-dir", str(data_dir)], env=env, check=True,
                    capture_output=True)
@@ -123,6 +128,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=190_000)
     parser.add_argument("--scale", default="", help="comma-separated table sizes (rows) to measure memory growth at")
+    parser.add_argument("--pad", type=int, default=0,
+                        help="also measure a --rows table with an ignored column of this many characters a row")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "RESULTS-bounds.json")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KG_")}
@@ -152,6 +159,8 @@ def main() -> None:
         results["body_413"] = _post_50mb(root, env)
         sizes = [int(n) for n in args.scale.split(",") if n.strip()]
         results["scale"] = [measure_scale(root, n, env) for n in sorted({args.rows, *sizes})] if sizes else []
+        if args.pad:
+            results["padded"] = measure_scale(root, args.rows, env, pad=args.pad)
     args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(json.dumps(results, indent=2, ensure_ascii=False))
 

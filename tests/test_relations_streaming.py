@@ -18,7 +18,7 @@ from kg.relations import (
     iter_relation_rows,
     read_relation_table,
 )
-from ontology import BASE_ONTOLOGY_PATH, Vocabulary, load_rdf
+from ontology import BASE_ONTOLOGY_PATH, ENT, KG, Vocabulary, load_rdf
 
 HEADER = "source,relation,target,source_type,target_type\n"
 
@@ -175,3 +175,25 @@ def test_duplicates_and_conflicts_are_found_across_a_long_table(
         "relations.csv:5006: duplicate of line 5001; delete one of the two rows",
     ]
     assert table.rows == 5002
+
+
+def test_a_label_made_an_alias_further_down_is_planned_again_with_the_whole_table(
+    vocab: Vocabulary, tmp_path: Path
+) -> None:
+    """Rows are planned as they are checked; 'PG' is planned as an entity of its own on line 2
+    and only line 5003 says it is PostgreSQL's alias: the table is planned again, progress goes on."""
+    filler = [f"svc-{i},dependsOn,svc-{i + 1},Service,Service,,,," for i in range(5000)]
+    path = tmp_path / "relations.csv"
+    header = "source,relation,target,source_type,target_type,source_aliases,target_aliases,weight,note\n"
+    path.write_text(
+        header + "order-service,dependsOn,PG,,,,,,\n" + "\n".join(filler)
+        + "\nPostgreSQL,dependsOn,disk,Database,,PG,,,\n",
+        encoding="utf-8",
+    )
+    graph = rdflib.Graph()
+    ticks: list[int] = []
+    report = import_relation_table(graph, path, vocab, progress=ticks.append)
+    assert (ENT["order-service"], KG.dependsOn, ENT.PostgreSQL) in graph
+    assert (ENT.PG, None, None) not in graph and (None, None, ENT.PG) not in graph
+    assert (report.rows, report.new_entities) == (5002, 5004)
+    assert ticks == [5000, 5002]

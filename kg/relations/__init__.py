@@ -3,8 +3,9 @@
 Reading (`check_relation_table`) checks every row and collects every problem with its line and a
 fix; applying first plans all triples against the graph without touching it, then writes them in
 one go, so a failed import leaves the graph as it was and a second import of the same table adds
-nothing. The table is streamed: checked in one pass over the file and planned in a second, row by
-row, so memory grows with the graph being built, not with the table's text or rows. What is written is the contract the graph view and Protégé read:
+nothing. The table is streamed: each row is checked and planned as it is read, so memory grows
+with the graph being built, not with the table's text or rows (a second pass over the file plans
+the table again only when a label used early is made an alias further down). What is written is the contract the graph view and Protégé read:
 
     <entity> a owl:NamedIndividual , <class> ; rdfs:label "label" ; skos:altLabel "alias" .
     <source> <property> <target> .
@@ -80,9 +81,7 @@ def import_relation_table(
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
     """Read, check and import a relation table: all rows or (with problems) none, unless skip_invalid."""
-    table = check_relation_table(path, vocab)
-    plan = _Plan(graph, vocab, aliases=table.aliases, file=table.name, progress=progress)
-    plan.run(iter_relation_rows(table, vocab))
+    table, plan = _plan_table(graph, Path(path), vocab, progress)
     problems = sorted(table.problems + plan.rejected, key=lambda p: p.line)
     if problems and not skip_invalid:
         bad_rows = len({p.line for p in problems})
@@ -98,6 +97,42 @@ def import_relation_table(
     report = plan.report(dry_run=dry_run, encoding=table.encoding)
     report.rejected = problems
     return report
+
+
+def _plan_table(
+    graph: rdflib.Graph, path: Path, vocab: Vocabulary, progress: Callable[[int], None] | None
+) -> tuple[CheckedTable, _Plan]:
+    """Check and plan in one pass over the file; a second pass only if a label turned alias later."""
+    plans: list[_Plan] = []
+    ticks = _Monotonic(progress) if progress is not None else None
+
+    def new_plan(aliases: dict[str, tuple[str, int]]) -> Callable[[RelationRow], None]:
+        plans.clear()  # a pass that starts over (GBK after all) drops the previous plan first
+        plans.append(_Plan(graph, vocab, aliases=aliases, file=path.name, progress=ticks))
+        return plans[0].add
+
+    table = check_relation_table(path, vocab, new_sink=new_plan)
+    plan = plans[0]
+    if plan.resolved_before_aliased():
+        plans.clear()
+        del plan
+        plan = _Plan(graph, vocab, aliases=table.aliases, file=table.name, progress=ticks)
+        plan.run(iter_relation_rows(table, vocab))
+    else:
+        plan.finish()
+    return table, plan
+
+
+class _Monotonic:
+    """Progress that never goes back when the rows are planned a second time."""
+
+    def __init__(self, progress: Callable[[int], None]) -> None:
+        self.progress, self.high = progress, -1
+
+    def __call__(self, done: int) -> None:
+        if done > self.high:
+            self.high = done
+            self.progress(done)
 
 
 def _write_rejects(

@@ -49,8 +49,10 @@ def table_aliases(rows: Iterable[RelationRow]) -> dict[str, tuple[str, int]]:
 class _Plan:
     """Every triple an import would add or remove, worked out against the graph without changing it.
 
-    `aliases` are the whole table's (a label may be an alias given further down), so the rows
-    themselves can come one at a time (`run`). Rows the graph refuses are kept in `rejected_rows`.
+    The rows come one at a time (`add`, `run`). `aliases` are the table's: the whole table's, or
+    those of the rows so far while the table is being checked, in which case a label that a later
+    row makes an alias was planned wrongly (`resolved_before_aliased`) and the table is planned
+    again. Rows the graph refuses are kept in `rejected_rows`.
     """
 
     def __init__(
@@ -66,7 +68,7 @@ class _Plan:
         self.overlay = Overlay(graph)
         self.rejected: list[RowProblem] = []
         self.rejected_rows: dict[int, RelationRow] = {}
-        self.applied = self.new_entities = self.new_edges = 0
+        self.applied = self.new_entities = self.new_edges = self._seen = 0
         self.unchanged_edges = self.updated_edges = 0
         # Everything read from the graph is read here, in a few scans: at 100k rows, one rdflib
         # query per row and entity costs more than the whole import.
@@ -81,13 +83,25 @@ class _Plan:
         self._axioms: dict[Triple, BNode | URIRef] | None = None
 
     def run(self, rows: Iterable[RelationRow]) -> None:
-        done = 0
-        for done, row in enumerate(rows, 1):
-            self._apply(row)
-            if self.progress is not None and done % _PROGRESS_EVERY == 0:
-                self.progress(done)
+        for row in rows:
+            self.add(row)
+        self.finish()
+
+    def add(self, row: RelationRow) -> None:
+        """Plan one row (the aliases of every row up to this one must be in `aliases` by now)."""
+        self._apply(row)
+        self._seen += 1
+        if self.progress is not None and self._seen % _PROGRESS_EVERY == 0:
+            self.progress(self._seen)
+
+    def finish(self) -> None:
         if self.progress is not None:
-            self.progress(done)
+            self.progress(self._seen)
+
+    def resolved_before_aliased(self) -> bool:
+        """True if a label got an entity of its own before a later row made it an alias: planned
+        with the rows so far, it would land elsewhere than with the whole table's aliases."""
+        return any(alias in self._minted for alias in self._alias_owner)
 
     def commit(self) -> None:
         self.overlay.commit()

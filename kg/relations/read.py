@@ -1,13 +1,14 @@
 """Reading a relation table: a relations.csv in, every `RowProblem` with its line and a fix (`check_relation_table`) and then the checked `RelationRow`s one at a time (`iter_relation_rows`) out.
 
-A table is read twice, row by row, and never held: the first pass checks every row and keeps what
-the checks need (per edge and per alias, see `kg.relations.check`); the second yields the good rows
-to the plan. `read_relation_table` collects them in a list, for callers that want the table itself.
+A table is read row by row and never held: the pass that checks every row keeps only what the
+checks need (per edge and per alias, see `kg.relations.check`) and can hand each good row on at
+once (`new_sink`); `iter_relation_rows` reads the good rows again when they are needed a second
+time. `read_relation_table` collects them in a list, for callers that want the table itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kg.errors import RelationTableError
@@ -17,15 +18,24 @@ from kg.relations.model import CheckedTable, RelationRow, RelationTable
 from kg.relations.source import BOM_ENCODING, TableSource, _Undecodable, encoding_error
 from ontology import Vocabulary
 
+Sink = Callable[[dict[str, tuple[str, int]]], Callable[[RelationRow], None]]
 
-def check_relation_table(path: Path, vocab: Vocabulary) -> CheckedTable:
-    """Check every row of a relation table; row problems are collected, file problems raise."""
+
+def check_relation_table(
+    path: Path, vocab: Vocabulary, new_sink: Sink | None = None
+) -> CheckedTable:
+    """Check every row of a relation table; row problems are collected, file problems raise.
+
+    `new_sink(aliases)`, called when a pass over the file starts (again, if the encoding turns out
+    to be GBK), returns what every good row is handed to as soon as it is checked; `aliases` is the
+    checker's own alias map, holding the aliases of the rows checked so far.
+    """
     path = Path(path)
     stamp = _stamp(path)
     first_error: _Undecodable | None = None
     for encoding in ("utf-8", "gbk"):
         try:
-            return _check(path, encoding, vocab, stamp)
+            return _check(path, encoding, vocab, stamp, new_sink)
         except _Undecodable as e:
             # A BOM says UTF-8 for sure; otherwise GBK (Chinese Excel's "CSV") gets its turn.
             first_error = first_error or e
@@ -35,11 +45,16 @@ def check_relation_table(path: Path, vocab: Vocabulary) -> CheckedTable:
     raise encoding_error(path.name, first_error) from None
 
 
-def _check(path: Path, encoding: str, vocab: Vocabulary, stamp: tuple[int, int]) -> CheckedTable:
+def _check(
+    path: Path, encoding: str, vocab: Vocabulary, stamp: tuple[int, int], new_sink: Sink | None
+) -> CheckedTable:
     with TableSource(path, encoding) as source:
         checker = RowChecker(source.name, vocab, source.columns)
+        sink = new_sink(checker.aliases) if new_sink is not None else None
         for line, fields in source.rows():
-            checker.check(line, fields)
+            row = checker.check(line, fields)
+            if row is not None and sink is not None:
+                sink(row)
         return CheckedTable(
             source.name, path, source.encoding, stamp, source.header, checker.rows,
             checker.problems, checker.bad_fields, checker.aliases,
