@@ -1,4 +1,4 @@
-"""The graph as an import would leave it: an rdflib Graph in, an overlay of added and removed triples (written in one go by `commit`) and the graph's label and axiom indexes out.
+"""The graph as an import would leave it: an rdflib Graph in, an overlay of added and removed triples (written in one go by `commit`), the edges' weight/note axioms and the graph's label and axiom indexes out.
 
 `Overlay.has` reads through the overlay, so rows later in a table see what earlier rows will
 write, and a dry run or a refused import never touches the graph.
@@ -6,8 +6,12 @@ write, and a dry run or a refused import never touches the graph.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
+from decimal import Decimal
+
 import rdflib
-from rdflib import BNode, Literal, URIRef
+from rdflib import XSD, BNode, Literal, URIRef
 
 from kg.relations.model import (
     _ALT_LABEL,
@@ -77,6 +81,56 @@ class Overlay:
             for triple in self.removed:
                 graph.add(triple)
             raise
+
+
+class EdgeAnnotations:
+    """Each edge's owl:Axiom with its kg:weight and rdfs:comment, planned into an overlay; the
+    graph's axioms are read once, the first time a row brings a weight or a note."""
+
+    def __init__(self, overlay: Overlay) -> None:
+        self._overlay = overlay
+        self._values: dict[tuple, list] = {}  # (axiom, predicate) -> objects, once axioms are read
+        self._axioms: dict[Triple, BNode | URIRef] | None = None
+
+    def annotate(self, edge: Triple, weight: float | None, note: str | None) -> bool:
+        """Set the edge's kg:weight / rdfs:comment on its owl:Axiom; True if anything changed."""
+        if weight is None and note is None:
+            return False
+        if self._axioms is None:
+            self._axioms, values = axiom_index(self._overlay.graph)
+            self._values.update(values)
+        axiom = self._axioms.get(edge)
+        changed = False
+        if axiom is None:
+            key = " ".join(str(term) for term in edge).encode()
+            axiom = BNode(f"ax{hashlib.sha1(key).hexdigest()[:24]}")
+            self._axioms[edge] = axiom
+            self._overlay.fresh.add(axiom)
+            for predicate, value in (
+                (_TYPE, _AXIOM),
+                (_SOURCE, edge[0]),
+                (_PROPERTY, edge[1]),
+                (_TARGET, edge[2]),
+            ):
+                self._overlay.add((axiom, predicate, value))
+            changed = True
+        if weight is not None:
+            literal = Literal(format(Decimal(repr(weight)), "f"), datatype=XSD.decimal)
+            changed |= self._set_value(axiom, _WEIGHT, literal, same_number)
+        if note is not None:
+            changed |= self._set_value(axiom, _COMMENT, Literal(note), same_text)
+        return changed
+
+    def _set_value(self, subject, predicate, value, same: Callable[[object, object], bool]) -> bool:
+        key = (subject, predicate)
+        current = self._values.setdefault(key, [])
+        if len(current) == 1 and same(current[0], value):
+            return False
+        for old in current:
+            self._overlay.remove((subject, predicate, old))
+        self._overlay.add((subject, predicate, value))
+        self._values[key] = [value]
+        return True
 
 
 def label_index(

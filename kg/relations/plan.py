@@ -9,30 +9,22 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
-from decimal import Decimal
 
 import rdflib
-from rdflib import XSD, BNode, Literal, URIRef
+from rdflib import Literal, URIRef
 
 from kg.relations.model import (
     _ALT_LABEL,
-    _AXIOM,
-    _COMMENT,
     _ENTITY,
     _INDIVIDUAL,
     _LABEL,
     _PROGRESS_EVERY,
-    _PROPERTY,
-    _SOURCE,
-    _TARGET,
     _TYPE,
-    _WEIGHT,
     ImportReport,
     RelationRow,
     RowProblem,
-    Triple,
 )
-from kg.relations.overlay import Overlay, axiom_index, label_index, same_number, same_text
+from kg.relations.overlay import EdgeAnnotations, Overlay, label_index
 from ontology import Vocabulary, entity_iri
 
 
@@ -79,8 +71,7 @@ class _Plan:
         self._created: set[URIRef] = set()
         self._done: set[tuple] = set()  # (iri, label, class, aliases) already applied
         self._names: dict[URIRef, set[str]] = {}
-        self._values: dict[tuple, list] = {}  # (axiom, predicate) -> objects, once axioms are read
-        self._axioms: dict[Triple, BNode | URIRef] | None = None
+        self._axioms = EdgeAnnotations(self.overlay)
 
     def run(self, rows: Iterable[RelationRow]) -> None:
         for row in rows:
@@ -160,7 +151,7 @@ class _Plan:
         if not existed:
             self.overlay.add(edge)
             self.new_edges += 1
-        annotated = self._annotate(edge, row.weight, row.note)
+        annotated = self._axioms.annotate(edge, row.weight, row.note)
         if existed and annotated:
             self.updated_edges += 1
         elif existed:
@@ -270,43 +261,3 @@ class _Plan:
                 names.add(self._mint_label[iri])
             self._names[iri] = names
         return self._names[iri]
-
-    def _annotate(self, edge: Triple, weight: float | None, note: str | None) -> bool:
-        """Set the edge's kg:weight / rdfs:comment on its owl:Axiom; True if anything changed."""
-        if weight is None and note is None:
-            return False
-        if self._axioms is None:
-            self._axioms, values = axiom_index(self.graph)
-            self._values.update(values)
-        axiom = self._axioms.get(edge)
-        changed = False
-        if axiom is None:
-            key = " ".join(str(term) for term in edge).encode()
-            axiom = BNode(f"ax{hashlib.sha1(key).hexdigest()[:24]}")
-            self._axioms[edge] = axiom
-            self.overlay.fresh.add(axiom)
-            for predicate, value in (
-                (_TYPE, _AXIOM),
-                (_SOURCE, edge[0]),
-                (_PROPERTY, edge[1]),
-                (_TARGET, edge[2]),
-            ):
-                self.overlay.add((axiom, predicate, value))
-            changed = True
-        if weight is not None:
-            literal = Literal(format(Decimal(repr(weight)), "f"), datatype=XSD.decimal)
-            changed |= self._set_value(axiom, _WEIGHT, literal, same_number)
-        if note is not None:
-            changed |= self._set_value(axiom, _COMMENT, Literal(note), same_text)
-        return changed
-
-    def _set_value(self, subject, predicate, value, same: Callable[[object, object], bool]) -> bool:
-        key = (subject, predicate)
-        current = self._values.setdefault(key, [])
-        if len(current) == 1 and same(current[0], value):
-            return False
-        for old in current:
-            self.overlay.remove((subject, predicate, old))
-        self.overlay.add((subject, predicate, value))
-        self._values[key] = [value]
-        return True
