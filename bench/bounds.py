@@ -101,7 +101,7 @@ def measure_scale(root: Path, rows: int, env: dict, pad: int = 0) -> dict:
     table = root / f"relations-{rows}.csv"
     write_table(table, rows, pad=pad)
     out: dict = {"rows": rows, "table_mb": round(table.stat().st_size / 1e6, 1)} | ({"pad_bytes": pad} if pad else {})
-    data_dir = root / f"kb-{rows}"
+    data_dir = root / f"kb-{rows}-{pad}"  # a fresh knowledge base each time
     subprocess.run([sys.executable, "-m", "kg.cli", "init", "--data-dir", str(data_dir)], env=env, check=True,
                    capture_output=True)
     code, wall, err, peak = run_peak([sys.executable, "-m", "kg.cli", "import", str(table), "--data-dir",
