@@ -5,7 +5,8 @@ fix; applying first plans all triples against the graph without touching it, the
 one go, so a failed import leaves the graph as it was and a second import of the same table adds
 nothing. The table is streamed: each row is checked and planned as it is read, so memory grows
 with the graph being built, not with the table's text or rows (a second pass over the file plans
-the table again only when a label used early is made an alias further down). What is written is the contract the graph view and Protégé read:
+the table again only when a label used early is made an alias further down). What is written is
+the contract the graph view and Protégé read:
 
     <entity> a owl:NamedIndividual , <class> ; rdfs:label "label" ; skos:altLabel "alias" .
     <source> <property> <target> .
@@ -115,7 +116,7 @@ def _plan_table(
     plan = plans[0]
     if plan.resolved_before_aliased():
         plans.clear()
-        del plan
+        del plan  # the first plan goes before the second is built: never two overlays at once
         plan = _Plan(graph, vocab, aliases=table.aliases, file=table.name, progress=ticks)
         plan.run(iter_relation_rows(table, vocab))
     else:
