@@ -19,7 +19,7 @@ from rdflib import Literal
 from rdflib.namespace import RDFS, SKOS
 
 from kg.errors import RelationTableError
-from kg.relations.read import _column_key, _decode
+from kg.relations.source import column_key, decode_bytes
 
 __all__ = ["AliasReport", "import_alias_table", "is_alias_table"]
 
@@ -51,7 +51,7 @@ def is_alias_table(path: Path) -> bool:
     for encoding in ("utf-8-sig", "gbk"):
         try:
             header = next(csv.reader([first.decode(encoding)]), [])
-            return [_column_key(c) for c in header if c.strip()] == list(ALIAS_COLUMNS)
+            return [column_key(c) for c in header if c.strip()] == list(ALIAS_COLUMNS)
         except (UnicodeDecodeError, StopIteration):
             continue
     return False
@@ -65,10 +65,10 @@ def import_alias_table(graph: rdflib.Graph, path: Path, entities: set | None = N
     properties, which have labels too, from being given an entity's alias."""
     path = Path(path)
     name = path.name
-    text, encoding = _decode(path.read_bytes(), name)
+    text, encoding = decode_bytes(path.read_bytes(), name)
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
-    if header is None or [_column_key(c) for c in header if c.strip()] != list(ALIAS_COLUMNS):
+    if header is None or [column_key(c) for c in header if c.strip()] != list(ALIAS_COLUMNS):
         got = ",".join(header or []) or "an empty file"
         raise RelationTableError(f"{name}:1: an alias table needs the header 'entity,alias' (got '{got}')")
     subjects = _labelled_subjects(graph, entities)

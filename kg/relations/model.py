@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rdflib import OWL, RDF, RDFS, SKOS, BNode, Literal, URIRef
 
@@ -67,6 +68,21 @@ class RelationTable:
     header: list[str] = field(default_factory=list)  # as written in the file
     # Original fields of rows with problems, by line, for the rejects file.
     bad_fields: dict[int, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class CheckedTable:
+    """What checking a whole table leaves behind: everything but the good rows, which are read again."""
+
+    name: str
+    path: Path
+    encoding: str
+    stamp: tuple[int, int]  # kg.files.file_stamp when checked: the rows are read again only if unchanged
+    header: list[str]
+    rows: int  # good rows
+    problems: list[RowProblem]
+    bad_fields: dict[int, list[str]]  # original fields of the rows with problems, by line
+    aliases: dict[str, tuple[str, int]]  # alias -> (the label it names, first line)
 
 
 @dataclass

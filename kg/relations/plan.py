@@ -1,114 +1,101 @@
-"""Planning and writing a relation table's rows into an rdflib Graph (the second half of `kg.relations`, after `kg.relations.read`).
+"""Planning a relation table's rows into an rdflib Graph: checked `RelationRow`s in (one at a time), an `Overlay` of triples to add and remove and the counts of an `ImportReport` out.
 
-`_Plan` works out every triple a set of checked rows adds or replaces against the graph as it is,
-without touching it; only when the whole plan stands is it written, so an import is all or nothing.
+`_Plan` works out every triple the rows add or replace against the graph as it is, without
+touching it; only when the whole plan stands is it written (`commit`), so an import is all or
+nothing. It keeps no row: only the overlay (the graph being built) and per-entity facts grow.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-from decimal import Decimal
+from collections.abc import Callable, Iterable
 
 import rdflib
-from rdflib import XSD, BNode, Literal, URIRef
+from rdflib import Literal, URIRef
 
 from kg.relations.model import (
     _ALT_LABEL,
-    _AXIOM,
-    _COMMENT,
     _ENTITY,
     _INDIVIDUAL,
     _LABEL,
     _PROGRESS_EVERY,
-    _PROPERTY,
-    _SOURCE,
-    _TARGET,
     _TYPE,
-    _WEIGHT,
     ImportReport,
     RelationRow,
     RowProblem,
-    Triple,
 )
-from ontology import ENT, Vocabulary, entity_iri
+from kg.relations.overlay import EdgeAnnotations, Overlay, label_index
+from ontology import Vocabulary, entity_iri
+
+
+def table_aliases(rows: Iterable[RelationRow]) -> dict[str, tuple[str, int]]:
+    """alias -> (the label it names, first line), from rows already in memory."""
+    aliases: dict[str, tuple[str, int]] = {}
+    for row in rows:
+        for label, names in ((row.source, row.source_aliases), (row.target, row.target_aliases)):
+            for alias in names:
+                aliases.setdefault(alias, (label.strip(), row.line))
+    return aliases
 
 
 class _Plan:
     """Every triple an import would add or remove, worked out against the graph without changing it.
 
-    `added` / `removed` are an overlay on the graph (`_has` reads through it), so rows later in
-    the table see what earlier rows will write, and a dry run or a refused import is free.
+    The rows come one at a time (`add`, `run`). `aliases` are the table's: the whole table's, or
+    those of the rows so far while the table is being checked, in which case a label that a later
+    row makes an alias was planned wrongly (`resolved_before_aliased`) and the table is planned
+    again. Rows the graph refuses are kept in `rejected_rows`.
     """
 
     def __init__(
         self,
         graph: rdflib.Graph,
-        rows: list[RelationRow],
         vocab: Vocabulary,
         *,
+        aliases: dict[str, tuple[str, int]],
         file: str,
         progress: Callable[[int], None] | None = None,
     ) -> None:
-        self.graph, self.rows, self.vocab, self.file, self.progress = (
-            graph,
-            rows,
-            vocab,
-            file,
-            progress,
-        )
-        self.added: dict[Triple, None] = {}  # dicts, not sets: a deterministic write order
-        self.removed: dict[Triple, None] = {}
+        self.graph, self.vocab, self.file, self.progress = graph, vocab, file, progress
+        self.overlay = Overlay(graph)
         self.rejected: list[RowProblem] = []
-        self.applied = self.new_entities = self.new_edges = 0
+        self.rejected_rows: dict[int, RelationRow] = {}
+        self.applied = self.new_entities = self.new_edges = self._seen = 0
         self.unchanged_edges = self.updated_edges = 0
         # Everything read from the graph is read here, in a few scans: at 100k rows, one rdflib
         # query per row and entity costs more than the whole import.
-        self._by_label, self._by_alias, self._labels_of = _label_index(graph)
-        self._types: dict[URIRef | BNode, set] = {}
-        for subject, cls in graph.subject_objects(_TYPE):
-            self._types.setdefault(subject, set()).add(cls)
-        self._alias_owner: dict[str, str] = {}  # alias -> the label it is an alias of
-        self._alias_line: dict[str, int] = {}
-        for row in rows:
-            for label, aliases in (
-                (row.source, row.source_aliases),
-                (row.target, row.target_aliases),
-            ):
-                for alias in aliases:
-                    if alias not in self._alias_owner:
-                        self._alias_owner[alias] = label.strip()
-                        self._alias_line[alias] = row.line
+        self._by_label, self._by_alias, self._labels_of = label_index(graph)
+        self._alias_owner = aliases  # alias -> (the label it is an alias of, its line)
         self._minted: dict[str, URIRef] = {}
         self._mint_label: dict[URIRef, str] = {}
         self._created: set[URIRef] = set()
-        # Minted IRIs the graph knows nothing about: no need to ask the graph about them.
-        self._fresh: set[URIRef | BNode] = set()
         self._done: set[tuple] = set()  # (iri, label, class, aliases) already applied
         self._names: dict[URIRef, set[str]] = {}
-        self._values: dict[tuple, list] = {}  # (axiom, predicate) -> objects, once axioms are read
-        self._axioms: dict[Triple, BNode | URIRef] | None = None
+        self._axioms = EdgeAnnotations(self.overlay)
 
-    def run(self) -> None:
-        for done, row in enumerate(self.rows, 1):
-            self._apply(row)
-            if self.progress is not None and done % _PROGRESS_EVERY == 0:
-                self.progress(done)
+    def run(self, rows: Iterable[RelationRow]) -> None:
+        for row in rows:
+            self.add(row)
+        self.finish()
+
+    def add(self, row: RelationRow) -> None:
+        """Plan one row (the aliases of every row up to this one must be in `aliases` by now)."""
+        self._apply(row)
+        self._seen += 1
+        if self.progress is not None and self._seen % _PROGRESS_EVERY == 0:
+            self.progress(self._seen)
+
+    def finish(self) -> None:
         if self.progress is not None:
-            self.progress(len(self.rows))
+            self.progress(self._seen)
+
+    def resolved_before_aliased(self) -> bool:
+        """True if a label got an entity of its own before a later row made it an alias: planned
+        with the rows so far, it would land elsewhere than with the whole table's aliases."""
+        return any(alias in self._minted for alias in self._alias_owner)
 
     def commit(self) -> None:
-        try:
-            for triple in self.removed:
-                self.graph.remove(triple)
-            self.graph.addN((s, p, o, self.graph) for s, p, o in self.added)
-        except BaseException:
-            # Put the graph back as it was: an import is all or nothing, even when interrupted.
-            for triple in self.added:
-                self.graph.remove(triple)
-            for triple in self.removed:
-                self.graph.add(triple)
-            raise
+        self.overlay.commit()
 
     def report(self, *, dry_run: bool, encoding: str) -> ImportReport:
         return ImportReport(
@@ -120,8 +107,8 @@ class _Plan:
             dry_run=dry_run,
             encoding=encoding,
             updated_edges=self.updated_edges,
-            added_triples=len(self.added),
-            removed_triples=len(self.removed),
+            added_triples=len(self.overlay.added),
+            removed_triples=len(self.overlay.removed),
         )
 
     # -- one row
@@ -160,11 +147,11 @@ class _Plan:
         self._entity(s, row.source, row.source_type, row.source_aliases)
         self._entity(o, row.target, row.target_type, row.target_aliases)
         edge = (s, URIRef(prop.iri), o)
-        existed = self._has(edge)
+        existed = self.overlay.has(edge)
         if not existed:
-            self._add(edge)
+            self.overlay.add(edge)
             self.new_edges += 1
-        annotated = self._annotate(edge, row.weight, row.note)
+        annotated = self._axioms.annotate(edge, row.weight, row.note)
         if existed and annotated:
             self.updated_edges += 1
         elif existed:
@@ -173,6 +160,7 @@ class _Plan:
 
     def _reject(self, row: RelationRow, column: str, value: str, message: str) -> None:
         self.rejected.append(RowProblem(row.line, column, value, message, self.file))
+        self.rejected_rows[row.line] = row
 
     def _resolve(self, label: str) -> URIRef:
         """An existing entity named `label`, the entity whose alias it is in this table, or a new IRI."""
@@ -182,7 +170,7 @@ class _Plan:
             iri = self._by_label.get(label) or self._by_alias.get(label)
             if iri is not None:
                 return iri
-            owner = self._alias_owner.get(label)
+            owner = self._alias_owner.get(label, (None, 0))[0]
             if owner is None:
                 return self._mint(label)
             if owner in path:  # a and b are each other's aliases: one entity, whichever comes first
@@ -195,9 +183,8 @@ class _Plan:
         An alias that named two entities would resolve differently on the next import, so it is
         refused rather than written twice.
         """
-        owner = self._alias_owner.get(alias, label)
+        owner, line = self._alias_owner.get(alias, (label, 0))
         if owner != label:
-            line = self._alias_line[alias]
             return (
                 f"alias '{alias}' is already an alias of '{owner}' (line {line}); an alias can name "
                 "only one entity"
@@ -219,7 +206,7 @@ class _Plan:
             # "a b" and "a_b" share a readable IRI; the label's hash keeps them apart, repeatably.
             iri = URIRef(f"{iri}-{hashlib.sha1(label.encode()).hexdigest()[:8]}")
             if (iri, None, None) not in self.graph:
-                self._fresh.add(iri)
+                self.overlay.fresh.add(iri)
         self._minted[label] = iri
         self._mint_label[iri] = label
         return iri
@@ -229,7 +216,7 @@ class _Plan:
         if iri in self._mint_label:
             return self._mint_label[iri] != label
         if (iri, None, None) not in self.graph:
-            self._fresh.add(iri)
+            self.overlay.fresh.add(iri)
             return False
         labels = {str(lit).strip() for lit in self.graph.objects(iri, _LABEL)}
         return bool(labels) and label not in labels
@@ -245,26 +232,26 @@ class _Plan:
         primary = self._mint_label.get(iri)
         if primary is not None and iri not in self._created:
             self._created.add(iri)
-            if iri in self._fresh:
+            if iri in self.overlay.fresh:
                 self.new_entities += 1
-            self._add((iri, _LABEL, Literal(primary)))
-        types = self._types_of(iri)
+            self.overlay.add((iri, _LABEL, Literal(primary)))
+        types = self.overlay.types_of(iri)
         if _INDIVIDUAL not in types:
-            self._add((iri, _TYPE, _INDIVIDUAL))
+            self.overlay.add((iri, _TYPE, _INDIVIDUAL))
         cls = URIRef(self.vocab.classes[class_name].iri) if class_name is not None else _ENTITY
         if cls != _ENTITY:
-            self._add((iri, _TYPE, cls))
+            self.overlay.add((iri, _TYPE, cls))
             # kg:Entity is only the placeholder for "no type given" (an empty cell or "Entity"):
             # a real class replaces it, whichever row comes first.
-            self._remove((iri, _TYPE, _ENTITY))
+            self.overlay.remove((iri, _TYPE, _ENTITY))
         elif not types - {_INDIVIDUAL}:
-            self._add((iri, _TYPE, _ENTITY))
+            self.overlay.add((iri, _TYPE, _ENTITY))
         names = self._names_of(iri)
         if label.strip() not in names:
             aliases = (label.strip(), *aliases)  # a table alias used as a source or target
         for alias in aliases:
             if alias not in names:
-                self._add((iri, _ALT_LABEL, Literal(alias)))
+                self.overlay.add((iri, _ALT_LABEL, Literal(alias)))
 
     def _names_of(self, iri: URIRef) -> set[str]:
         """The entity's rdfs:labels (an alias equal to one of them is not written)."""
@@ -274,145 +261,3 @@ class _Plan:
                 names.add(self._mint_label[iri])
             self._names[iri] = names
         return self._names[iri]
-
-    def _annotate(self, edge: Triple, weight: float | None, note: str | None) -> bool:
-        """Set the edge's kg:weight / rdfs:comment on its owl:Axiom; True if anything changed."""
-        if weight is None and note is None:
-            return False
-        if self._axioms is None:
-            self._axioms, values = _axiom_index(self.graph)
-            self._values.update(values)
-        axiom = self._axioms.get(edge)
-        changed = False
-        if axiom is None:
-            key = " ".join(str(term) for term in edge).encode()
-            axiom = BNode(f"ax{hashlib.sha1(key).hexdigest()[:24]}")
-            self._axioms[edge] = axiom
-            self._fresh.add(axiom)
-            for predicate, value in (
-                (_TYPE, _AXIOM),
-                (_SOURCE, edge[0]),
-                (_PROPERTY, edge[1]),
-                (_TARGET, edge[2]),
-            ):
-                self._add((axiom, predicate, value))
-            changed = True
-        if weight is not None:
-            literal = Literal(format(Decimal(repr(weight)), "f"), datatype=XSD.decimal)
-            changed |= self._set_value(axiom, _WEIGHT, literal, _same_number)
-        if note is not None:
-            changed |= self._set_value(axiom, _COMMENT, Literal(note), _same_text)
-        return changed
-
-    def _set_value(self, subject, predicate, value, same: Callable[[object, object], bool]) -> bool:
-        key = (subject, predicate)
-        current = self._values.setdefault(key, [])
-        if len(current) == 1 and same(current[0], value):
-            return False
-        for old in current:
-            self._remove((subject, predicate, old))
-        self._add((subject, predicate, value))
-        self._values[key] = [value]
-        return True
-
-    # -- the overlay
-
-    def _types_of(self, iri: URIRef) -> set:
-        return self._types.setdefault(iri, set())
-
-    def _has(self, triple: Triple) -> bool:
-        if triple in self.added:
-            return True
-        if triple[0] in self._fresh or triple in self.removed:
-            return False
-        return triple in self.graph
-
-    def _add(self, triple: Triple) -> None:
-        if triple[1] == _TYPE:
-            self._types_of(triple[0]).add(triple[2])  # type: ignore[arg-type]
-        if triple in self.removed:
-            del self.removed[triple]
-        elif not self._has(triple):
-            self.added[triple] = None
-
-    def _remove(self, triple: Triple) -> None:
-        if triple[1] == _TYPE:
-            self._types_of(triple[0]).discard(triple[2])  # type: ignore[arg-type]
-        if triple in self.added:
-            del self.added[triple]
-        elif triple in self.graph and triple not in self.removed:
-            self.removed[triple] = None
-
-
-def _label_index(
-    graph: rdflib.Graph,
-) -> tuple[dict[str, URIRef], dict[str, URIRef], dict[URIRef, set[str]]]:
-    """rdfs:label -> entity, skos:altLabel -> entity, entity -> its rdfs:labels; once per import.
-
-    Only entities count (owl:NamedIndividuals and kgrag's own entity IRIs), so a row naming
-    "service" does not land on the class of that name. If several entities share a name, the
-    one with the IRI kgrag would mint wins, then the smallest IRI: the same choice every run.
-    """
-    individuals = set(graph.subjects(_TYPE, _INDIVIDUAL))
-    own_prefix = str(ENT)
-    labels_of: dict[URIRef, set[str]] = {}
-    indexes = []
-    for predicate in (_LABEL, _ALT_LABEL):
-        found: dict[str, URIRef] = {}
-        for subject, label in graph.subject_objects(predicate):
-            if not isinstance(subject, URIRef) or not isinstance(label, Literal):
-                continue
-            if subject not in individuals and not subject.startswith(own_prefix):
-                continue
-            key = str(label).strip()
-            if not key:
-                continue
-            if key not in found or _preferred(subject, found[key], key):
-                found[key] = subject
-            if predicate == _LABEL:
-                labels_of.setdefault(subject, set()).add(key)
-        indexes.append(found)
-    return indexes[0], indexes[1], labels_of
-
-
-def _preferred(new: URIRef, old: URIRef, label: str) -> bool:
-    minted = entity_iri(label)
-    if old == minted or new == minted:
-        return new == minted
-    return str(new) < str(old)
-
-
-def _axiom_index(graph: rdflib.Graph) -> tuple[dict[Triple, BNode | URIRef], dict[tuple, list]]:
-    """(source, property, target) -> its owl:Axiom, and the axioms' kg:weight / rdfs:comment values."""
-    axioms = set(graph.subjects(_TYPE, _AXIOM))
-    parts = [
-        {a: o for a, o in graph.subject_objects(predicate) if a in axioms}
-        for predicate in (_SOURCE, _PROPERTY, _TARGET)
-    ]
-    index: dict[Triple, BNode | URIRef] = {}
-    for axiom in sorted(axioms):  # sorted: the same axiom wins every run if an edge has two
-        edge = tuple(part.get(axiom) for part in parts)
-        if None not in edge:
-            index.setdefault(edge, axiom)  # type: ignore[arg-type]
-    values: dict[tuple, list] = {}
-    for predicate in (_WEIGHT, _COMMENT):
-        for axiom, value in graph.subject_objects(predicate):
-            if axiom in axioms:
-                values.setdefault((axiom, predicate), []).append(value)
-    return index, values
-
-
-def _same_number(a: object, b: object) -> bool:
-    try:
-        return float(a) == float(b)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return False
-
-
-def _same_text(a: object, b: object) -> bool:
-    return (
-        isinstance(a, Literal)
-        and isinstance(b, Literal)
-        and str(a) == str(b)
-        and a.language == b.language
-    )
