@@ -227,7 +227,7 @@ def render(report: dict) -> str:
     lines += ["", f"Packs searched per routed question (no fallback): one pack {sizes.count(1)}, two packs {sizes.count(2)}. "
               f"Latency a question in process, routed vs no routing: p50 {p50(routed_ms):.0f} / {p50(plain_ms):.0f} ms, "
               f"p95 {p95(routed_ms):.0f} / {p95(plain_ms):.0f} ms on a shared machine (routing's probe is the question's own "
-              "text search; a second, scoped search runs only when the probe holds fewer than 50 passages of the chosen packs).",
+              "text search over the whole knowledge base; the chosen packs are then searched again with their own statistics).",
               "", "Own pack in packs_used counts a fallback (every pack searched) as a hit; the fallback column says how often that "
               "happened. R@5 pack alone: a knowledge base of that pack only, built the same way, no routing.", ""]
     for name, file in OUT_OF_SCOPE.items():
