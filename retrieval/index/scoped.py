@@ -89,16 +89,17 @@ class ScopedIndex:
         with ix._search_lock:
             stats = self._current()
             fields = {f: b for f, b in (fields or ix.field_boosts).items() if b > 0}
-            rare, common = self._split_by_frequency(stats, terms, "body")
+            rare, common = ix._split_by_frequency(terms, "body", stats.n, stats.df)
+            scores = lambda f, t: self._term_scores(stats, f, t)  # noqa: E731
             if not rare or not fields or not stats.n:
                 return []
             # The same sums as whoosh's Or of boosted Terms under BM25F with the scope's idf and
             # average lengths (a test compares them).
-            found = ix._top_chunks(rare, fields, limit, None, lambda f, t: self._term_scores(stats, f, t))
+            found = ix._top_chunks(rare, fields, limit, None, scores)
             gram_common = list(grams) if ix._has_grams else []
             if found and (common or gram_common):
-                self._add_common_terms(stats, found, common, fields)
-                self._add_common_terms(stats, found, gram_common, {"grams": 1.0}, report=False)
+                ix._add_common_terms(found, common, fields, term_scores=scores)
+                ix._add_common_terms(found, gram_common, {"grams": 1.0}, report=False, term_scores=scores)
                 found.sort(key=lambda f: -f[2])
         return [TextHit(chunk_id=cid, score=score, terms=tuple(sorted(matched)), docnum=docnum)
                 for docnum, cid, score, matched in found]
@@ -129,32 +130,6 @@ class ScopedIndex:
     def doc_count(self) -> int:
         with self.index._search_lock:
             return self._current().n
-
-    # -- as in WhooshIndex, with the scope's counts ----------------------------------------------
-    def _split_by_frequency(self, stats: _ScopeStats, terms, field: str):
-        if not terms:
-            return [], []
-        n = stats.n
-        if n < 50:
-            return list(terms), []
-        df = {t: stats.df(field, t) for t, _ in terms}
-        rare = [(t, w) for t, w in terms if df[t] <= self.index.max_df_ratio * n]
-        if len(rare) < 2:
-            rare = sorted(terms, key=lambda tw: df[tw[0]])[:2]
-        chosen = {t for t, _ in rare}
-        return rare, [(t, w) for t, w in terms if t not in chosen and df[t] > 0]
-
-    def _add_common_terms(self, stats: _ScopeStats, found: list, common, fields: dict[str, float],
-                          report: bool = True) -> None:
-        for term, weight in common:
-            for field, boost in fields.items():
-                scores = self._term_scores(stats, field, term)
-                for entry in found:
-                    score = scores.get(entry[0])
-                    if score is not None:
-                        entry[2] += score * weight * boost
-                        if report:
-                            entry[3].add(term)
 
     def _term_scores(self, stats: _ScopeStats, field: str, term: str) -> dict[int, float]:
         """In-scope docnum -> BM25F score of one term with the scope's idf and average length."""

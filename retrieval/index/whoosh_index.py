@@ -231,30 +231,35 @@ class WhooshIndex:
                         per_term[term] = per_term.get(term, 0.0) + score * weight * boost
         return out
 
-    def _split_by_frequency(self, terms: Sequence[tuple[str, float]], field: str):
+    def _split_by_frequency(self, terms: Sequence[tuple[str, float]], field: str, n: int | None = None,
+                            doc_frequency=None):
         """(rare, common): common terms are in more than `max_df_ratio` of the chunks.
 
         Common terms still count (BM25 gives them a small idf, not none), but whoosh walks a
         term's whole posting list in Python, so they only score the candidates the rare terms
         found (`_add_common_terms`) instead of selecting candidates. At least two terms stay rare.
+        `n` and `doc_frequency(field, term)` default to this index's (a scoped search passes its own).
         """
         if not terms:
             return [], []
-        n = self._searcher.doc_count()
+        n = self._searcher.doc_count() if n is None else n
         if n < 50:
             return list(terms), []
-        df = {t: self._searcher.doc_frequency(field, t) for t, _ in terms}
+        doc_frequency = doc_frequency or self._searcher.doc_frequency
+        df = {t: doc_frequency(field, t) for t, _ in terms}
         rare = [(t, w) for t, w in terms if df[t] <= self.max_df_ratio * n]
         if len(rare) < 2:
             rare = sorted(terms, key=lambda tw: df[tw[0]])[:2]
         chosen = {t for t, _ in rare}
         return rare, [(t, w) for t, w in terms if t not in chosen and df[t] > 0]
 
-    def _add_common_terms(self, found: list, common, fields: dict[str, float], report: bool = True) -> None:
+    def _add_common_terms(self, found: list, common, fields: dict[str, float], report: bool = True,
+                          term_scores=None) -> None:
         """Add the exact whoosh BM25F score of each common term to the candidates that contain it."""
+        term_scores = term_scores or self._term_scores
         for term, weight in common:
             for field, boost in fields.items():
-                scores = self._term_scores(field, term)
+                scores = term_scores(field, term)
                 for entry in found:
                     score = scores.get(entry[0])
                     if score is not None:
