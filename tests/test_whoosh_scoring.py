@@ -7,6 +7,7 @@ import random
 from whoosh.query import Or, Term
 
 from retrieval.index.analysis import query_terms
+from retrieval.index.scoped import ScopedIndex
 from retrieval.index.whoosh_index import WhooshIndex
 from retrieval.types import Chunk
 
@@ -87,7 +88,7 @@ class _ScopeWeighting:
 def test_a_scoped_search_ranks_like_whooshs_or_query_with_the_scopes_statistics(tmp_path):
     index = _build(tmp_path)
     index.max_df_ratio = 1.0
-    scoped = index.scoped(frozenset(f"d{i}" for i in range(0, 17, 3)))
+    scoped = ScopedIndex(index, frozenset(f"d{i}" for i in range(0, 17, 3)))
     rng = random.Random(5)
     for _ in range(30):
         words = rng.sample(WORDS, rng.randint(1, 6))

@@ -64,7 +64,7 @@ class _ScopeStats:
 
 class ScopedIndex:
     """The read side of a `WhooshIndex` (search, term_scores, doc_frequency, doc_count) inside a set
-    of documents, with that set's statistics. Made by `WhooshIndex.scoped(doc_ids)`."""
+    of documents, with that set's statistics: `ScopedIndex(index, doc_ids)`."""
 
     def __init__(self, index, doc_ids: frozenset[str]) -> None:
         self.index = index

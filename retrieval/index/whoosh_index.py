@@ -308,13 +308,6 @@ class WhooshIndex:
             lengths = self._lengths[field] = {}
         return lengths
 
-    def scoped(self, doc_ids: frozenset[str]):
-        """The read side of this index inside those documents, scored with their own statistics
-        (`retrieval.index.scoped.ScopedIndex`: a search inside knowledge packs scores as the packs alone)."""
-        from retrieval.index.scoped import ScopedIndex
-
-        return ScopedIndex(self, doc_ids)
-
     def _scope_docnums(self, doc_ids: frozenset[str]) -> set[int]:
         """Docnums of the chunks of those documents in the current searcher (the caller holds `_search_lock`)."""
         if not doc_ids:

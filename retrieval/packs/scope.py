@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from kg.settings import Settings
 from retrieval.catalog.packs import PackStore
 from retrieval.graph.seeds import GraphEvidence
+from retrieval.index.scoped import ScopedIndex
 from retrieval.packs.llm import LlmRouter
 from retrieval.packs.routing import Routing, RoutingRules
 
@@ -59,7 +60,7 @@ def _pack_evidence(kb, packs: tuple[str, ...], doc_ids: frozenset[str]):
     cached = _scoped.get(key)
     if cached is None or cached[2].doc_ids != doc_ids or cached[2].index is not kb.index:
         store = PackStore(kb.store, packs)
-        cached = _scoped[key] = (store, GraphEvidence(store, kb.graph), kb.index.scoped(doc_ids))
+        cached = _scoped[key] = (store, GraphEvidence(store, kb.graph), ScopedIndex(kb.index, doc_ids))
     return cached
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval.index.analysis import query_terms
+from retrieval.index.scoped import ScopedIndex
 from retrieval.index.whoosh_index import WhooshIndex
 from retrieval.types import Chunk
 
@@ -46,7 +47,7 @@ def test_a_scoped_search_scores_as_the_packs_alone(indexes):
     mixed, alone, garden_docs = indexes
     terms = [(t, 1.0) for t in query_terms("restart compost pile")]
     expected = alone.search(terms, 20)
-    scoped = mixed.scoped(garden_docs)
+    scoped = ScopedIndex(mixed, garden_docs)
     got = scoped.search(terms, 20)
     assert [h.chunk_id for h in got] == [h.chunk_id for h in expected]
     assert [h.score for h in got] == pytest.approx([h.score for h in expected], rel=0.04)
@@ -60,7 +61,7 @@ def test_a_scoped_search_scores_as_the_packs_alone(indexes):
 def test_section_pooling_scores_are_the_packs_alone_too(indexes):
     mixed, alone, garden_docs = indexes
     terms = [(t, 1.0) for t in query_terms("compost water")]
-    scoped = mixed.scoped(garden_docs)
+    scoped = ScopedIndex(mixed, garden_docs)
     hits_scoped, hits_alone = scoped.search(terms, 5), alone.search(terms, 5)
     assert [h.chunk_id for h in hits_scoped] == [h.chunk_id for h in hits_alone]
     per_scoped = scoped.term_scores(terms, [h.docnum for h in hits_scoped])
@@ -72,13 +73,13 @@ def test_section_pooling_scores_are_the_packs_alone_too(indexes):
 
 def test_a_scoped_index_sees_new_commits_and_stays_inside_its_documents(indexes, tmp_path):
     mixed, _, garden_docs = indexes
-    scoped = mixed.scoped(garden_docs)
+    scoped = ScopedIndex(mixed, garden_docs)
     terms = [(t, 1.0) for t in query_terms("worker deploy")]
     assert scoped.search(terms, 10) == []  # only ops chunks hold these words
     mixed.add_chunks(chunks("garden", ["a worker mulched the beds before the deploy of the new hose"]))
     mixed.commit()
     assert [h.chunk_id for h in scoped.search(terms, 10)] == ["garden-0#0"]  # garden-0 was replaced
     assert scoped.doc_count() == 60
-    assert mixed.scoped(frozenset()).search(terms, 10) == []
+    assert ScopedIndex(mixed, frozenset()).search(terms, 10) == []
     with pytest.raises(ValueError, match="searches its own documents only"):
         scoped.search(terms, 10, doc_ids=frozenset({"ops-1"}))
