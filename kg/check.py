@@ -13,14 +13,13 @@ from __future__ import annotations
 import difflib
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
-from typing import Literal as _OneOf
 
-import networkx as nx
 import rdflib
 from rdflib import DCTERMS, FOAF, OWL, PROV, RDF, RDFS, SDO, SKOS, XSD, BNode, Literal, URIRef
 from rdflib.namespace import DC
 
+from kg.check_edges import domains_and_ranges, self_loops, transitive_cycles
+from kg.findings import Finding
 from kg.graph import entity_subjects, pick_label
 from ontology import ENT, KG, Vocabulary, local_name
 
@@ -81,25 +80,6 @@ _CLASS_POSITIONS = (
     (RDFS.range, "object"),
 )
 _SUGGEST_AT_MOST = 50  # dangling IRIs that get a "did you mean" (difflib over every entity)
-# kg:Entity: every entity is one, so a domain or range of Entity always holds.
-_ANY_ENTITY = "Entity"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem. `subject` is what it is about (an IRI, or the shared name for shared-alias);
-    `message` says what is wrong and how to fix it."""
-
-    severity: _OneOf["error", "warning"]
-    code: str
-    subject: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.severity}: {self.code}: {self.message}"
-
-    def to_json(self) -> dict:
-        return asdict(self)
 
 
 def check_ontology(graph: rdflib.Graph, vocab: Vocabulary) -> list[Finding]:
@@ -108,10 +88,10 @@ def check_ontology(graph: rdflib.Graph, vocab: Vocabulary) -> list[Finding]:
     findings = [
         *checker.unknown_terms(),
         *checker.dangling_references(),
-        *checker.transitive_cycles(),
-        *checker.domains_and_ranges(),
+        *transitive_cycles(checker),
+        *domains_and_ranges(checker),
         *checker.shared_names(),
-        *checker.self_loops(),
+        *self_loops(checker),
         *(Finding("warning", "vocabulary", "", w) for w in vocab.warnings),
     ]
     return sorted(
@@ -275,125 +255,6 @@ class _Checker:
                 f'{self.term(iri)} a owl:NamedIndividual ; rdfs:label "..." .',
             )
 
-    def transitive_cycles(self) -> Iterable[Finding]:
-        done: set[str] = set()
-        for name, info in sorted(self.vocab.properties.items()):
-            if not info.transitive or info.symmetric or name in done:
-                continue
-            inverse = info.inverse if info.inverse in self.vocab.properties else None
-            done.update((name, inverse or name))
-            forward = self.vocab.sub_properties(name)
-            backward = self.vocab.sub_properties(inverse) if inverse else frozenset()
-            walk = nx.DiGraph()
-            for s, p, o in self.edges:
-                if s == o:
-                    continue  # a self-loop, reported on its own
-                if p in forward:
-                    walk.add_edge(s, o)
-                    walk.edges[s, o].setdefault("asserted", []).append((s, p, o, False))
-                if p in backward:
-                    walk.add_edge(o, s)
-                    walk.edges[o, s].setdefault("asserted", []).append((s, p, o, True))
-            for component in nx.strongly_connected_components(walk):
-                if len(component) > 1:
-                    yield self._cycle(walk.subgraph(component), name, inverse, len(component))
-
-    def _cycle(self, walk: nx.DiGraph, name: str, inverse: str | None, size: int) -> Finding:
-        start = min(walk.nodes, key=lambda n: (self.name(n), str(n)))
-        cycle = [u for u, _ in nx.find_cycle(walk, source=start)]
-        steps = [
-            walk.edges[u, v]["asserted"][0]
-            for u, v in zip(cycle, cycle[1:] + cycle[:1], strict=True)
-        ]
-        if inverse and sum(reverse for *_, reverse in steps) * 2 > len(steps):
-            # Mostly asserted as the inverse (hasPart): tell it the way it was written.
-            name, cycle = inverse, [cycle[0], *reversed(cycle[1:])]
-        path = " → ".join(self.name(n) for n in [*cycle, cycle[0]])
-        asserted = "; ".join(
-            f"{self.name(s)} {p} {self.name(o)}"
-            for s, p, o, _ in sorted(steps, key=lambda t: (self.name(t[0]), t[1], self.name(t[2])))
-        )
-        more = f" ({size} entities are on cycles together)" if size > len(cycle) else ""
-        return Finding(
-            "error",
-            "transitive-cycle",
-            str(cycle[0]),
-            f"{name} goes round in a circle: {path} (asserted: {asserted}){more}; {name} is "
-            f"transitive, so each of them would be {name} itself: remove or reverse one of these "
-            "edges",
-        )
-
-    def domains_and_ranges(self) -> Iterable[Finding]:
-        expected = {name: self._expected_classes(name) for name in self.vocab.properties}
-        classes = {
-            e: sorted(
-                self.class_names[t]
-                for t in self.types[e]
-                if t in self.class_names and self.class_names[t] != _ANY_ENTITY
-            )
-            for e in self.entities
-        }
-        for s, name, o in self.edges:
-            if s == o:
-                continue
-            for code, end, rules in (
-                ("domain", s, expected[name][0]),
-                ("range", o, expected[name][1]),
-            ):
-                have = classes.get(end)
-                if not have:  # untyped, or only kg:Entity: nothing to contradict
-                    continue
-                for cls, why in rules:
-                    if not any(self.vocab.is_subclass(c, cls) for c in have):
-                        role = "source" if code == "domain" else "target"
-                        yield Finding(
-                            "warning",
-                            code,
-                            str(end),
-                            f"{self.name(s)} {name} {self.name(o)}: the {role} should be a {cls} "
-                            f"({why}), but {self.name(end)} is a {' and a '.join(have)}; give "
-                            f"{self.name(end)} the class {cls} (or a subclass of it), or use "
-                            "another relation",
-                        )
-                        break
-
-    def _expected_classes(self, name: str) -> tuple[list, list]:
-        """(domain rules, range rules) of a property: [(class, where the rule comes from)].
-
-        Inherited from super properties, and taken from the inverse (the range of `owns` is the
-        domain of `ownedBy`). A rule of kg:Entity, or of a class the ontology does not declare
-        (reported as unknown-term), constrains nothing.
-        """
-        props = self.vocab.properties
-        domains: dict[str, str] = {}
-        ranges: dict[str, str] = {}
-        for q in [name, *sorted(props[name].super_properties)]:
-            info = props[q]
-            inherited = "" if q == name else f", inherited by {name}"
-            if info.domain:
-                domains.setdefault(info.domain, f"the domain of {q}{inherited}")
-            if info.range:
-                ranges.setdefault(info.range, f"the range of {q}{inherited}")
-            inverse = props.get(info.inverse or "")
-            if inverse is not None:
-                if inverse.range:
-                    domains.setdefault(
-                        inverse.range, f"the range of {inverse.name}, the inverse of {q}"
-                    )
-                if inverse.domain:
-                    ranges.setdefault(
-                        inverse.domain, f"the domain of {inverse.name}, the inverse of {q}"
-                    )
-
-        def rules(found: dict[str, str]) -> list:
-            return [
-                (c, why)
-                for c, why in sorted(found.items())
-                if c != _ANY_ENTITY and c in self.vocab.classes
-            ]
-
-        return rules(domains), rules(ranges)
-
     def shared_names(self) -> Iterable[Finding]:
         named: dict[str, dict] = defaultdict(dict)
         # Labels come last: a label outranks an alias of the same entity.
@@ -416,18 +277,6 @@ class _Checker:
                 f"document saying '{text}' is linked to all of them: keep it on one entity and "
                 "remove it from the others",
             )
-
-    def self_loops(self) -> Iterable[Finding]:
-        for s, name, o in self.edges:
-            if s == o:
-                yield Finding(
-                    "warning",
-                    "self-loop",
-                    str(s),
-                    f"{self.name(s)} {name} {self.name(s)}: a relation from an entity to itself "
-                    "is ignored by graph expansion; delete it or fix the target",
-                )
-
 
 def _count(n: int, singular: str) -> str:
     return f"{n} {singular}{'' if n == 1 else 's'}"
