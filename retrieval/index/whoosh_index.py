@@ -175,32 +175,8 @@ class WhooshIndex:
 
     def _top_chunks(self, rare, fields: dict[str, float], limit: int, scope: set[int] | None,
                     term_scores=None) -> list[list]:
-        """[docnum, chunk id, score, matched terms] of the `limit` best chunks for the rare terms.
-
-        The score is what whoosh's `Or` of boosted `Term`s gives (the sum of each term's BM25F score
-        in each field, times the term's weight and the field's boost), added up here from the cached
-        per-term posting scores instead of whoosh's matcher tree, which walked every posting of
-        every clause through several layers of Python per question (most of a Chinese question's
-        time: ~30 clauses for 10 words in 3 fields). Ties go to the lower docnum, as in whoosh.
-        `term_scores(field, term)` (default: this index's) lets a scoped search use its own statistics.
-        """
-        term_scores = term_scores or self._term_scores
-        totals: dict[int, float] = {}
-        matched: dict[int, set[str]] = {}
-        for term, weight in rare:
-            for field, boost in fields.items():
-                factor = weight * boost
-                for docnum, score in term_scores(field, term).items():
-                    if scope is not None and docnum not in scope:
-                        continue
-                    if docnum in totals:
-                        totals[docnum] += score * factor
-                        matched[docnum].add(term)
-                    else:
-                        totals[docnum] = score * factor
-                        matched[docnum] = {term}
-        best = heapq.nsmallest(limit, totals.items(), key=lambda item: (-item[1], item[0]))
-        return [[docnum, self._chunk_id(docnum), score, matched[docnum]] for docnum, score in best]
+        """`top_chunks` over this index's cached term scores (or a scoped search's `term_scores`)."""
+        return top_chunks(rare, fields, limit, scope, term_scores or self._term_scores, self._chunk_id)
 
     def _chunk_id(self, docnum: int) -> str:
         chunk_id = self._chunk_ids.get(docnum)
@@ -329,6 +305,35 @@ class WhooshIndex:
         self.rollback()
         self._searcher.close()
         self._closed = True
+
+
+def top_chunks(rare, fields: dict[str, float], limit: int, scope: set[int] | None,
+               term_scores, chunk_id) -> list[list]:
+    """[docnum, chunk id, score, matched terms] of the `limit` best chunks for the rare terms.
+
+    The score is what whoosh's `Or` of boosted `Term`s gives (the sum of each term's BM25F score
+    in each field, times the term's weight and the field's boost), added up here from the cached
+    per-term posting scores instead of whoosh's matcher tree, which walked every posting of
+    every clause through several layers of Python per question (most of a Chinese question's
+    time: ~30 clauses for 10 words in 3 fields). Ties go to the lower docnum, as in whoosh.
+    `term_scores(field, term)` -> {docnum: score}; `chunk_id(docnum)` -> the chunk's id.
+    """
+    totals: dict[int, float] = {}
+    matched: dict[int, set[str]] = {}
+    for term, weight in rare:
+        for field, boost in fields.items():
+            factor = weight * boost
+            for docnum, score in term_scores(field, term).items():
+                if scope is not None and docnum not in scope:
+                    continue
+                if docnum in totals:
+                    totals[docnum] += score * factor
+                    matched[docnum].add(term)
+                else:
+                    totals[docnum] = score * factor
+                    matched[docnum] = {term}
+    best = heapq.nsmallest(limit, totals.items(), key=lambda item: (-item[1], item[0]))
+    return [[docnum, chunk_id(docnum), score, matched[docnum]] for docnum, score in best]
 
 
 def _postings(searcher, field: str, term: str) -> Iterator[tuple[int, float]]:
