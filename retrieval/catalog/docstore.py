@@ -53,10 +53,14 @@ class DocStore:
         if self.db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'mentions_entity'").fetchone()[0]:
             # Bases made before 2026-12: the (entity, chunk) index answers the per-entity look-ups of
             # expansion from the index alone (chunks_mentioning: 0.2 -> 0.1 ms a call, ~16 a question).
-            self.db.executescript(
-                "CREATE INDEX IF NOT EXISTS mentions_entity_chunk ON mentions(entity, chunk_id);"
-                " DROP INDEX mentions_entity;"
-            )
+            try:
+                self.db.executescript(
+                    "BEGIN; CREATE INDEX IF NOT EXISTS mentions_entity_chunk ON mentions(entity, chunk_id);"
+                    " DROP INDEX mentions_entity; COMMIT;"
+                )
+            except sqlite3.OperationalError:  # a read-only or busy catalog: the old index still serves
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
         commit.ensure_schema(self.db)
         anchors.ensure_schema(self.db)
         versions.ensure_schema(self.db)  # versions, parent chunks
