@@ -103,17 +103,19 @@ class LlmClient:
             kwargs["mock_response"] = self.mock[task]
         return kwargs
 
-    def _guard(self) -> None:
+    def _call(self, task: str, max_tokens: int | None):
+        """(litellm, the call's arguments) for one call, counted; raises LlmUnavailable once the endpoint is down."""
         if self.down:
             raise LlmUnavailable(self.down, endpoint_down=True)
-
-    def complete(self, task: str, messages: list[dict], *, max_tokens: int | None = None) -> str:
-        """The model's whole reply to `messages`; raises LlmUnavailable."""
-        self._guard()
         litellm = load_litellm()
         kwargs = self._kwargs(task, max_tokens)
         self.calls += 1
         self.tasks.append(task)
+        return litellm, kwargs
+
+    def complete(self, task: str, messages: list[dict], *, max_tokens: int | None = None) -> str:
+        """The model's whole reply to `messages`; raises LlmUnavailable."""
+        litellm, kwargs = self._call(task, max_tokens)
         try:
             response = litellm.completion(messages=messages, **kwargs)
         except Exception as exc:  # noqa: BLE001 - every failure of the endpoint degrades to the rules path
@@ -128,11 +130,7 @@ class LlmClient:
 
     def stream(self, task: str, messages: list[dict], *, max_tokens: int | None = None) -> Iterator[str]:
         """The model's reply piece by piece; raises LlmUnavailable (before or during the stream)."""
-        self._guard()
-        litellm = load_litellm()
-        kwargs = self._kwargs(task, max_tokens)
-        self.calls += 1
-        self.tasks.append(task)
+        litellm, kwargs = self._call(task, max_tokens)
         try:
             chunks = litellm.completion(messages=messages, stream=True, **kwargs)
             for chunk in chunks:

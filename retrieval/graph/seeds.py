@@ -45,42 +45,34 @@ class GraphEvidence:
     def invalidate(self) -> None:
         self._weights = None
         self._contexts = {}
-        self._anchors: dict[str, list[tuple[str, float, str]]] = {}  # 'limit\0iri' -> rows
+        self._anchors: dict[tuple[str, int], list[tuple[str, float, str]]] = {}
         self._mention_counts: dict[str, int] | None = None
         self._about: dict[str, list[tuple[str, str, int]]] = {}
         self._mentioning: dict[tuple[str, int], list[tuple[str, int]]] = {}
 
+    def _cached(self, table: dict, key, compute):
+        """`table[key]`, computed on first use; each table holds at most 50,000 keys until the next write."""
+        found = table.get(key)
+        if found is None:
+            if len(table) > 50_000:
+                table.clear()
+            found = table[key] = compute()
+        return found
+
     def about_chunks(self, iri: str) -> list[tuple[str, str, int]]:
         """`DocStore.about_chunks`, cached until the next write (a question reaches ~50 entities,
         and the same hubs recur from question to question)."""
-        cached = self._about.get(iri)
-        if cached is None:
-            if len(self._about) > 50_000:
-                self._about.clear()
-            cached = self._about[iri] = self.store.about_chunks(iri)
-        return cached
+        return self._cached(self._about, iri, lambda: self.store.about_chunks(iri))
 
     def chunks_mentioning(self, iri: str, limit: int) -> list[tuple[str, int]]:
         """`DocStore.chunks_mentioning`, cached until the next write."""
-        key = (iri, limit)
-        cached = self._mentioning.get(key)
-        if cached is None:
-            if len(self._mentioning) > 50_000:
-                self._mentioning.clear()
-            cached = self._mentioning[key] = self.store.chunks_mentioning(iri, limit)
-        return cached
+        return self._cached(self._mentioning, (iri, limit), lambda: self.store.chunks_mentioning(iri, limit))
 
     def anchors(self, iri: str, limit: int) -> list[tuple[str, float, str]]:
         """The sections anchored to an entity, strongest first (cached until the next write)."""
-        key = f"{limit}\x00{iri}"
-        cached = self._anchors.get(key)
-        if cached is None:
-            from retrieval.catalog.anchors import anchors_about
+        from retrieval.catalog.anchors import anchors_about
 
-            if len(self._anchors) > 50_000:
-                self._anchors.clear()
-            cached = self._anchors[key] = anchors_about(self.store.db, iri, limit)
-        return cached
+        return self._cached(self._anchors, (iri, limit), lambda: anchors_about(self.store.db, iri, limit))
 
     def mention_count(self, iri: str) -> int:
         """How many chunks mention the entity (cached until the next write)."""

@@ -163,8 +163,7 @@ class WhooshIndex:
                 self._scope = (self._searcher, {})
             scope = self._scope[1].get(doc_ids)
             if scope is None:
-                found = self._searcher.docs_for_query(Or([Term("doc_id", d) for d in doc_ids])) if doc_ids else ()
-                scope = self._scope[1][doc_ids] = set(found)
+                scope = self._scope[1][doc_ids] = self._scope_docnums(doc_ids)
         found = self._top_chunks(rare, fields, limit, scope)
         if found and (common or gram_common):
             self._add_common_terms(found, common, fields)
