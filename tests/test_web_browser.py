@@ -129,10 +129,14 @@ def test_an_english_question(browser, server, shots):
 
 
 def test_a_chinese_question_after_switching_language(browser, server):
+    before = int(browser.evaluate("document.body.dataset.searched || 0"))
     browser.click("#lang-toggle")
     browser.wait_for("document.documentElement.lang === 'zh-CN'")
-    # The shown results are redrawn in Chinese.
-    browser.wait_for("document.body.dataset.searched === '2' && document.querySelector('.hit .why li').textContent.includes('排名')")
+    # The shown results are redrawn in Chinese: the switch re-runs the search (with its answer), and
+    # the page counts it as done only once all of it has arrived.
+    browser.wait_for(f"Number(document.body.dataset.searched || 0) > {before}"
+                     " && !document.querySelector('#results').hasAttribute('aria-busy')"
+                     " && document.querySelector('.hit .why li').textContent.includes('排名')", timeout=60)
     assert browser.evaluate("document.querySelector('#search-form button[type=submit]').textContent") == "搜索"
     ask(browser, ZH_QUESTION)
     assert texts(browser, ".entities .chip") == ["order-service"]
@@ -216,7 +220,9 @@ def test_a_phone_sized_window(browser, server, shots):
     browser.resize(360, 780)
     try:
         browser.goto(server + "/?lang=zh&q=" + urllib.parse.quote(ZH_QUESTION))
-        browser.wait_for("document.querySelectorAll('.hit svg.graph').length > 0")
+        # With answers, the page re-runs the server's search to fetch one: wait until that is drawn too.
+        browser.wait_for("document.querySelectorAll('.hit svg.graph').length > 0"
+                         " && (!Kg.features.ask || document.body.dataset.searched)", timeout=60)
         # Nothing wider than the screen: no sideways scrolling on a phone.
         assert browser.evaluate("document.documentElement.scrollWidth") <= 360
         assert browser.evaluate("Math.max(...Array.from(document.querySelectorAll('svg.graph')).map(s => s.getBoundingClientRect().right))") <= 360
@@ -233,7 +239,9 @@ def test_upload_by_drag_and_drop_asks_for_the_token(browser, server, tmp_path):
     note = tmp_path / "backup-policy.md"
     note.write_text("# 备份策略 quokkabackup\n\n每晚 02:00 对 mysql-core 做全量备份，保留 14 天。\n", encoding="utf-8")
     browser.goto(server + "/?lang=en#documents")
-    browser.wait_for("!document.querySelector('#view-documents').hidden")
+    # The list of documents is drawn above the drop zone when it arrives: drop once it is there, as a
+    # person would, or the drop lands on the list that has just moved in under the pointer.
+    browser.wait_for("!document.querySelector('#view-documents').hidden && document.querySelector('#documents-list table')")
     # Cancelled: nothing is written.
     browser.drop_files("#drop", [note])
     browser.wait_for("document.querySelector('#token-dialog').open")
