@@ -11,13 +11,14 @@ either end (`data/relation_words.txt`: husband/wife/married, director/directed, 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
 from kg.store import KnowledgeGraph
 from retrieval.catalog.docstore import DocStore
-from retrieval.index.analysis import normalize_text, query_terms
+from retrieval.index.analysis import cjk_terms, normalize_text, query_terms, split_runs
 from retrieval.types import Mention
 
 __all__ = ["GraphEvidence", "fold_label", "relation_word_prefixes"]
@@ -39,12 +40,14 @@ class GraphEvidence:
         self.store = store
         self.graph = graph
         self._weights: dict[str, float] | None = None
-        self._contexts: dict[str, list[tuple[str, frozenset[str]]]] = {}
+        self._contexts: dict[str, list[_Context]] = {}
+        self._runs: dict[str, frozenset[str]] = {}  # a Chinese run -> its words
         self.invalidate()
 
     def invalidate(self) -> None:
         self._weights = None
         self._contexts = {}
+        self._runs = {}  # a write may teach jieba new words (entity labels), which changes the cuts
         self._anchors: dict[tuple[str, int], list[tuple[str, float, str]]] = {}
         self._mention_counts: dict[str, int] | None = None
         self._about: dict[str, list[tuple[str, str, int]]] = {}
@@ -124,27 +127,37 @@ class GraphEvidence:
         """
         qprefixes = {_prefix(t) for t in query_terms(question)}
         qprefixes |= relation_word_prefixes(qprefixes)
+        chinese = [p for p in qprefixes if not p.isascii()]
+
+        def found(context: _Context) -> int:
+            """How many of the question's prefixes are among the context's words; a Chinese run is cut
+            only when one of the question's Chinese words is in it (else no word of it can match)."""
+            hits = context.ascii & qprefixes
+            for run in context.runs:
+                if any(p in run for p in chinese):
+                    hits = hits | (self._run_words(run) & qprefixes)
+            return len(hits - context.own)
 
         def fit(iri: str) -> dict[str, float]:
             raw = {
-                entity: (1.0 + len(words & qprefixes)) / (1.0 + 0.1 * position)
-                for position, (entity, words) in enumerate(self._mention_contexts(iri))
+                context.entity: (1.0 + found(context)) / (1.0 + 0.1 * position)
+                for position, context in enumerate(self._mention_contexts(iri))
             }
             top = max(raw.values(), default=1.0)
             return {e: v / top for e, v in raw.items()}
 
         return fit
 
-    def _mention_contexts(self, iri: str) -> list[tuple[str, frozenset[str]]]:
-        """(entity, word prefixes around its first mention) for each entity the documents about `iri`
-        mention, in text order, without the words of `iri`'s own label. Independent of the question,
-        so cached until the next write."""
+    def _mention_contexts(self, iri: str) -> list[_Context]:
+        """The words around the first mention of each entity the documents about `iri` mention, in text
+        order (without the words of `iri`'s own label). Independent of the question, so cached until the
+        next write; the Chinese runs are kept uncut (`_run_words` cuts one when a question needs it)."""
         cached = self._contexts.get(iri)
         if cached is not None:
             return cached
         entities = self.graph.view.entities
         mentions = self.store.mentions_about(iri)
-        own = {_prefix(t) for t in query_terms(entities[iri].label)} if iri in entities else set()
+        own = frozenset(_prefix(t) for t in query_terms(entities[iri].label)) if iri in entities else frozenset()
         texts = {cid: c.text for cid, c in self.store.chunks(list({m[1] for m in mentions})).items()} if mentions else {}
         seen: set[str] = set()
         out = []
@@ -154,11 +167,31 @@ class GraphEvidence:
             seen.add(entity)
             text = texts.get(chunk_id, "")
             window = text[max(0, start - MENTION_WINDOW) : start] + " " + text[end : end + MENTION_WINDOW]
-            out.append((entity, frozenset({_prefix(t) for t in query_terms(window)} - own)))
+            terms, runs = split_runs(window)
+            out.append(_Context(entity, frozenset(_prefix(t) for t in terms), tuple(runs), own))
         if len(self._contexts) > 50_000:
             self._contexts.clear()
         self._contexts[iri] = out
         return out
+
+    def _run_words(self, run: str) -> frozenset[str]:
+        words = self._runs.get(run)
+        if words is None:
+            if len(self._runs) > 200_000:
+                self._runs.clear()
+            words = self._runs[run] = frozenset(_prefix(t) for t in cjk_terms(run))
+        return words
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What surrounds one mention: its non-Chinese words' prefixes, its Chinese runs, and the words of
+    the entity the documents are about (which never count)."""
+
+    entity: str
+    ascii: frozenset[str]
+    runs: tuple[str, ...]
+    own: frozenset[str]
 
 
 def _common_phrase(surface: str, label: str) -> bool:

@@ -18,7 +18,7 @@ from whoosh.analysis import Token, Tokenizer
 # porter2: whoosh's porter module mis-stems doubled consonants (running -> runn, logging -> logg).
 from whoosh.lang.porter2 import stem as _porter_stem
 
-__all__ = ["GramAnalyzer", "KgAnalyzer", "Term", "cjk_bigrams", "add_user_words", "analyze", "compound_terms", "fold_accents", "normalize_text", "query_terms"]
+__all__ = ["GramAnalyzer", "KgAnalyzer", "Term", "cjk_bigrams", "add_user_words", "analyze", "cjk_terms", "compound_terms", "fold_accents", "normalize_text", "query_terms", "split_runs"]
 
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # ASCII identifiers; Chinese runs; words of other scripts (Cyrillic, Greek, ...) whole.
@@ -182,6 +182,26 @@ def analyze(text: str, for_index: bool = False) -> list[Term]:
                     out.append((term, pos))
                 pos += 1
     return out
+
+
+def split_runs(text: str) -> tuple[list[str], list[str]]:
+    """(the terms of `text`'s non-Chinese runs, its Chinese runs uncut). Together with `cjk_terms` of
+    each run these are `query_terms(text)`'s terms: a caller that only asks whether some words are
+    among them can leave jieba's cut (the costly part) to the runs that contain one of those words."""
+    terms: list[str] = []
+    runs: list[str] = []
+    for m in _RUN.finditer(fold_accents(normalize_text(text))):
+        run = m.group()
+        if _CJK_ONLY.match(run):
+            runs.append(run)
+        else:
+            terms.extend(_ascii_terms(run))
+    return terms, runs
+
+
+def cjk_terms(run: str) -> list[str]:
+    """The terms `analyze` gives a run of Chinese characters (a `split_runs` run)."""
+    return [term for group in _cjk_words(run, False) for term in group]
 
 
 def query_terms(text: str) -> list[str]:
