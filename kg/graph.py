@@ -12,7 +12,6 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-import networkx as nx
 from rdflib import OWL, RDF, RDFS, SKOS, BNode, Graph, Literal, URIRef
 
 from ontology import KG, Vocabulary, local_name
@@ -69,7 +68,8 @@ class GraphView:
     def __init__(self, vocab: Vocabulary) -> None:
         self.vocab = vocab
         self.entities: dict[str, Entity] = {}
-        self.graph = nx.MultiDiGraph()
+        self._edges: dict[tuple[str, str, str], float] = {}  # (source, relation, target) -> its own weight
+        self._graph = None  # the networkx view of _edges, built when first asked for
         self.adjacency: dict[str, list[Edge]] = defaultdict(list)
         self.by_label: dict[str, str] = {}
 
@@ -78,7 +78,7 @@ class GraphView:
         view = cls(vocab)
         subjects = entity_subjects(g, vocab)
         class_names = {URIRef(c.iri): c.name for c in vocab.classes.values()}
-        for s in subjects:
+        for s in sorted(subjects):  # a set: sorted, so the view (and ties among its entities) is the same in every process
             labels = [o for o in g.objects(s, RDFS.label) if isinstance(o, Literal)]
             labels += [o for o in g.objects(s, SKOS.prefLabel) if isinstance(o, Literal)]
             label = pick_label(labels, local_name(s))
@@ -90,7 +90,6 @@ class GraphView:
             entity = Entity(str(s), label, tuple(sorted(aliases)), tuple(types))
             view.entities[entity.iri] = entity
             view.by_label.setdefault(label, entity.iri)
-            view.graph.add_node(entity.iri)
 
         edge_weights: dict[tuple[str, str, str], float] = {}
         weight_p = KG.weight
@@ -107,17 +106,23 @@ class GraphView:
 
         props = {URIRef(p.iri): p for p in vocab.properties.values()}
         entity_refs = {URIRef(i) for i in view.entities}
+        edges = []
         for s, p, o in g.triples((None, None, None)):
             info = props.get(p)
             if info is None or isinstance(s, BNode) or s not in entity_refs or o not in entity_refs or s == o:
                 continue
-            w = edge_weights.get((str(s), str(p), str(o)), 1.0)
-            view.add_edge(str(s), info.name, str(o), w)
+            edges.append((str(s), info.name, str(o), edge_weights.get((str(s), str(p), str(o)), 1.0)))
+        # rdflib's order of triples changes from process to process (hashing): sorted, the walks and their
+        # ties come out the same whichever process parsed graph.ttl
+        for source, relation, target, w in sorted(edges):
+            view.add_edge(source, relation, target, w)
         return view
 
     def add_edge(self, source: str, relation: str, target: str, weight: float = 1.0) -> None:
         info = self.vocab.properties[relation]
-        self.graph.add_edge(source, target, key=relation, weight=weight)
+        self._edges[(source, relation, target)] = weight
+        if self._graph is not None:
+            self._graph.add_edge(source, target, key=relation, weight=weight)
         self.adjacency[source].append(Edge(source, relation, target, info.weight * weight, relation, True, weight))
         if info.symmetric:
             back, back_weight = relation, info.weight
@@ -127,7 +132,25 @@ class GraphView:
             back, back_weight = "^" + relation, info.weight * REVERSE_WITHOUT_INVERSE
         self.adjacency[target].append(Edge(target, back, source, back_weight * weight, relation, False, weight))
 
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_graph": None}  # graph.cache holds the edges, not a networkx copy of them
+
     # -- reads -------------------------------------------------------------------------------
+    @property
+    def graph(self):
+        """The entities and typed edges as a networkx MultiDiGraph (one edge per relation between two
+        entities). Built on first use: the query path walks `adjacency` and never needs it, so a
+        `kg query` process does not import networkx (~0.15 s of its start-up)."""
+        if self._graph is None:
+            import networkx as nx
+
+            graph = nx.MultiDiGraph()
+            graph.add_nodes_from(self.entities)
+            for (source, relation, target), weight in self._edges.items():
+                graph.add_edge(source, target, key=relation, weight=weight)
+            self._graph = graph
+        return self._graph
+
     def surfaces(self):
         for entity in self.entities.values():
             yield entity.label, entity.iri
@@ -165,4 +188,4 @@ class GraphView:
         return None
 
     def stats(self) -> dict[str, int]:
-        return {"entities": len(self.entities), "edges": self.graph.number_of_edges()}
+        return {"entities": len(self.entities), "edges": len(self._edges)}

@@ -30,7 +30,7 @@ __all__ = ["CACHE_FILE", "GRAPH_FILE", "KnowledgeGraph"]
 
 GRAPH_FILE = "graph.ttl"
 CACHE_FILE = "graph.cache"
-_CACHE_FORMAT = 2  # bump when Vocabulary or GraphView change shape
+_CACHE_FORMAT = 3  # bump when Vocabulary or GraphView change shape
 _TEMP_PREFIX = ".graph-"
 
 
