@@ -130,8 +130,15 @@ class GraphEvidence:
         chinese = [p for p in qprefixes if not p.isascii()]
 
         def found(context: _Context) -> int:
-            """How many of the question's prefixes are among the context's words; a Chinese run is cut
-            only when one of the question's Chinese words is in it (else no word of it can match)."""
+            """How many of the question's prefixes are among the context's words. The first time, a
+            Chinese run is cut only when one of the question's Chinese words is in it (else no word of
+            it can match); a context asked about again (a warm process) keeps all its words."""
+            if context.words is not None:
+                return len(context.words & qprefixes)
+            if context.asked:
+                context.words = (context.ascii | frozenset().union(*map(self._run_words, context.runs))) - context.own
+                return len(context.words & qprefixes)
+            context.asked = True
             hits = context.ascii & qprefixes
             for run in context.runs:
                 if any(p in run for p in chinese):
@@ -183,15 +190,17 @@ class GraphEvidence:
         return words
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Context:
     """What surrounds one mention: its non-Chinese words' prefixes, its Chinese runs, and the words of
-    the entity the documents are about (which never count)."""
+    the entity the documents are about (which never count); all its words once it is asked about twice."""
 
     entity: str
     ascii: frozenset[str]
     runs: tuple[str, ...]
     own: frozenset[str]
+    asked: bool = False
+    words: frozenset[str] | None = None
 
 
 def _common_phrase(surface: str, label: str) -> bool:
