@@ -11,8 +11,8 @@ either end (`data/relation_words.txt`: husband/wife/married, director/directed, 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -41,13 +41,13 @@ class GraphEvidence:
         self.graph = graph
         self._weights: dict[str, float] | None = None
         self._contexts: dict[str, list[_Context]] = {}
-        self._runs: dict[str, frozenset[str]] = {}  # a Chinese run -> its words
         self.invalidate()
 
     def invalidate(self) -> None:
         self._weights = None
         self._contexts = {}
-        self._runs = {}  # a write may teach jieba new words (entity labels), which changes the cuts
+        # a Chinese run -> its words; a write may teach jieba new words (entity labels), which changes the cuts
+        self._runs: dict[str, frozenset[str]] = {}
         self._anchors: dict[tuple[str, int], list[tuple[str, float, str]]] = {}
         self._mention_counts: dict[str, int] | None = None
         self._about: dict[str, list[tuple[str, str, int]]] = {}
@@ -129,25 +129,9 @@ class GraphEvidence:
         qprefixes |= relation_word_prefixes(qprefixes)
         chinese = [p for p in qprefixes if not p.isascii()]
 
-        def found(context: _Context) -> int:
-            """How many of the question's prefixes are among the context's words. The first time, a
-            Chinese run is cut only when one of the question's Chinese words is in it (else no word of
-            it can match); a context asked about again (a warm process) keeps all its words."""
-            if context.words is not None:
-                return len(context.words & qprefixes)
-            if context.asked:
-                context.words = (context.ascii | frozenset().union(*map(self._run_words, context.runs))) - context.own
-                return len(context.words & qprefixes)
-            context.asked = True
-            hits = context.ascii & qprefixes
-            for run in context.runs:
-                if any(p in run for p in chinese):
-                    hits = hits | (self._run_words(run) & qprefixes)
-            return len(hits - context.own)
-
         def fit(iri: str) -> dict[str, float]:
             raw = {
-                context.entity: (1.0 + found(context)) / (1.0 + 0.1 * position)
+                context.entity: (1.0 + context.found(qprefixes, chinese, self._run_words)) / (1.0 + 0.1 * position)
                 for position, context in enumerate(self._mention_contexts(iri))
             }
             top = max(raw.values(), default=1.0)
@@ -201,6 +185,21 @@ class _Context:
     own: frozenset[str]
     asked: bool = False
     words: frozenset[str] | None = None
+
+    def found(self, question: set[str], chinese: list[str], run_words: Callable[[str], frozenset[str]]) -> int:
+        """How many of the question's prefixes are among the words here. The first time, a Chinese run
+        is cut only when one of the question's Chinese words (`chinese`) is in it (else no word of it
+        can match); asked about again (a warm process), the context keeps all its words."""
+        if self.words is None and self.asked:
+            self.words = (self.ascii | frozenset().union(*map(run_words, self.runs))) - self.own
+        if self.words is not None:
+            return len(self.words & question)
+        self.asked = True
+        hits = self.ascii & question
+        for run in self.runs:
+            if any(p in run for p in chinese):
+                hits = hits | (run_words(run) & question)
+        return len(hits - self.own)
 
 
 def _common_phrase(surface: str, label: str) -> bool:

@@ -162,15 +162,21 @@ def _cjk_words(run: str, for_index: bool) -> Iterator[list[str]]:
         yield group
 
 
+def _runs(text: str) -> Iterator[tuple[str, bool]]:
+    """The runs `analyze` reads, normalised, each with whether it is a run of Chinese characters."""
+    for m in _RUN.finditer(fold_accents(normalize_text(text))):
+        run = m.group()
+        yield run, bool(_CJK_ONLY.match(run))
+
+
 def analyze(text: str, for_index: bool = False) -> list[Term]:
     """Terms of `text` with sequential positions (alternatives share a position).
 
     `for_index` adds the sub-words of user-dictionary words (see `_USER_WORDS`)."""
     out: list[Term] = []
     pos = 0
-    for m in _RUN.finditer(fold_accents(normalize_text(text))):
-        run = m.group()
-        if _CJK_ONLY.match(run):
+    for run, chinese in _runs(text):
+        if chinese:
             for group in _cjk_words(run, for_index):
                 for term in group:
                     out.append((term, pos))
@@ -190,9 +196,8 @@ def split_runs(text: str) -> tuple[list[str], list[str]]:
     among them can leave jieba's cut (the costly part) to the runs that contain one of those words."""
     terms: list[str] = []
     runs: list[str] = []
-    for m in _RUN.finditer(fold_accents(normalize_text(text))):
-        run = m.group()
-        if _CJK_ONLY.match(run):
+    for run, chinese in _runs(text):
+        if chinese:
             runs.append(run)
         else:
             terms.extend(_ascii_terms(run))
