@@ -53,3 +53,25 @@ def test_a_hit_returns_its_parent_once(tmp_path):
         kb.ingest_documents([SourceDocument("api:pool", DOC)])
         hits = kb.query("连接池参数 峰值并发", mode="bm25", k=10).hits
         assert len({h.parent["chunk_id"] for h in hits}) < len(hits)
+
+
+ROWS = [f"| `key_{i}` | Integer | `{i * 64}` | 第{i}个参数的说明。超过上限时请求会被拒绝，需要按峰值调大。 |" for i in range(30)]
+TABLE_DOC = "# 配置\n\n## 参数\n\n| 键 | 类型 | 默认值 | 描述 |\n| --- | --- | :---: | --- |\n" + "\n".join(ROWS) + "\n\n之后的段落。\n"
+
+
+def test_a_long_table_is_cut_between_rows_and_every_piece_keeps_its_header():
+    cut = cut_document(SourceDocument("config.md", TABLE_DOC))
+    source = TABLE_DOC.split("\n")
+    table = [c for c in cut.children if "key_" in c.text]
+    assert len(table) >= 3  # the table is larger than one child
+    header = "| 键 | 类型 | 默认值 | 描述 |\n| --- | --- | :---: | --- |\n"
+    seen: list[str] = []
+    for child in table:
+        assert child.text.startswith(header)  # a continuation is read (and indexed) under its column names
+        rows = [line for line in child.text.split("\n") if "key_" in line]
+        first = source.index(rows[0])  # whole rows, inside the child's true lines
+        assert rows == source[first : first + len(rows)] and child.line_start <= first + 1 and first + len(rows) <= child.line_end
+        seen += rows
+    assert seen == ROWS  # every row once, none cut inside
+    parent = next(p for p in cut.parents if p.parent_id == table[-1].parent_id)
+    assert parent.text.count("| 键 |") == 1  # the context shows the header once, above its rows

@@ -12,6 +12,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kg.errors import InputError
 from retrieval.ingest.readers import SUPPORTED_SUFFIXES, find_source_files, read_source_file
@@ -44,6 +45,7 @@ def text_size(text: str) -> float:
     return cjk + (len(text) - cjk) * ASCII_CHAR_SIZE
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)(?:\s+#+)?\s*$")
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s+")
+_TABLE_RULE = re.compile(r"^\s*\|?(?:\s*:?-+:?\s*\|)+\s*(?::?-+:?\s*)?$")  # |---|:--:| under a table's header
 
 
 def sha256_hex(text: str) -> str:
@@ -140,14 +142,44 @@ def _paragraphs(lines: list[tuple[int, str]]) -> list[tuple[int, int, str]]:
     return paras
 
 
-Piece = tuple[int, int, str, str]  # (first line, last line, text, glue to the piece before it)
+class Piece(NamedTuple):
+    start: int  # first line
+    end: int  # last line
+    text: str
+    glue: str  # what joins it to the piece before it ("\n\n" between paragraphs)
+    head: str = ""  # a table's header rows, when the piece continues a table cut in pieces
+
+
+def _table_pieces(start: int, text: str, size: float) -> list[Piece] | None:
+    """A Markdown table too large for one piece as runs of whole rows up to `size`, or None for other text.
+
+    A row is read with its column names, so every run after the first carries the header rows as its
+    `head` (a continuation child is indexed and shown under them: `| 键 | 默认值 |` above its rows);
+    sentence ends would cut a table inside its rows. Each run has the true lines of its rows.
+    """
+    lines = text.split("\n")
+    if len(lines) < 4 or not _TABLE_RULE.match(lines[1]) or not all(line.lstrip().startswith("|") for line in lines):
+        return None
+    head = "\n".join(lines[:2])
+    pieces: list[Piece] = []
+    first, rows = start, list(lines[:2])
+    for number, row in enumerate(lines[2:], start=start + 2):
+        if len(rows) > (0 if pieces else 2) and text_size("\n".join(rows + [row])) + (text_size(head) if pieces else 0) > size:
+            pieces.append(Piece(first, number - 1, "\n".join(rows), "\n" if pieces else "\n\n", head if pieces else ""))
+            first, rows = number, []
+        rows.append(row)
+    pieces.append(Piece(first, start + len(lines) - 1, "\n".join(rows), "\n" if pieces else "\n\n", head if pieces else ""))
+    return pieces
 
 
 def _split_long(start: int, end: int, text: str, limit: float = CHUNK_MAX, target: float | None = None) -> list[Piece]:
     """A paragraph as one piece, or, when larger than `limit`, as its sentences (glued back as written),
     merged into pieces of up to `target` when given."""
     if text_size(text) <= limit:
-        return [(start, end, text, "\n\n")]
+        return [Piece(start, end, text, "\n\n")]
+    table = _table_pieces(start, text, target or limit)
+    if table is not None:
+        return table
     pieces: list[Piece] = []
     previous = buf = ""
     for sentence in _SENTENCE_END.split(text):
@@ -160,19 +192,21 @@ def _split_long(start: int, end: int, text: str, limit: float = CHUNK_MAX, targe
             buf += glue + sentence
             continue
         if target is not None and buf:
-            pieces.append((start, end, buf.strip(), "\n\n" if not pieces else glue))
+            pieces.append(Piece(start, end, buf.strip(), "\n\n" if not pieces else glue))
         if target is None:
             # Line numbers are kept at paragraph granularity for sentence pieces.
-            pieces.append((start, end, sentence.strip(), "\n\n" if not pieces else glue))
+            pieces.append(Piece(start, end, sentence.strip(), "\n\n" if not pieces else glue))
         else:
             buf = sentence
     if target is not None and buf.strip():
-        pieces.append((start, end, buf.strip(), "\n\n" if not pieces else glue))
+        pieces.append(Piece(start, end, buf.strip(), "\n\n" if not pieces else glue))
     return pieces
 
 
 def _join(pieces: list[Piece]) -> str:
-    return "".join((glue if i else "") + text for i, (_, _, text, glue) in enumerate(pieces))
+    """The pieces' text as written; a run that starts inside a table starts with the table's header rows."""
+    head = pieces[0].head + "\n" if pieces and pieces[0].head else ""
+    return head + "".join((p.glue if i else "") + p.text for i, p in enumerate(pieces))
 
 
 def _first_line_title(text: str) -> str | None:
@@ -185,7 +219,8 @@ def _first_line_title(text: str) -> str | None:
 
 def _size(pieces: list[Piece]) -> float:
     """The size of grouped pieces; the blank line between paragraphs does not count."""
-    return sum(text_size(t) + (text_size(g) if i and g != "\n\n" else 0) for i, (_, _, t, g) in enumerate(pieces))
+    head = text_size(pieces[0].head) if pieces else 0
+    return head + sum(text_size(p.text) + (text_size(p.glue) if i and p.glue != "\n\n" else 0) for i, p in enumerate(pieces))
 
 
 def _group(pieces: list[Piece], target: float, overlap: float = 0, by_paragraph: bool = False) -> list[list[int]]:
