@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Fused", "cap_per_document", "fuse_hits", "reciprocal_rank_fusion", "weighted_score_fusion"]
+__all__ = ["Fused", "cap_per_document", "fuse_hits", "keep_text_lead", "reciprocal_rank_fusion", "weighted_score_fusion"]
 
 
 @dataclass
@@ -94,6 +94,28 @@ def fuse_hits(
         {"bm25": [(h.chunk_id, h.score) for h in text_hits], "graph": [(h.chunk_id, h.score) for h in graph_hits]},
         weights,
     )
+
+
+def keep_text_lead(fused: Sequence[Fused], text_ids: Sequence[str], within: int) -> list[Fused]:
+    """The fused ranking with the text's best hit at rank `within` or better (0 = as fused).
+
+    In RRF a graph list weighted 2.5 puts its 30th hit above the text's first when the text's first
+    has no graph evidence: a question naming payment-service and asking who owns it lost
+    payment-service's own overview from the top 10 to owners, incidents and dependencies. The graph
+    is there to add what the words miss, not to evict what they found best; the moved hit takes
+    the score of the one it lands above, so scores stay in order.
+    """
+    out = list(fused)
+    if within < 1 or not text_ids or not out:
+        return out
+    lead = next((i for i, f in enumerate(out) if f.id == text_ids[0]), None)
+    slot = min(within, len(out)) - 1
+    if lead is None or lead <= slot:
+        return out
+    item = out.pop(lead)
+    item.score = out[slot].score
+    out.insert(slot, item)
+    return out
 
 
 def cap_per_document(fused: Sequence[Fused], doc_of: Mapping[str, str], cap: int) -> list[Fused]:
