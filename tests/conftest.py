@@ -7,6 +7,7 @@ session-scoped `kb`/`kb_dir`; a test that writes builds its own with `fresh_kb` 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -46,6 +47,19 @@ HIT_KEYS = {
 
 def make_settings(data_dir: Path, **overrides) -> Settings:
     return Settings(data_dir=data_dir, **overrides)
+
+
+def run_in_own_process(module: str, function: str, data_dir: Path):
+    """`tests/<module>.py`'s `function(data_dir)` in a fresh Python process; its JSON result.
+
+    For tests that build the demo: its labels and synonyms join jieba's dictionary, which is per
+    process, and would change the cuts of every later test in this one."""
+    script = (f"import json, sys, pathlib; sys.path.insert(0, {str(Path(__file__).parent)!r}); import {module} as t; "
+              f"print(json.dumps(t.{function}(pathlib.Path({str(data_dir)!r}))))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def copy_fixture_corpus(root: Path) -> tuple[Path, Path]:

@@ -5,11 +5,9 @@ warm process, where a context asked about again keeps all its words."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from conftest import run_in_own_process
 
 from kg.cli.base import DEMO_DIR
 from kg.settings import Settings
@@ -71,13 +69,7 @@ def compare_on_the_demo(data_dir: Path) -> dict:
 
 
 def test_the_fit_is_what_cutting_every_window_gives(tmp_path):
-    # In a process of its own: the demo's labels and synonyms join jieba's dictionary, which is per process.
-    script = f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_mention_fit as t; " \
-             f"print(json.dumps(t.compare_on_the_demo(__import__('pathlib').Path({str(tmp_path / 'kb')!r}))))"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = run_in_own_process("test_mention_fit", "compare_on_the_demo", tmp_path / "kb")
     assert report["different"] == []
     assert report["compared"] > 50  # the demo's documents mention many entities around the ones these questions name
 

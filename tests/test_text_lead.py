@@ -5,10 +5,9 @@ must still show payment-service's own page)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from conftest import run_in_own_process
 
 from kg.cli.base import DEMO_DIR
 from kg.settings import Settings
@@ -67,13 +66,7 @@ def leads_on_the_demo(data_dir: Path) -> dict:
 
 
 def test_every_demo_question_keeps_the_texts_best_section_in_the_top_five(tmp_path):
-    # In a process of its own: the demo's labels and synonyms join jieba's dictionary, which is per process.
-    script = f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_text_lead as t; " \
-             f"print(json.dumps(t.leads_on_the_demo(__import__('pathlib').Path({str(tmp_path / 'kb')!r}))))"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = run_in_own_process("test_text_lead", "leads_on_the_demo", tmp_path / "kb")
     assert len(report["on"]) >= 40
     assert [q for q, rank in report["on"] if rank is None or rank > LEAD_RANK] == []
     # Without the rule the graph does push some of them out: the rule is what keeps them.
