@@ -57,8 +57,11 @@ def leads_on_the_demo(data_dir: Path) -> dict:
             lead = (best[0].doc_id, best[0].section)
             for rule, rank in (("on", LEAD_RANK), ("off", 0)):
                 kb.settings.text_lead_rank = rank
-                full = [(h.doc_id, h.section) for h in kb.query(question, mode="full", k=10).hits]
-                out[rule].append([question, full.index(lead) + 1 if lead in full else None])
+                hits = kb.query(question, mode="full", k=10).hits
+                full = [(h.doc_id, h.section) for h in hits]
+                at = full.index(lead) + 1 if lead in full else None
+                kept = bool(at and hits[at - 1].why.get("bm25", {}).get("kept"))
+                out[rule].append([question, at, kept])
             kb.settings.text_lead_rank = LEAD_RANK
         return out
     finally:
@@ -68,6 +71,9 @@ def leads_on_the_demo(data_dir: Path) -> dict:
 def test_every_demo_question_keeps_the_texts_best_section_in_the_top_five(tmp_path):
     report = run_in_own_process("test_text_lead", "leads_on_the_demo", tmp_path / "kb")
     assert len(report["on"]) >= 40
-    assert [q for q, rank in report["on"] if rank is None or rank > LEAD_RANK] == []
-    # Without the rule the graph does push some of them out: the rule is what keeps them.
-    assert [q for q, rank in report["off"] if rank is None or rank > LEAD_RANK]
+    assert [q for q, rank, _ in report["on"] if rank is None or rank > LEAD_RANK] == []
+    # Without the rule the graph does push some of them out: the rule is what keeps them, and says so.
+    pushed = {q for q, rank, _ in report["off"] if rank is None or rank > LEAD_RANK}
+    assert pushed
+    assert pushed <= {q for q, _, kept in report["on"] if kept}
+    assert not any(kept for _, _, kept in report["off"])

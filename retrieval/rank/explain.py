@@ -33,6 +33,8 @@ def build_hits(
         if f.id in by_text and "bm25" in f.ranks:
             t = by_text[f.id]
             why["bm25"] = {"rank": f.ranks["bm25"], "score": round(t.score, 3), "terms": list(t.terms)}
+            if f.kept:
+                why["bm25"]["kept"] = f.kept
         if f.id in by_graph and "graph" in f.ranks:
             g = by_graph[f.id]
             label = entities[g.entity].label if g.entity in entities else g.entity

@@ -13,6 +13,7 @@ class Fused:
     id: str
     score: float
     ranks: dict[str, int] = field(default_factory=dict)  # input name -> 1-based rank
+    kept: str = ""  # why it stands higher than fusion put it (`keep_text_lead`), else ""
 
 
 def reciprocal_rank_fusion(
@@ -114,6 +115,7 @@ def keep_text_lead(fused: Sequence[Fused], text_ids: Sequence[str], within: int)
         return out
     item = out.pop(lead)
     item.score = out[slot].score
+    item.kept = f"the text search's best hit: kept in the top {within} (fusion put it at {lead + 1})"
     out.insert(slot, item)
     return out
 
