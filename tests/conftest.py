@@ -82,6 +82,19 @@ def build_kb(root: Path, **overrides):
     return kb
 
 
+def build_demo_kb(data_dir: Path):
+    """The bundled demo knowledge base (kg/demo: relations, synonyms, documents) in data_dir (open; caller
+    closes). Teaches jieba the demo's words: build it in a process of its own (`run_in_own_process`)."""
+    from kg.cli.base import DEMO_DIR
+    from retrieval.pipeline import KnowledgeBase
+
+    kb = KnowledgeBase(make_settings(data_dir), create=True)
+    for name in ("relations.csv", "synonyms.txt"):
+        kb.import_file(DEMO_DIR / name)
+    kb.ingest_paths([DEMO_DIR / "docs"])
+    return kb
+
+
 def kg_in_new_process(*args: str, cwd: Path) -> str:
     """Run the real CLI in a process of its own (jieba's dictionary is per process) and return its stdout."""
     done = subprocess.run(

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import run_in_own_process
+from conftest import build_demo_kb, run_in_own_process
 
-from kg.cli.base import DEMO_DIR
-from kg.settings import Settings
 from retrieval.graph.seeds import MENTION_WINDOW, _prefix, relation_word_prefixes
 from retrieval.index.analysis import cjk_terms, query_terms, split_runs
-from retrieval.pipeline import KnowledgeBase
 
 QUESTIONS = [
     "订单服务依赖哪些组件？",
@@ -50,11 +47,8 @@ def _fit_by_cutting_every_window(kb, question: str, iri: str) -> dict[str, float
 def compare_on_the_demo(data_dir: Path) -> dict:
     """Build the demo knowledge base and compare the fit with the definition, each question twice
     (the second time round, contexts asked about before keep all their words)."""
-    kb = KnowledgeBase(Settings(data_dir=data_dir), create=True)
+    kb = build_demo_kb(data_dir)
     try:
-        for name in ("relations.csv", "synonyms.txt"):
-            kb.import_file(DEMO_DIR / name)
-        kb.ingest_paths([DEMO_DIR / "docs"])
         compared, different = 0, []
         for question in QUESTIONS * 2:
             fit = kb.evidence.mention_fit(question)

@@ -4,14 +4,12 @@ must still show payment-service's own page)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from conftest import run_in_own_process
+from conftest import build_demo_kb, run_in_own_process
 
 from kg.cli.base import DEMO_DIR
-from kg.settings import Settings
-from retrieval.pipeline import KnowledgeBase
+from retrieval.eval.datasets import read_questions
 from retrieval.rank.fusion import Fused, keep_text_lead, reciprocal_rank_fusion
 
 LEAD_RANK = 5
@@ -42,13 +40,9 @@ def test_the_lead_stays_where_it_is_when_it_is_high_enough_or_the_rule_is_off():
 def leads_on_the_demo(data_dir: Path) -> dict:
     """Every demo question, `--mode bm25` and full: where the text's best section lands in the full
     ranking, with the rule on and off."""
-    questions = [json.loads(line)["question"] for line in (DEMO_DIR / "questions.jsonl").read_text("utf-8").splitlines()
-                 if line.strip()]
-    kb = KnowledgeBase(Settings(data_dir=data_dir), create=True)
+    questions = [q.question for q in read_questions(DEMO_DIR / "questions.jsonl")]
+    kb = build_demo_kb(data_dir)
     try:
-        for name in ("relations.csv", "synonyms.txt"):
-            kb.import_file(DEMO_DIR / name)
-        kb.ingest_paths([DEMO_DIR / "docs"])
         out: dict[str, list] = {"on": [], "off": []}
         for question in questions:
             best = kb.query(question, mode="bm25", k=1).hits

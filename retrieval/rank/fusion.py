@@ -98,7 +98,7 @@ def fuse_hits(
 
 
 def keep_text_lead(fused: Sequence[Fused], text_ids: Sequence[str], within: int) -> list[Fused]:
-    """The fused ranking with the text's best hit at rank `within` or better (0 = as fused).
+    """The fused ranking with the text's best hit (`text_ids[0]`) at rank `within` or better (0 = as fused).
 
     In RRF a graph list weighted 2.5 puts its 30th hit above the text's first when the text's first
     has no graph evidence: a question naming payment-service and asking who owns it lost
