@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-__all__ = ["ERROR_RESPONSES", "DocumentIn", "ErrorOut", "IngestOut", "QueryIn", "QueryOut", "Text"]
+__all__ = ["ERROR_RESPONSES", "NON_BLANK", "DocumentIn", "ErrorOut", "IngestOut", "QueryIn", "QueryOut", "Text"]
 
 
 def _no_lone_surrogates(value: str) -> str:
@@ -19,6 +19,10 @@ def _no_lone_surrogates(value: str) -> str:
 
 
 Text = Annotated[str, AfterValidator(_no_lone_surrogates)]
+
+# A text that holds something: one character that is not white space, where Python's idea of white space
+# (what the library strips) also takes in the separators U+001C-U+001F, which regex `\S` lets through.
+NON_BLANK = r"[^\s\x1c-\x1f]"
 
 
 class ErrorBody(BaseModel):
@@ -50,7 +54,7 @@ AS_OF_PATTERN = r"^[1-9][0-9]{3}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?$
 
 
 class QueryIn(BaseModel):
-    query: Text = Field(..., min_length=1, max_length=4000, pattern=r"\S", description="The question or keywords.")
+    query: Text = Field(..., min_length=1, max_length=4000, pattern=NON_BLANK, description="The question or keywords.")
     k: int = Field(10, ge=1, le=200, description="How many hits to return.")
     mode: str = Field("full", pattern="^(full|bm25|graph)$", description="full, bm25 (text only) or graph only.")
     types: list[Annotated[Text, Field(max_length=200)]] | None = Field(
@@ -96,7 +100,7 @@ class DocumentIn(BaseModel):
     # Exactly one of the two carries the document: the spec says so, so clients (and schema-driven
     # tests) know a body with both or neither is refused.
     model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["text"]}, {"required": ["content_base64"]}]})
-    text: Text = Field(None, min_length=1, pattern=r"\S", description="Markdown, plain text or HTML (or give content_base64).")
+    text: Text = Field(None, min_length=1, pattern=NON_BLANK, description="Markdown, plain text or HTML (or give content_base64).")
     source: Text | None = Field(
         None, max_length=1000,
         description="A stable name, kept under `api:` (never a file's document); posting the same source again replaces it.",

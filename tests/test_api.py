@@ -141,9 +141,16 @@ def test_a_blank_query_is_422_json(client):
         "error": {
             "type": "InputError",
             "message": "invalid request body",
-            "problems": ["body.query: String should match pattern '\\S'"],
+            "problems": ["body.query: String should match pattern '[^\\s\\x1c-\\x1f]'"],
         }
     }
+
+
+def test_a_query_of_separator_characters_is_refused_by_the_schema_too(client):
+    # U+001F passes a regex `\S` but Python strips it: the spec must not admit what the library calls empty.
+    response = client.post("/query", json={"query": "\x1f"})
+    assert response.status_code == 422
+    assert response.json()["error"]["problems"] == ["body.query: String should match pattern '[^\\s\\x1c-\\x1f]'"]
 
 
 @pytest.mark.parametrize(
@@ -171,7 +178,7 @@ def test_an_empty_document_is_a_json_error(client):
     assert response.status_code == 422  # the schema asks for a non-space character
     assert response.json() == {
         "error": {"type": "InputError", "message": "invalid request body",
-                  "problems": ["body.text: String should match pattern '\\S'"]}
+                  "problems": ["body.text: String should match pattern '[^\\s\\x1c-\\x1f]'"]}
     }
     assert (
         client.post("/documents", json={"text": "egret notes", "source": "api:egret"}).status_code

@@ -19,6 +19,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import knowledge_base
+from api.schemas import NON_BLANK
 from kg.errors import InputError, KgError
 
 # A streamed answer is Server-Sent Events: the spec lists it beside the JSON record.
@@ -37,14 +38,14 @@ class ContentPart(BaseModel):
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
-    content: Annotated[str, Field(min_length=1, pattern=r"\S")] | Annotated[list[ContentPart], Field(min_length=1)] | None = None
+    content: Annotated[str, Field(min_length=1, pattern=NON_BLANK)] | Annotated[list[ContentPart], Field(min_length=1)] | None = None
 
 
 # The question is the last user message: the spec says a request carries one, so that clients and
 # schema-driven tests know a request without it is refused (400), not merely unanswered.
 _HAS_USER_MESSAGE = {"contains": {
     "type": "object", "required": ["role", "content"],
-    "properties": {"role": {"const": "user"}, "content": {"type": "string", "minLength": 1, "pattern": "\\S"}},
+    "properties": {"role": {"const": "user"}, "content": {"type": "string", "minLength": 1, "pattern": NON_BLANK}},
 }}
 
 
