@@ -310,6 +310,21 @@ def test_an_llm_that_asks_for_more_packs_still_gets_two(packed):
     assert result.routing["note"] == "the model asked for 3 packs; searched the first 2; ignored unknown pack(s) nope"
 
 
+def test_an_llm_that_finds_no_pack_answers_out_of_scope_and_one_that_also_names_a_pack_searches_it(packed):
+    # The rules send this question to the garden pack; only the model's verdict makes it out of scope.
+    question = "When should I stake tomato seedlings?"
+    with _llm_kb(packed, json.dumps({"packs": [], "out_of_scope": True})) as kb:
+        refused = kb.query(question)
+    assert refused.hits == [] and refused.packs_used == []
+    assert refused.out_of_scope == f"{NO_BASIS}: the model found no pack for it"
+    assert refused.routing["path"] == "llm"
+    # A reply that names a pack is searched even when it also says out of scope: a pack to check beats a refusal.
+    with _llm_kb(packed, json.dumps({"packs": [{"id": "garden", "why": "seedlings"}], "out_of_scope": True})) as kb:
+        searched = kb.query(question)
+    assert searched.out_of_scope is None and searched.hits
+    assert [u["id"] for u in searched.packs_used] == ["garden"]
+
+
 def test_an_unusable_llm_reply_falls_back_to_the_rules(packed):
     with _llm_kb(packed, "I think the garden one?") as kb:
         result = kb.query("When should I stake tomato seedlings?")
