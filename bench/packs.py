@@ -37,10 +37,11 @@ DEMO = ROOT / "kg" / "demo"
 K = 5
 # the set the out-of-scope rule was tuned on, one written afterwards to check it (looked at since), and a
 # second one written before the rule that names what a question is about (and never looked at while writing it)
-OUT_OF_SCOPE = {"questions": "out_of_scope.jsonl", "held-out": "out_of_scope_heldout.jsonl",
-                "held-out 2": "out_of_scope_heldout2.jsonl"}
-OUT_OF_SCOPE_TITLES = {"questions": "Out-of-scope questions", "held-out": "Out-of-scope questions, held out",
-                       "held-out 2": "Out-of-scope questions, second held-out set"}
+OUT_OF_SCOPE = {  # name -> (file, its section's title in the report)
+    "questions": ("out_of_scope.jsonl", "Out-of-scope questions"),
+    "held-out": ("out_of_scope_heldout.jsonl", "Out-of-scope questions, held out"),
+    "held-out 2": ("out_of_scope_heldout2.jsonl", "Out-of-scope questions, second held-out set"),
+}
 
 
 def _safe(name: str) -> str:
@@ -173,7 +174,7 @@ def measure(bench: Path, out: Path, rebuild: bool) -> dict:
                                              "why": data["out_of_scope"]})
             report["sets"][pack] = {"questions": rows}
         report["out_of_scope"] = {"in_scope_flagged": in_scope_flagged}
-        for name, file in OUT_OF_SCOPE.items():
+        for name, (file, _) in OUT_OF_SCOPE.items():
             answered = []
             for line in (CARDS / file).open(encoding="utf-8"):
                 q = json.loads(line)
@@ -234,11 +235,10 @@ def render(report: dict) -> str:
               "text search over the whole knowledge base; the chosen packs are then searched again with their own statistics).",
               "", "Own pack in packs_used counts a fallback (every pack searched) as a hit; the fallback column says how often that "
               "happened. R@5 pack alone: a knowledge base of that pack only, built the same way, no routing.", ""]
-    for name, file in OUT_OF_SCOPE.items():
+    for name, (file, title) in OUT_OF_SCOPE.items():
         oos = report["out_of_scope"].get(name) or []
         caught = [q for q in oos if q["out_of_scope"]]
         near = [q for q in oos if q.get("near")]
-        title = OUT_OF_SCOPE_TITLES[name]
         lines += [
             f"## {title} (`bench/packs/{file}`)",
             "",

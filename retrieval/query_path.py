@@ -126,7 +126,7 @@ class QueryPath:
                 text_hits, graph_hits, method=self.settings.fusion, graph_weight=self.settings.graph_weight,
                 graph_confidence=self.settings.graph_confidence, decay=self.expansion.decay, rrf_k=self.settings.rrf_k,
             )
-            fused = keep_text_lead(fused, [h.chunk_id for h in text_hits[:1]], self.settings.text_lead_rank)
+            fused = keep_text_lead(fused, text_hits[0].chunk_id if text_hits else None, self.settings.text_lead_rank)
             # The cap is per section (parent), not per document: a configuration reference is one
             # document of many sections, each about a different key.
             parent_of.update(chunk_parents(self.store.db, [h.chunk_id for h in graph_hits if h.chunk_id not in parent_of]))

@@ -19,7 +19,7 @@ def test_the_lead_moves_up_to_its_rank_and_takes_the_score_of_the_hit_it_lands_a
     fused = reciprocal_rank_fusion({"bm25": ["t", "b", "c"], "graph": ["g1", "g2", "g3", "g4", "b"]},
                                    weights={"graph": 2.5}, k=20)
     assert [f.id for f in fused].index("t") > 2  # the graph list pushed the text's first down
-    kept = keep_text_lead(fused, ["t", "b", "c"], 3)
+    kept = keep_text_lead(fused, "t", 3)
     assert [f.id for f in kept].index("t") == 2
     assert sorted(f.id for f in kept) == sorted(f.id for f in fused)  # a permutation, nothing lost
     scores = [f.score for f in kept]
@@ -29,12 +29,12 @@ def test_the_lead_moves_up_to_its_rank_and_takes_the_score_of_the_hit_it_lands_a
 
 def test_the_lead_stays_where_it_is_when_it_is_high_enough_or_the_rule_is_off():
     fused = [Fused("a", 3.0), Fused("t", 2.0), Fused("c", 1.0)]
-    assert [f.id for f in keep_text_lead(fused, ["t"], 3)] == ["a", "t", "c"]
+    assert [f.id for f in keep_text_lead(fused, "t", 3)] == ["a", "t", "c"]
     far = [Fused(str(i), 10.0 - i) for i in range(6)] + [Fused("t", 1.0)]
-    assert [f.id for f in keep_text_lead(far, ["t"], 0)] == [f.id for f in far]
-    assert [f.id for f in keep_text_lead(far, [], 3)] == [f.id for f in far]
-    assert [f.id for f in keep_text_lead(far, ["absent"], 3)] == [f.id for f in far]
-    assert [f.id for f in keep_text_lead(far, ["t"], 1)][0] == "t"
+    assert [f.id for f in keep_text_lead(far, "t", 0)] == [f.id for f in far]
+    assert [f.id for f in keep_text_lead(far, None, 3)] == [f.id for f in far]
+    assert [f.id for f in keep_text_lead(far, "absent", 3)] == [f.id for f in far]
+    assert [f.id for f in keep_text_lead(far, "t", 1)][0] == "t"
 
 
 def leads_on_the_demo(data_dir: Path) -> dict:

@@ -41,8 +41,12 @@ ASCII_CHAR_SIZE = 0.4  # an English character carries less than a Chinese one (~
 
 def text_size(text: str) -> float:
     """Chunk size in 'Chinese characters': CJK characters count 1, everything else 0.4."""
-    cjk = len(_CJK_CHAR.findall(text))
-    return cjk + (len(text) - cjk) * ASCII_CHAR_SIZE
+    return _size_of(len(_CJK_CHAR.findall(text)), len(text))
+
+
+def _size_of(cjk: int, length: int) -> float:
+    """`text_size` of a text of `length` characters, `cjk` of them Chinese (sizes of pieces add up)."""
+    return cjk + (length - cjk) * ASCII_CHAR_SIZE
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)(?:\s+#+)?\s*$")
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s+")
 _TABLE_RULE = re.compile(r"^\s*\|?(?:\s*:?-+:?\s*\|)+\s*(?::?-+:?\s*)?$")  # |---|:--:| under a table's header
@@ -161,13 +165,20 @@ def _table_pieces(start: int, text: str, size: float) -> list[Piece] | None:
     if len(lines) < 4 or not _TABLE_RULE.match(lines[1]) or not all(line.lstrip().startswith("|") for line in lines):
         return None
     head = "\n".join(lines[:2])
+    head_size = text_size(head)
     pieces: list[Piece] = []
     first, rows = start, list(lines[:2])
+    # the run's Chinese characters and length, kept as rows join it (not measured again per row)
+    cjk, length = len(_CJK_CHAR.findall(head)), len(head)
     for number, row in enumerate(lines[2:], start=start + 2):
-        if len(rows) > (0 if pieces else 2) and text_size("\n".join(rows + [row])) + (text_size(head) if pieces else 0) > size:
+        row_cjk = len(_CJK_CHAR.findall(row))
+        grown_cjk, grown_length = cjk + row_cjk, length + 1 + len(row)  # + the line break before it
+        if len(rows) > (0 if pieces else 2) and _size_of(grown_cjk, grown_length) + (head_size if pieces else 0) > size:
             pieces.append(Piece(first, number - 1, "\n".join(rows), "\n" if pieces else "\n\n", head if pieces else ""))
             first, rows = number, []
+            grown_cjk, grown_length = row_cjk, len(row)
         rows.append(row)
+        cjk, length = grown_cjk, grown_length
     pieces.append(Piece(first, start + len(lines) - 1, "\n".join(rows), "\n" if pieces else "\n\n", head if pieces else ""))
     return pieces
 

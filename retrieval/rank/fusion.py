@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = ["Fused", "cap_per_document", "fuse_hits", "keep_text_lead", "reciprocal_rank_fusion", "weighted_score_fusion"]
 
@@ -97,26 +97,25 @@ def fuse_hits(
     )
 
 
-def keep_text_lead(fused: Sequence[Fused], text_ids: Sequence[str], within: int) -> list[Fused]:
-    """The fused ranking with the text's best hit (`text_ids[0]`) at rank `within` or better (0 = as fused).
+def keep_text_lead(fused: Sequence[Fused], lead_id: str | None, within: int) -> list[Fused]:
+    """The fused ranking with the text's best hit (`lead_id`) at rank `within` or better (0 = as fused).
 
     In RRF a graph list weighted 2.5 puts its 30th hit above the text's first when the text's first
     has no graph evidence: a question naming payment-service and asking who owns it lost
     payment-service's own overview from the top 10 to owners, incidents and dependencies. The graph
     is there to add what the words miss, not to evict what they found best; the moved hit takes
-    the score of the one it lands above, so scores stay in order.
+    the score of the one it lands above, so scores stay in order (`fused` itself is not changed).
     """
     out = list(fused)
-    if within < 1 or not text_ids or not out:
+    if within < 1 or lead_id is None or not out:
         return out
-    lead = next((i for i, f in enumerate(out) if f.id == text_ids[0]), None)
+    lead = next((i for i, f in enumerate(out) if f.id == lead_id), None)
     slot = min(within, len(out)) - 1
     if lead is None or lead <= slot:
         return out
-    item = out.pop(lead)
-    item.score = out[slot].score
-    item.kept = f"the text search's best hit: kept in the top {within} (fusion put it at {lead + 1})"
-    out.insert(slot, item)
+    moved = replace(out.pop(lead), score=out[slot].score,
+                    kept=f"the text search's best hit: kept in the top {within} (fusion put it at {lead + 1})")
+    out.insert(slot, moved)
     return out
 
 
