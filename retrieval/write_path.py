@@ -124,7 +124,7 @@ def _ingest_one(kb, src: SourceDocument, link_state, report: IngestReport) -> No
     change = kb.history.add_version(doc, src, cut.parents, cut.children, kb.today())
     report.updated += existed
     report.added += not existed
-    report.chunks_indexed += kb.index.add_chunks(change.new_chunks)
+    report.chunks_indexed += kb.index.add_chunks(change.new_chunks, {doc.doc_id: src.source})
     report.chunks_unchanged += change.carried
     report.chunks_retired += change.retired
     kb.history.clear_about(doc.doc_id)
@@ -227,7 +227,7 @@ def sync_index_words(kb) -> int:
     stale = [c for c in kb.store.iter_chunks()
              if next(automaton.iter(normalize_text(f"{c.title}\n{c.section}\n{c.text}")), None) is not None]
     if stale:
-        kb.index.add_chunks(stale)
+        kb.index.add_chunks(stale, kb.store.doc_sources([c.doc_id for c in stale]))
         with kb.readers.exclusive():
             kb.index.commit()
         kb.commits.mark("reindex", "index")

@@ -184,12 +184,13 @@ class DocStore:
 
     def doc_sources(self, doc_ids: Sequence[str]) -> dict[str, str]:
         ids = list(dict.fromkeys(doc_ids))
-        if not ids:
-            return {}
-        rows = self.db.execute(
-            f"SELECT doc_id, source FROM documents WHERE doc_id IN ({','.join('?' * len(ids))})", ids
-        )
-        return dict(rows)
+        out: dict[str, str] = {}
+        for start in range(0, len(ids), 900):  # SQLite bounds the parameters of one statement
+            batch = ids[start : start + 900]
+            out.update(self.db.execute(
+                f"SELECT doc_id, source FROM documents WHERE doc_id IN ({','.join('?' * len(batch))})", batch
+            ))
+        return out
 
     def chunks_about(self, entity: str) -> list[str]:
         """Chunk ids of the documents whose title is the entity, in document order."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from retrieval.types import Chunk, TextHit
@@ -14,8 +14,9 @@ WeightedTerm = tuple[str, float]  # an analyzed term and its query weight (synon
 
 @runtime_checkable
 class TextIndex(Protocol):
-    def add_chunks(self, chunks: Iterable[Chunk]) -> int:
-        """Index the chunks (replacing any with the same id); returns how many were written."""
+    def add_chunks(self, chunks: Iterable[Chunk], sources: Mapping[str, str] | None = None) -> int:
+        """Index the chunks (replacing any with the same id); returns how many were written.
+        `sources` (doc id -> source): the words of a document's file path are indexed with its chunks."""
 
     def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
         """Remove chunks by id; returns how many were removed."""

@@ -6,7 +6,7 @@ import heapq
 import random
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from whoosh import index as whoosh_index
@@ -15,7 +15,7 @@ from whoosh.fields import ID, TEXT, Schema
 from whoosh.query import Or, Term
 
 from retrieval.index import analysis
-from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
+from retrieval.index.analysis import GramAnalyzer, KgAnalyzer, path_words
 from retrieval.types import Chunk, TextHit
 
 __all__ = ["WhooshIndex", "FIELD_BOOSTS"]
@@ -94,13 +94,17 @@ class WhooshIndex:
             self._writer = self.ix.writer(limitmb=256)
         return self._writer
 
-    def add_chunks(self, chunks: Iterable[Chunk]) -> int:
+    def add_chunks(self, chunks: Iterable[Chunk], sources: Mapping[str, str] | None = None) -> int:
+        """`sources`: doc id -> the document's source; its file path's words join each chunk's
+        heading path in the section field (`path_words`)."""
         n = 0
+        where = {doc: path_words(source) for doc, source in (sources or {}).items()}
         with self._lock:
             writer = self._w()
             for chunk in chunks:
+                section = " > ".join(part for part in (where.get(chunk.doc_id, ""), chunk.section) if part)
                 fields = dict(
-                    chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, title=chunk.title, section=chunk.section,
+                    chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, title=chunk.title, section=section,
                     body=chunk.text,
                 )
                 if self._has_grams:

@@ -1,0 +1,60 @@
+"""A document's file path is searchable: its folder's and its own name join every chunk's heading path in the index."""
+
+from __future__ import annotations
+
+from conftest import make_settings
+
+from retrieval.index.analysis import path_words
+from retrieval.pipeline import KnowledgeBase
+
+
+def test_path_words_are_the_file_and_its_folder_without_suffix_separators_or_folder_index_pages():
+    assert path_words("/home/someone/docs/contributor-guide/datanode/wal.md") == "datanode wal"
+    assert path_words("handbook/about/editing-handbook/_index.md") == "about editing handbook"
+    assert path_words("C:\\notes\\runbooks\\redis_cluster-failure.txt") == "runbooks redis cluster failure"
+    assert path_words("file:///srv/kb/services/README.md") == "kb services"
+    assert path_words("notes.md") == "notes"
+    # Not a document file's path: a pasted text's name, a benchmark passage id.
+    assert path_words("2wiki_dev:2w-00012") == ""
+    assert path_words("upload") == ""
+
+
+def _folder(root):
+    # Two overview pages that say the same of two components, as templated docs often do: only the
+    # folder tells them apart (without it, the two tie and either could come first).
+    for component in ("datanode", "metasrv"):
+        page = root / "docs" / component / "overview.md"
+        page.parent.mkdir(parents=True)
+        page.write_text("# 概述\n\n## 部署\n\n部署时该组件以独立进程运行，启动时读取配置文件并注册到集群。\n", encoding="utf-8")
+    # Pages on other things, so neither name is a common word of the knowledge base.
+    for i, topic in enumerate(("备份", "监控", "升级", "权限", "日志", "索引", "压缩", "缓存", "迁移", "告警", "审计", "配额")):
+        (root / "docs" / f"topic-{i}.md").write_text(f"# {topic}\n\n{topic}的说明与操作步骤。\n", encoding="utf-8")
+    return root / "docs"
+
+
+def _best_source(kb, question):
+    hits = kb.query(question, mode="bm25", k=3).hits
+    return kb.store.document(hits[0].doc_id).source if hits else None
+
+
+def test_a_question_naming_the_folder_finds_the_page_in_it_and_keeps_finding_it_after_a_repair(tmp_path):
+    docs = _folder(tmp_path)
+    with KnowledgeBase(make_settings(tmp_path / "kb"), create=True) as kb:
+        kb.ingest_paths([docs])
+        for component in ("datanode", "metasrv"):
+            assert _best_source(kb, f"{component} 部署").endswith(f"{component}/overview.md")
+        # A chunk the index lost (a crash between commits) comes back with its path words.
+        lost = [c for c in kb.store.iter_chunks() if kb.store.document(c.doc_id).source.endswith("metasrv/overview.md")]
+        kb.index.delete_chunks([c.chunk_id for c in lost])
+        kb.index.commit()
+        assert not (_best_source(kb, "metasrv 部署") or "").endswith("metasrv/overview.md")
+        kb.check(repair=True)
+        assert _best_source(kb, "metasrv 部署").endswith("metasrv/overview.md")
+
+
+def test_the_shown_heading_path_is_the_documents_own(tmp_path):
+    docs = _folder(tmp_path)
+    with KnowledgeBase(make_settings(tmp_path / "kb"), create=True) as kb:
+        kb.ingest_paths([docs])
+        hit = kb.query("datanode 部署", mode="bm25", k=1).hits[0]
+        assert hit.section == "部署"
