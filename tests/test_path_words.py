@@ -14,6 +14,8 @@ def test_path_words_are_the_file_and_its_folder_without_suffix_separators_or_fol
     assert path_words("C:\\notes\\runbooks\\redis_cluster-failure.txt") == "runbooks redis cluster failure"
     assert path_words("file:///srv/kb/services/README.md") == "kb services"
     assert path_words("notes.md") == "notes"
+    assert path_words("/home/someone/meetings/notes: 2024.md") == "meetings notes: 2024"  # a colon in a name is kept
+    assert path_words("ops_docs:guide/datanode/wal.md") == "datanode wal"  # a label before the path is not
     # Not a document file's path: a pasted text's name, a benchmark passage id.
     assert path_words("2wiki_dev:2w-00012") == ""
     assert path_words("upload") == ""

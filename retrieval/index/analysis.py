@@ -293,6 +293,7 @@ class GramAnalyzer(KgAnalyzer):
 
 
 _DOCUMENT_SUFFIX = re.compile(r"\.(?:md|markdown|txt|text|html?|pdf)$", re.I)
+_PATH_PREFIX = re.compile(r"^[^/:]*:(?=[^/]*/|[^/:]*$)")
 _FOLDER_INDEX = {"_index", "index", "readme"}  # a folder's own page is named for the folder
 PATH_DEPTH = 2  # the file's name and its folder's: "datanode/overview.md" is Datanode's overview
 
@@ -305,7 +306,8 @@ def path_words(source: str) -> str:
     The file's name alone is not enough ("overview", "configuration"), and the folders above its
     own are the place it sits in (a home folder, "docs/current"). Only a source that is a document
     file's path says anything ("" for a pasted text or a benchmark passage id)."""
-    path = source.replace("\\", "/").rsplit(":", 1)[-1] if "://" not in source else source.split("://", 1)[1]
+    path = source.replace("\\", "/").split("://", 1)[-1]
+    path = _PATH_PREFIX.sub("", path)  # a drive (C:) or a label before the path (set:dir/file.md)
     if not _DOCUMENT_SUFFIX.search(path):
         return ""
     parts = [part for part in _DOCUMENT_SUFFIX.sub("", path).split("/") if part]
