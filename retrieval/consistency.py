@@ -93,7 +93,7 @@ def repair(kb) -> list[str]:
 
 
 def _repair(kb, report: CheckReport, found: dict) -> list[str]:
-    from retrieval.write_path import relink, sync_index_words
+    from retrieval.write_path import index_chunks, relink, sync_index_words
 
     done = []
     removed = _temp_files(kb)
@@ -107,7 +107,7 @@ def _repair(kb, report: CheckReport, found: dict) -> list[str]:
     if found["orphans"] or found["missing"]:
         kb.index.delete_chunks(sorted(found["orphans"]))
         missing = kb.store.chunks(sorted(found["missing"]))
-        kb.index.add_chunks(missing.values(), kb.store.doc_sources([c.doc_id for c in missing.values()]))
+        index_chunks(kb, list(missing.values()))
         with kb.readers.exclusive():
             kb.index.commit()
         done.append(f"text index: {len(found['orphans'])} orphan(s) removed, {len(missing)} chunk(s) added")

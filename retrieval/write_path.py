@@ -28,7 +28,7 @@ from retrieval.index.analysis import (
 )
 from retrieval.index.synonyms import SYNONYMS_FILE, SynonymTable
 from retrieval.ingest.chunking import cut_document, doc_id_for, source_fingerprint
-from retrieval.ingest.readers import Skipped, find_files, parse_effective, read_sources
+from retrieval.ingest.readers import Skipped, find_files, parse_effective, path_words, read_sources
 from retrieval.ingest.removal import delete_documents as remove_documents
 from retrieval.ingest.removal import remove_missing_sources, resolve_documents
 from retrieval.ingest.report import IngestReport
@@ -124,7 +124,7 @@ def _ingest_one(kb, src: SourceDocument, link_state, report: IngestReport) -> No
     change = kb.history.add_version(doc, src, cut.parents, cut.children, kb.today())
     report.updated += existed
     report.added += not existed
-    report.chunks_indexed += kb.index.add_chunks(change.new_chunks, {doc.doc_id: src.source})
+    report.chunks_indexed += index_chunks(kb, change.new_chunks, {doc.doc_id: src.source})
     report.chunks_unchanged += change.carried
     report.chunks_retired += change.retired
     kb.history.clear_about(doc.doc_id)
@@ -166,6 +166,15 @@ def _catalog_then_index(kb, op: str, change: Callable, optimize: Callable[[], bo
         kb.commits.leave_commit_instant()
     kb.evidence.invalidate()
     return result
+
+
+def index_chunks(kb, chunks: Sequence[Chunk], sources: dict[str, str] | None = None) -> int:
+    """Chunks into the text index with the words of their documents' file paths (`sources`: doc id ->
+    source, read from the catalog when not given). Every write to the index goes through here, so a
+    chunk indexed again (repair, new words) is indexed as it was the first time."""
+    if sources is None:
+        sources = kb.store.doc_sources([c.doc_id for c in chunks])
+    return kb.index.add_chunks(chunks, {doc: path_words(source) for doc, source in sources.items()})
 
 
 def link_document(kb, doc_id: str, title: str, chunks: Sequence[Chunk], linker, about) -> None:
@@ -227,7 +236,7 @@ def sync_index_words(kb) -> int:
     stale = [c for c in kb.store.iter_chunks()
              if next(automaton.iter(normalize_text(f"{c.title}\n{c.section}\n{c.text}")), None) is not None]
     if stale:
-        kb.index.add_chunks(stale, kb.store.doc_sources([c.doc_id for c in stale]))
+        index_chunks(kb, stale)
         with kb.readers.exclusive():
             kb.index.commit()
         kb.commits.mark("reindex", "index")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import make_settings
 
-from retrieval.index.analysis import path_words
+from retrieval.ingest.readers import path_words
 from retrieval.pipeline import KnowledgeBase
 
 

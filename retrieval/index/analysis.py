@@ -18,7 +18,7 @@ from whoosh.analysis import Token, Tokenizer
 # porter2: whoosh's porter module mis-stems doubled consonants (running -> runn, logging -> logg).
 from whoosh.lang.porter2 import stem as _porter_stem
 
-__all__ = ["GramAnalyzer", "KgAnalyzer", "Term", "cjk_bigrams", "add_user_words", "analyze", "cjk_terms", "compound_terms", "fold_accents", "normalize_text", "path_words", "query_terms", "split_runs"]
+__all__ = ["GramAnalyzer", "KgAnalyzer", "Term", "cjk_bigrams", "add_user_words", "analyze", "cjk_terms", "compound_terms", "fold_accents", "normalize_text", "query_terms", "split_runs"]
 
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # ASCII identifiers; Chinese runs; words of other scripts (Cyrillic, Greek, ...) whole.
@@ -290,27 +290,3 @@ class GramAnalyzer(KgAnalyzer):
 
     def terms(self, value: str) -> list[Term]:
         return [(gram, pos) for pos, gram in enumerate(cjk_bigrams(value))]
-
-
-_DOCUMENT_SUFFIX = re.compile(r"\.(?:md|markdown|txt|text|html?|pdf)$", re.I)
-_PATH_PREFIX = re.compile(r"^[^/:]*:(?=[^/]*/|[^/:]*$)")
-_FOLDER_INDEX = {"_index", "index", "readme"}  # a folder's own page is named for the folder
-PATH_DEPTH = 2  # the file's name and its folder's: "datanode/overview.md" is Datanode's overview
-
-
-def path_words(source: str) -> str:
-    """What a document's file path says it is about: its folder's name and its own, words apart.
-
-    People name files and folders for what they hold (`runbooks/redis-cluster-failure.md`,
-    `datanode/wal.md`): "datanode wal" is as much a heading of every section as the headings are.
-    The file's name alone is not enough ("overview", "configuration"), and the folders above its
-    own are the place it sits in (a home folder, "docs/current"). Only a source that is a document
-    file's path says anything ("" for a pasted text or a benchmark passage id)."""
-    path = source.replace("\\", "/").split("://", 1)[-1]
-    path = _PATH_PREFIX.sub("", path)  # a drive (C:) or a label before the path (set:dir/file.md)
-    if not _DOCUMENT_SUFFIX.search(path):
-        return ""
-    parts = [part for part in _DOCUMENT_SUFFIX.sub("", path).split("/") if part]
-    if parts and parts[-1].casefold() in _FOLDER_INDEX:
-        parts = parts[:-1]
-    return " ".join(re.sub(r"[-_.]+", " ", part).strip() for part in parts[-PATH_DEPTH:])

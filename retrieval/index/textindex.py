@@ -14,9 +14,9 @@ WeightedTerm = tuple[str, float]  # an analyzed term and its query weight (synon
 
 @runtime_checkable
 class TextIndex(Protocol):
-    def add_chunks(self, chunks: Iterable[Chunk], sources: Mapping[str, str] | None = None) -> int:
+    def add_chunks(self, chunks: Iterable[Chunk], file_words: Mapping[str, str] | None = None) -> int:
         """Index the chunks (replacing any with the same id); returns how many were written.
-        `sources` (doc id -> source): the words of a document's file path are indexed with its chunks."""
+        `file_words` (doc id -> the words of its file path) are indexed with the document's chunks."""
 
     def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
         """Remove chunks by id; returns how many were removed."""

@@ -15,7 +15,7 @@ from whoosh.fields import ID, TEXT, Schema
 from whoosh.query import Or, Term
 
 from retrieval.index import analysis
-from retrieval.index.analysis import GramAnalyzer, KgAnalyzer, path_words
+from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
 from retrieval.types import Chunk, TextHit
 
 __all__ = ["WhooshIndex", "FIELD_BOOSTS"]
@@ -94,15 +94,15 @@ class WhooshIndex:
             self._writer = self.ix.writer(limitmb=256)
         return self._writer
 
-    def add_chunks(self, chunks: Iterable[Chunk], sources: Mapping[str, str] | None = None) -> int:
-        """`sources`: doc id -> the document's source; its file path's words join each chunk's
-        heading path in the section field (`path_words`)."""
+    def add_chunks(self, chunks: Iterable[Chunk], file_words: Mapping[str, str] | None = None) -> int:
+        """`file_words`: doc id -> the words of the document's file path, indexed with each chunk's
+        heading path in the section field."""
         n = 0
-        where = {doc: path_words(source) for doc, source in (sources or {}).items()}
+        file_words = file_words or {}
         with self._lock:
             writer = self._w()
             for chunk in chunks:
-                section = " > ".join(part for part in (where.get(chunk.doc_id, ""), chunk.section) if part)
+                section = " > ".join(part for part in (file_words.get(chunk.doc_id, ""), chunk.section) if part)
                 fields = dict(
                     chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, title=chunk.title, section=section,
                     body=chunk.text,

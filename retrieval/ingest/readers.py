@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from kg.errors import InputError
 from retrieval.types import SourceDocument
@@ -22,6 +23,7 @@ __all__ = [
     "Skipped",
     "find_files",
     "find_source_files",
+    "path_words",
     "read_source_bytes",
     "read_source_file",
     "read_sources",
@@ -38,6 +40,9 @@ _BINARY_SUFFIXES = {
     ".dll", ".so", ".bin", ".pyc", ".mp3", ".mp4", ".mov", ".woff", ".woff2", ".ttf", ".sqlite", ".db",
 }
 _FRONT_MATTER_KEYS = ("title", "summary", "aliases", "id", "effective", "tags", "version")
+_PATH_PREFIX = re.compile(r"^[^/:]*:(?=[^/]*/|[^/:]*$)")  # a drive (C:) or a label (set:dir/file.md)
+_FOLDER_INDEX = {"_index", "index", "readme"}  # a folder's own page is named for the folder
+PATH_DEPTH = 2  # the file's name and its folder's: "datanode/overview.md" is Datanode's overview
 
 
 @dataclass(frozen=True)
@@ -254,3 +259,21 @@ def _with_meta(src: SourceDocument, meta: dict, label: str) -> SourceDocument:
         aliases=_as_list(meta.get("aliases")), tags=_as_list(meta.get("tags")),
         version_label=str(version).strip() if version not in (None, "") else None,
     )
+
+
+def path_words(source: str) -> str:
+    """What a document's file path says it is about: its folder's name and its own, words apart.
+
+    People name files and folders for what they hold (`runbooks/redis-cluster-failure.md`,
+    `datanode/wal.md`): "datanode wal" is as much a heading of every section as the headings are.
+    The file's name alone is not enough ("overview", "configuration"), and the folders above its
+    own are the place it sits in (a home folder, "docs/current"). Only a source that is the path of
+    a file kgrag reads says anything ("" for a pasted text or a benchmark passage id)."""
+    path = _PATH_PREFIX.sub("", source.replace("\\", "/").split("://", 1)[-1])
+    suffix = PurePosixPath(path).suffix
+    if suffix.lower() not in SUPPORTED_SUFFIXES:
+        return ""
+    parts = [part for part in path[: -len(suffix)].split("/") if part]
+    if parts and parts[-1].casefold() in _FOLDER_INDEX:
+        parts = parts[:-1]
+    return " ".join(re.sub(r"[-_.]+", " ", part).strip() for part in parts[-PATH_DEPTH:])
