@@ -74,6 +74,13 @@ def inspect(kb) -> tuple[CheckReport, dict]:
         report.problems.append(f"{len(found['missing'])} chunk(s) in the catalog are not in the text index (unsearchable)")
     if found["orphans"]:
         report.problems.append(f"{len(found['orphans'])} text index entr(y/ies) have no chunk in the catalog (orphans)")
+    from retrieval.write_path import INDEX_RECIPE, RECIPES, index_recipe
+
+    found["reindex"] = index_recipe(kb) < INDEX_RECIPE
+    if found["reindex"]:
+        report.problems.append(
+            f"the text index was written by an older kgrag ({RECIPES[index_recipe(kb)]}; this one indexes "
+            f"{RECIPES[INDEX_RECIPE]}): --repair indexes its {len(catalog)} chunk(s) again")
     report.counts = {"documents": kb.store.stats()["documents"], "chunks": len(catalog), "indexed": len(indexed),
                      "entities": len(entities)}
     return report, found
@@ -82,18 +89,20 @@ def inspect(kb) -> tuple[CheckReport, dict]:
 def check(kb, repair_problems: bool = False) -> CheckReport:
     report, found = inspect(kb)
     if repair_problems and not report.clean:
-        report.repaired = _repair(kb, report, found)
+        report.repaired = _repair(kb, report, found, rebuild=True)
     return report
 
 
 def repair(kb) -> list[str]:
-    """Finish or undo a half-done commit: re-derive what is derived. Call with the write lock held."""
+    """Finish or undo a half-done commit: re-derive what is derived. Call with the write lock held.
+    An index by an older recipe is left for `kg check --repair`: a write that recovers a crash
+    does not also take the time to index everything again."""
     report, found = inspect(kb)
     return _repair(kb, report, found)
 
 
-def _repair(kb, report: CheckReport, found: dict) -> list[str]:
-    from retrieval.write_path import index_chunks, relink, sync_index_words
+def _repair(kb, report: CheckReport, found: dict, rebuild: bool = False) -> list[str]:
+    from retrieval.write_path import index_chunks, reindex_all, relink, sync_index_words
 
     done = []
     removed = _temp_files(kb)
@@ -104,7 +113,10 @@ def _repair(kb, report: CheckReport, found: dict) -> list[str]:
     if found["relink"]:
         kb._graph_changed()
         done.append(f"linked {relink(kb)} chunk(s) again against graph.ttl")
-    if found["orphans"] or found["missing"]:
+    if rebuild and found["reindex"]:
+        done.append(f"text index written anew: {reindex_all(kb)} chunk(s) indexed again"
+                    + (f", {len(found['orphans'])} orphan(s) gone" if found["orphans"] else ""))
+    elif found["orphans"] or found["missing"]:
         kb.index.delete_chunks(sorted(found["orphans"]))
         missing = kb.store.chunks(sorted(found["missing"]))
         index_chunks(kb, list(missing.values()))

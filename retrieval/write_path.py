@@ -35,12 +35,19 @@ from retrieval.ingest.report import IngestReport
 from retrieval.types import Chunk, SourceDocument
 
 __all__ = [
-    "SYNONYMS_FILE", "IngestReport", "add_entities", "delete_documents", "import_file", "ingest_documents",
-    "ingest_paths", "relink", "sync", "sync_index_words",
+    "INDEX_RECIPE", "SYNONYMS_FILE", "IngestReport", "add_entities", "delete_documents", "import_file",
+    "index_recipe", "ingest_documents", "ingest_paths", "reindex_all", "relink", "sync", "sync_index_words",
 ]
 
 RDF_SUFFIXES = (".ttl", ".owl", ".rdf", ".xml", ".nt", ".jsonld", ".ofn", ".omn", ".owx")
 Progress = Callable[[int], None]
+
+# What the write path puts in the text index, numbered, so that an index written by an older
+# kgrag is noticed (`kg check`) and rebuilt (`kg check --repair`) instead of silently searched
+# with less: 1 = a chunk's heading path; 2 = the heading path and its file's path words.
+INDEX_RECIPE = 2
+RECIPE_STATE = "index_recipe"
+RECIPES = {1: "heading paths only", 2: "heading paths and the words of each file's path"}
 
 
 def ingest_paths(kb, paths: Sequence[Path], progress: Progress | None = None, *, strict: bool = False,
@@ -92,6 +99,9 @@ def ingest_documents(kb, sources: Iterable[SourceDocument], progress: Progress |
                 progress(1)
 
     _catalog_then_index(kb, "ingest", change, optimize=lambda: report.chunks_indexed > 1000)
+    if index_recipe(kb) < INDEX_RECIPE:
+        report.warnings.append("the text index was written by an older kgrag and lacks what this one indexes "
+                               f"({RECIPES[INDEX_RECIPE]}): run `kg check --repair` to index every chunk again")
     report.seconds = time.perf_counter() - started
     return report
 
@@ -175,6 +185,45 @@ def index_chunks(kb, chunks: Sequence[Chunk], sources: dict[str, str] | None = N
     if sources is None:
         sources = kb.store.doc_sources([c.doc_id for c in chunks])
     return kb.index.add_chunks(chunks, {doc: path_words(source) for doc, source in sources.items()})
+
+
+def index_recipe(kb) -> int:
+    """The recipe the text index was written with: recorded at the first write of a data dir;
+    a data dir from before the record holds chunks written by recipe 1."""
+    recorded = commit.get_state(kb.store.db, RECIPE_STATE)
+    if recorded is not None:
+        return int(recorded)
+    return 1 if kb.store.has_chunks() else INDEX_RECIPE
+
+
+def stamp_recipe(kb) -> None:
+    """At the start of a write: an empty data dir is written by this recipe from its first chunk."""
+    if commit.get_state(kb.store.db, RECIPE_STATE) is None and not kb.store.has_chunks():
+        with kb.store.transaction():
+            commit.set_state(kb.store.db, RECIPE_STATE, str(INDEX_RECIPE))
+
+
+def reindex_all(kb, progress: Progress | None = None) -> int:
+    """Every chunk of the catalog (the truth) into a text index written anew by this recipe (it
+    replaces the old one at its commit, orphans gone); the recipe is recorded after the index
+    commits, so a crash in between only repeats the work."""
+    kb.index.upgrade_schema()
+    batch: list[Chunk] = []
+    done = 0
+    for chunk in kb.store.iter_chunks():
+        batch.append(chunk)
+        if len(batch) == 2000:
+            done += index_chunks(kb, batch)
+            batch = []
+            if progress:
+                progress(done)
+    done += index_chunks(kb, batch) if batch else 0
+    with kb.readers.exclusive():
+        kb.index.commit(replace_all=True)
+    kb.commits.mark("reindex", "index")
+    with kb.store.transaction():
+        commit.set_state(kb.store.db, RECIPE_STATE, str(INDEX_RECIPE))
+    return done
 
 
 def link_document(kb, doc_id: str, title: str, chunks: Sequence[Chunk], linker, about) -> None:

@@ -65,6 +65,9 @@ class Commits:
                 yield
                 return
             self.catch_up(writing=True)
+            from retrieval.write_path import stamp_recipe
+
+            stamp_recipe(kb)
             commit.start_journal(kb.root, op)
             self._op, self._steps = op, []
             try:

@@ -95,11 +95,16 @@ def build_demo_kb(data_dir: Path):
     return kb
 
 
-def kg_in_new_process(*args: str, cwd: Path) -> str:
-    """Run the real CLI in a process of its own (jieba's dictionary is per process) and return its stdout."""
-    done = subprocess.run(
+def kg_process(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run the real CLI in a process of its own (jieba's dictionary is per process)."""
+    return subprocess.run(
         [sys.executable, "-m", "kg.cli", *args], cwd=cwd, capture_output=True, text=True, encoding="utf-8", check=False
     )
+
+
+def kg_in_new_process(*args: str, cwd: Path) -> str:
+    """`kg_process` that must succeed: its stdout."""
+    done = kg_process(*args, cwd=cwd)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

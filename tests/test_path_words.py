@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import make_settings
+from conftest import kg_process, make_settings
 
 from retrieval.ingest.readers import path_words
 from retrieval.pipeline import KnowledgeBase
@@ -60,3 +60,71 @@ def test_the_shown_heading_path_is_the_documents_own(tmp_path):
         kb.ingest_paths([docs])
         hit = kb.query("datanode 部署", mode="bm25", k=1).hits[0]
         assert hit.section == "部署"
+
+
+def _as_an_older_kgrag_left_it(kb, *, grams: bool = True) -> None:
+    """The index as a kgrag before path words wrote it: heading paths only, and no recipe recorded
+    (`grams=False`: older still, before the character-pair field)."""
+    from whoosh import index as whoosh_index
+
+    from retrieval.index.whoosh_index import _schema
+
+    if not grams:
+        kb.index.close()
+        schema = _schema()
+        schema.remove("grams")
+        for path in kb.index.path.iterdir():
+            path.unlink()
+        whoosh_index.create_in(kb.index.path, schema)
+    else:
+        kb.index.add_chunks(list(kb.store.iter_chunks()))  # no file words: replaces every entry
+        kb.index.commit()
+    with kb.store.transaction():
+        kb.store.db.execute("DELETE FROM kb_state WHERE key = 'index_recipe'")
+    if not grams:
+        older = KnowledgeBase(kb.settings)
+        older.index.add_chunks(list(older.store.iter_chunks()))
+        older.index.commit()
+        older.close()
+
+
+def test_an_index_an_older_kgrag_wrote_is_reported_and_indexed_again_by_check_repair(tmp_path):
+    docs = _folder(tmp_path)
+    data_dir = tmp_path / "kb"
+    settings = make_settings(data_dir)
+    with KnowledgeBase(settings, create=True) as kb:
+        kb.ingest_paths([docs])
+        assert kb.check().clean  # a data dir this kgrag made records its recipe at its first write
+        _as_an_older_kgrag_left_it(kb)
+        top = kb.query("metasrv 部署", mode="bm25", k=2).hits  # the two templated pages tie again
+        assert len(top) == 2 and top[0].why["bm25"]["score"] == top[1].why["bm25"]["score"]
+    # The real CLI, in processes of their own: check says what is stale and exits 1 ...
+    stale = kg_process("check", "--data-dir", str(data_dir), cwd=tmp_path)
+    assert stale.returncode == 1 and "written by an older kgrag" in stale.stdout, stale.stdout + stale.stderr
+    # ... an ingest into it says so too, and still ingests ...
+    (docs / "topic-new.md").write_text("# 容量\n\n容量规划的说明。\n", encoding="utf-8")
+    ingest = kg_process("ingest", str(docs), "--data-dir", str(data_dir), cwd=tmp_path)
+    assert ingest.returncode == 0 and "kg check --repair" in ingest.stderr, ingest.stderr
+    # ... and --repair indexes every chunk again, after which the folder's name finds its page.
+    repaired = kg_process("check", "--repair", "--data-dir", str(data_dir), cwd=tmp_path)
+    assert repaired.returncode == 0 and "indexed again" in repaired.stdout, repaired.stdout + repaired.stderr
+    assert kg_process("check", "--data-dir", str(data_dir), cwd=tmp_path).stdout.startswith("clean: ")
+    with KnowledgeBase(settings) as kb:
+        for component in ("datanode", "metasrv"):
+            assert _best_source(kb, f"{component} 部署").endswith(f"{component}/overview.md")
+
+
+def test_an_index_without_the_character_pair_field_gets_it_back_from_check_repair(tmp_path):
+    docs = _folder(tmp_path)
+    settings = make_settings(tmp_path / "kb")
+    with KnowledgeBase(settings, create=True) as kb:
+        kb.ingest_paths([docs])
+        before = {h.chunk_id for h in kb.query("组件以独立进程运行", mode="bm25", k=5).hits}
+        _as_an_older_kgrag_left_it(kb, grams=False)
+    with KnowledgeBase(settings) as kb:
+        assert not kb.index._has_grams
+        report = kb.check(repair=True)
+        assert report.repaired and kb.check().clean
+    with KnowledgeBase(settings) as kb:  # reopened: the field is in the schema on disk
+        assert kb.index._has_grams and kb.index.doc_frequency("进程", "grams") == 2  # filled, not just declared
+        assert {h.chunk_id for h in kb.query("组件以独立进程运行", mode="bm25", k=5).hits} == before

@@ -234,6 +234,9 @@ class DocStore:
         """Entity -> number of chunks that mention it (its 'document frequency')."""
         return dict(self.db.execute("SELECT entity, COUNT(DISTINCT chunk_id) FROM mentions GROUP BY entity"))
 
+    def has_chunks(self) -> bool:
+        return self.db.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
+
     def stats(self) -> dict[str, int]:
         one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
         return {

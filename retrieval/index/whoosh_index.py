@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+import whoosh.writing
 from whoosh import index as whoosh_index
 from whoosh import scoring
 from whoosh.fields import ID, TEXT, Schema
@@ -113,6 +114,12 @@ class WhooshIndex:
                 n += 1
         return n
 
+    def upgrade_schema(self) -> None:
+        """Add the fields an index made by an older kgrag lacks (they fill as chunks are indexed again)."""
+        if not self._has_grams:
+            self._w().add_field("grams", _schema()["grams"])
+            self._has_grams = True
+
     def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
         n = 0
         with self._lock:
@@ -121,10 +128,11 @@ class WhooshIndex:
                 n += writer.delete_by_term("chunk_id", chunk_id) or 0
         return n
 
-    def commit(self, optimize: bool = False) -> None:
+    def commit(self, optimize: bool = False, replace_all: bool = False) -> None:
+        """`replace_all`: what this writer added becomes the whole index (every older segment dropped)."""
         with self._lock:
             if self._writer is not None:
-                self._writer.commit(optimize=optimize)
+                self._writer.commit(optimize=optimize, mergetype=whoosh.writing.CLEAR if replace_all else None)
                 self._writer = None
             # Searcher.refresh() fails on an index that was empty when opened; reopen instead.
             searcher = self.ix.searcher(weighting=self._weighting)
