@@ -44,7 +44,7 @@ def inspect(kb) -> tuple[CheckReport, dict]:
     """Every disagreement, with what a repair needs to know about it."""
     report, found = CheckReport(), {}
     journal = commit.pending_journal(kb.root)
-    if journal is not None:
+    if journal is not None and not kb.commits.writing_now():  # inside a write, the journal is that write's own
         report.problems.append(f"a commit of '{journal.get('op')}' was cut short (its process died before finishing)")
     temps = _temp_files(kb)
     if temps:
@@ -86,10 +86,11 @@ def inspect(kb) -> tuple[CheckReport, dict]:
     return report, found
 
 
-def check(kb, repair_problems: bool = False) -> CheckReport:
+def check(kb, repair_problems: bool = False, progress=None) -> CheckReport:
+    """`progress(n)`: n more chunks indexed again, when the repair writes the text index anew."""
     report, found = inspect(kb)
     if repair_problems and not report.clean:
-        report.repaired = _repair(kb, report, found, rebuild=True)
+        report.repaired = _repair(kb, report, found, rebuild=True, progress=progress)
     return report
 
 
@@ -101,7 +102,7 @@ def repair(kb) -> list[str]:
     return _repair(kb, report, found)
 
 
-def _repair(kb, report: CheckReport, found: dict, rebuild: bool = False) -> list[str]:
+def _repair(kb, report: CheckReport, found: dict, rebuild: bool = False, progress=None) -> list[str]:
     from retrieval.write_path import index_chunks, reindex_all, relink, sync_index_words
 
     done = []
@@ -114,7 +115,7 @@ def _repair(kb, report: CheckReport, found: dict, rebuild: bool = False) -> list
         kb._graph_changed()
         done.append(f"linked {relink(kb)} chunk(s) again against graph.ttl")
     if rebuild and found["reindex"]:
-        done.append(f"text index written anew: {reindex_all(kb)} chunk(s) indexed again"
+        done.append(f"text index written anew: {reindex_all(kb, progress)} chunk(s) indexed again"
                     + (f", {len(found['orphans'])} orphan(s) gone" if found["orphans"] else ""))
     elif found["orphans"] or found["missing"]:
         kb.index.delete_chunks(sorted(found["orphans"]))

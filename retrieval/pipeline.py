@@ -106,15 +106,16 @@ class KnowledgeBase(QueryPath):
             self.commits.follower = Follower(self.commits, self.settings.follow_interval).start()
         return self.commits.follower
 
-    def check(self, repair: bool = False):
-        """Verify catalog <-> text index <-> graph <-> mentions (`kg check`); repair re-derives what disagrees."""
+    def check(self, repair: bool = False, progress=None):
+        """Verify catalog <-> text index <-> graph <-> mentions (`kg check`); repair re-derives what disagrees
+        (`progress(n)`: n more chunks indexed again, when the text index is written anew)."""
         from retrieval.consistency import check
 
         if not repair:
             with self.reading():
                 return check(self)
         with self.writing("check"):
-            return check(self, repair_problems=True)
+            return check(self, repair_problems=True, progress=progress)
 
     def __enter__(self) -> KnowledgeBase:
         return self

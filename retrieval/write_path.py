@@ -214,10 +214,12 @@ def reindex_all(kb, progress: Progress | None = None) -> int:
         batch.append(chunk)
         if len(batch) == 2000:
             done += index_chunks(kb, batch)
-            batch = []
             if progress:
-                progress(done)
+                progress(len(batch))
+            batch = []
     done += index_chunks(kb, batch) if batch else 0
+    if progress and batch:
+        progress(len(batch))
     with kb.readers.exclusive():
         kb.index.commit(replace_all=True)
     kb.commits.mark("reindex", "index")

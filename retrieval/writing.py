@@ -86,6 +86,10 @@ class Commits:
                 self._op = None
                 commit.finish_journal(kb.root)
 
+    def writing_now(self) -> bool:
+        """Is this process inside a write (its journal is the one on disk)?"""
+        return self._op is not None
+
     def mark(self, op: str, step: str) -> None:
         """A step of the write committed (see `KG_CRASH_AT`)."""
         self._steps.append(f"{op}:{step}")

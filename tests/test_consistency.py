@@ -17,6 +17,11 @@ def test_a_fresh_knowledge_base_checks_clean(fresh_kb):
     assert report.counts["chunks"] == report.counts["indexed"] > 0
 
 
+def test_check_repair_on_a_clean_knowledge_base_finds_nothing_not_even_its_own_journal(fresh_kb, tmp_path):
+    out = kg_in_new_process("check", "--repair", "--data-dir", str(fresh_kb.root), cwd=tmp_path)
+    assert out.startswith("clean: ") and "problem" not in out, out
+
+
 def test_check_finds_and_repairs_orphans_missing_chunks_and_left_over_temp_files(fresh_kb):
     kb = fresh_kb
     [victim] = [c for c in kb.store.iter_chunks() if c.title == "nginx"][:1]

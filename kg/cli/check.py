@@ -6,14 +6,40 @@ from pathlib import Path
 
 import click
 
-from kg.cli.base import cli, data_dir_option, echo_json, json_option, open_kb
+from kg.cli.base import (
+    Progress,
+    cli,
+    data_dir_option,
+    echo_json,
+    json_option,
+    open_kb,
+    quiet_option,
+)
+
+
+class _LazyBar:
+    """A progress bar that appears only when the repair has chunks to index again."""
+
+    def __init__(self, total, quiet: bool) -> None:
+        self.total, self.quiet, self.bar = total, quiet, None
+
+    def __call__(self, n: int) -> None:
+        if self.bar is None:
+            self.bar = Progress(self.total(), "indexing again", self.quiet).__enter__()
+        self.bar(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
 
 
 @cli.command()
-@click.option("--repair", is_flag=True, help="Re-derive what disagrees (text index, mentions) from the catalog and graph.ttl.")
+@click.option("--repair", is_flag=True, help="Re-derive what disagrees (text index, mentions) from the catalog and "
+              "graph.ttl; an index an older kgrag wrote is written anew.")
 @data_dir_option
 @json_option
-def check(repair: bool, data_dir: Path | None, as_json: bool) -> None:
+@quiet_option
+def check(repair: bool, data_dir: Path | None, as_json: bool, quiet: bool) -> None:
     """Verify catalog <-> text index <-> graph <-> mentions (exit code 1 when a problem is left).
 
     Opening a knowledge base already finishes a commit that a killed process left half done;
@@ -21,7 +47,11 @@ def check(repair: bool, data_dir: Path | None, as_json: bool) -> None:
     left-over temporary files) and with --repair fixes it under the write lock.
     """
     with open_kb(data_dir) as kb:
-        report = kb.check(repair=repair)
+        bar = _LazyBar(lambda: kb.store.stats()["chunks"], quiet or as_json)
+        try:
+            report = kb.check(repair=repair, progress=bar)
+        finally:
+            bar.close()
     if as_json:
         echo_json(report.to_json())
     else:
