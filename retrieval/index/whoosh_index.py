@@ -84,7 +84,7 @@ class WhooshIndex:
         self._writer = None
         self._searcher = self.ix.searcher(weighting=self._weighting)
         self._common_scores: dict[tuple[str, str], dict[int, float]] = {}
-        self._lengths: dict[str, dict[int, int]] = {}  # field -> docnum -> length, for this searcher
+        self._lengths: dict[tuple[str, int], list[float]] = {}  # (field, segment) -> length norms, this searcher
         self._avg_lengths: dict[str, float] = {}
         self._chunk_ids: dict[int, str] = {}  # docnum -> chunk id, for this searcher
         self._scope: tuple = (None, {})  # (searcher, {doc ids: their docnums}) of scoped searches
@@ -269,14 +269,12 @@ class WhooshIndex:
             cached = {}
             searcher = self._searcher
             if searcher.schema[field].scorable and searcher.doc_frequency(field, term):
-                idf, avgfl = searcher.idf(field, term), self._avg_length(field)
-                B, K1 = self._bm25
-                lengths = self._field_lengths(field)
-                for docnum, tf in _postings(searcher, field, term):
-                    fl = lengths.get(docnum)
-                    if fl is None:
-                        fl = lengths[docnum] = searcher.doc_field_length(docnum, field, 1)
-                    cached[docnum] = idf * ((tf * (K1 + 1)) / (tf + K1 * ((1 - B) + B * fl / avgfl)))
+                idf = searcher.idf(field, term)
+                k1p1 = self._bm25[1] + 1
+                for sub, offset, ids, weights, deleted in _posting_blocks(searcher, field, term):
+                    norm = self._length_norms(field, sub, offset)  # K1 * ((1 - B) + B * fl / avgfl)
+                    cached.update((d + offset, idf * ((tf * k1p1) / (tf + norm[d])))
+                                  for d, tf in zip(ids, weights, strict=True) if d not in deleted)
             if len(self._common_scores) > 5000:
                 self._common_scores.clear()
             self._common_scores[key] = cached
@@ -288,12 +286,15 @@ class WhooshIndex:
             avg = self._avg_lengths[field] = self._searcher.avg_field_length(field) or 1
         return avg
 
-    def _field_lengths(self, field: str) -> dict[int, int]:
-        """docnum -> the field's length as whoosh's scorers read it, filled as postings are scored."""
-        lengths = self._lengths.get(field)
-        if lengths is None:
-            lengths = self._lengths[field] = {}
-        return lengths
+    def _length_norms(self, field: str, sub, offset: int) -> list[float]:
+        """Segment docnum -> BM25's length norm `K1 * ((1 - B) + B * fl / avgfl)` of the field, for one
+        segment of this searcher: its lengths are read in one go, not one seek per document."""
+        norms = self._lengths.get((field, offset))
+        if norms is None:
+            B, K1 = self._bm25
+            avgfl = self._avg_length(field)
+            norms = self._lengths[(field, offset)] = [K1 * ((1 - B) + B * fl / avgfl) for fl in _field_lengths(sub, field)]
+        return norms
 
     def _scope_docnums(self, doc_ids: frozenset[str]) -> set[int]:
         """Docnums of the chunks of those documents in the current searcher (the caller holds `_search_lock`)."""
@@ -348,12 +349,20 @@ def top_chunks(rare, fields: dict[str, float], limit: int, scope: set[int] | Non
 
 
 def _postings(searcher, field: str, term: str) -> Iterator[tuple[int, float]]:
-    """(docnum, weight) of every live posting of `term`, segment by segment, a block at a time.
+    """(docnum, weight) of every live posting of `term`, segment by segment."""
+    for _, offset, ids, weights, deleted in _posting_blocks(searcher, field, term):
+        for docnum, weight in zip(ids, weights, strict=True):
+            if docnum not in deleted:
+                yield docnum + offset, weight
+
+
+def _posting_blocks(searcher, field: str, term: str) -> Iterator[tuple]:
+    """(segment searcher, docnum offset, ids, weights, deleted ids) of each block of `term`'s postings.
 
     whoosh 2.7's on-disk matcher (`W3LeafMatcher`) keeps a block's ids and weights in `_ids` and
     `_weights`; reading them whole is what its `id()`/`weight()`/`next()` do one posting at a time.
-    Deleted documents are skipped as whoosh's `FilterMatcher` does. Any other matcher is walked
-    through the public interface.
+    Deleted documents are to be skipped as whoosh's `FilterMatcher` does. Any other matcher is
+    walked through the public interface.
     """
     from whoosh.codec.whoosh3 import W3LeafMatcher
     from whoosh.matching.wrappers import FilterMatcher
@@ -368,11 +377,12 @@ def _postings(searcher, field: str, term: str) -> Iterator[tuple[int, float]]:
         if type(matcher) is FilterMatcher and matcher._exclude:
             deleted, matcher = matcher._ids, matcher.child
         if type(matcher) is not W3LeafMatcher:
+            ids, weights = [], []
             while matcher.is_active():
-                docnum = matcher.id()
-                if docnum not in deleted:
-                    yield docnum + offset, matcher.weight()
+                ids.append(matcher.id())
+                weights.append(matcher.weight())
                 matcher.next()
+            yield sub, offset, ids, weights, deleted
             continue
         while matcher.is_active():
             if matcher._ids is None:
@@ -380,7 +390,23 @@ def _postings(searcher, field: str, term: str) -> Iterator[tuple[int, float]]:
             if matcher._weights is None:
                 matcher._read_weights()
             first = matcher._i
-            for docnum, weight in zip(matcher._ids[first:], matcher._weights[first:], strict=True):
-                if docnum not in deleted:
-                    yield docnum + offset, weight
+            yield sub, offset, matcher._ids[first:], matcher._weights[first:], deleted
             matcher._next_block()
+
+
+def _field_lengths(sub, field: str) -> list[int]:
+    """Docnum -> the field's length in one segment, as whoosh's scorers read it (`doc_field_length`
+    with a default of 1): the whole lengths column at once where the codec is whoosh's own."""
+    from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3PerDocReader, _lenfield
+    from whoosh.util.numeric import byte_to_length
+
+    reader = sub.reader()
+    n = reader.doc_count_all()
+    perdoc = getattr(reader, "_perdoc", None)
+    if type(perdoc) is W3PerDocReader:
+        column = perdoc._cached_reader(_lenfield(field), LENGTHS_COLUMN)
+        if column is None:
+            return [1] * n
+        raw = column._dbfile.get(column._basepos, column._count) if column._count else b""
+        return [byte_to_length(b) for b in raw] + [0] * (n - len(raw))
+    return [reader.doc_field_length(d, field, 1) or 0 for d in range(n)]
