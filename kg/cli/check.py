@@ -6,15 +6,8 @@ from pathlib import Path
 
 import click
 
-from kg.cli.base import (
-    Progress,
-    cli,
-    data_dir_option,
-    echo_json,
-    json_option,
-    open_kb,
-    quiet_option,
-)
+from kg.cli import base
+from kg.cli.base import cli, data_dir_option, echo_json, json_option, open_kb, quiet_option
 
 
 class _LazyBar:
@@ -25,7 +18,7 @@ class _LazyBar:
 
     def __call__(self, n: int) -> None:
         if self.bar is None:
-            self.bar = Progress(self.total(), "indexing again", self.quiet).__enter__()
+            self.bar = base.Progress(self.total(), "indexing again", self.quiet).__enter__()
         self.bar(n)
 
     def close(self) -> None:
