@@ -85,7 +85,6 @@ class WhooshIndex:
         self._searcher = self.ix.searcher(weighting=self._weighting)
         self._common_scores: dict[tuple[str, str], dict[int, float]] = {}
         self._lengths: dict[tuple[str, int], list[float]] = {}  # (field, segment) -> length norms, this searcher
-        self._avg_lengths: dict[str, float] = {}
         self._chunk_ids: dict[int, str] = {}  # docnum -> chunk id, for this searcher
         self._scope: tuple = (None, {})  # (searcher, {doc ids: their docnums}) of scoped searches
 
@@ -139,7 +138,7 @@ class WhooshIndex:
             with self._search_lock:  # never under a search that is still reading the old one
                 self._searcher.close()
                 self._searcher, self._common_scores = searcher, {}
-                self._lengths, self._avg_lengths, self._chunk_ids = {}, {}, {}
+                self._lengths, self._chunk_ids = {}, {}
 
     def rollback(self) -> None:
         with self._lock:
@@ -280,19 +279,13 @@ class WhooshIndex:
             self._common_scores[key] = cached
         return cached
 
-    def _avg_length(self, field: str) -> float:
-        avg = self._avg_lengths.get(field)
-        if avg is None:
-            avg = self._avg_lengths[field] = self._searcher.avg_field_length(field) or 1
-        return avg
-
     def _length_norms(self, field: str, sub, offset: int) -> list[float]:
         """Segment docnum -> BM25's length norm `K1 * ((1 - B) + B * fl / avgfl)` of the field, for one
         segment of this searcher: its lengths are read in one go, not one seek per document."""
         norms = self._lengths.get((field, offset))
         if norms is None:
             B, K1 = self._bm25
-            avgfl = self._avg_length(field)
+            avgfl = self._searcher.avg_field_length(field) or 1  # once per segment and field
             norms = self._lengths[(field, offset)] = [K1 * ((1 - B) + B * fl / avgfl) for fl in _field_lengths(sub, field)]
         return norms
 
