@@ -33,6 +33,7 @@ class Settings(BaseSettings):
     fusion: str = Field("rrf", pattern="^(score|rrf)$", description="score = weighted sum of normalised scores; rrf = reciprocal-rank fusion.")
     graph_weight: float = Field(2.5, ge=0, description="Weight of graph evidence against text evidence in fusion.")
     text_lead_rank: int = Field(5, ge=0, le=100, description="The text search's best hit stays at this rank of the fused ranking or better, whatever the graph adds (0 = as fused).")
+    text_lead_share: float = Field(0.3, ge=0, le=1, description="A question whose linked names carry less than this share of its word weight (idf) is about its other words: the text search's best hit stays first (0 = never).")
     chunks_per_document: int = Field(2, ge=1, description="At most this many hits from one document.")
     text_agreement: float = Field(3.0, ge=0, description="How much a graph hit's own word match raises it among graph hits.")
     graph_confidence: float = Field(0.5, ge=0, description="Graph evidence joins the fusion only when its best score reaches this (0 = always).")

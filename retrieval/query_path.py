@@ -31,7 +31,7 @@ from retrieval.rank.followup import (
     needs_followup,
 )
 from retrieval.rank.fusion import cap_per_document, fuse_hits, keep_text_lead
-from retrieval.rank.pooling import pool_by_parent, question_fit
+from retrieval.rank.pooling import named_share, pool_by_parent, question_fit
 from retrieval.types import QueryResult
 
 __all__ = ["MODES", "QueryPath"]
@@ -126,7 +126,8 @@ class QueryPath:
                 text_hits, graph_hits, method=self.settings.fusion, graph_weight=self.settings.graph_weight,
                 graph_confidence=self.settings.graph_confidence, decay=self.expansion.decay, rrf_k=self.settings.rrf_k,
             )
-            fused = keep_text_lead(fused, text_hits[0].chunk_id if text_hits else None, self.settings.text_lead_rank)
+            fused = keep_text_lead(fused, text_hits[0].chunk_id if text_hits else None,
+                                   *self._lead_rank(words, mentions, scope.index))
             # The cap is per section (parent), not per document: a configuration reference is one
             # document of many sections, each about a different key.
             parent_of.update(chunk_parents(self.store.db, [h.chunk_id for h in graph_hits if h.chunk_id not in parent_of]))
@@ -155,6 +156,17 @@ class QueryPath:
             packs_used=routing.packs_used() if routing else [],
             routing=routing.to_json() if routing else None,
         )
+
+    def _lead_rank(self, words: list[str], mentions, index) -> tuple[int, str]:
+        """Where the text's best hit is kept, and why: first when the names the question links carry
+        little of its words' weight (an entity named in passing: what the words found best is what
+        the question is about), else within `text_lead_rank`."""
+        limit = self.settings.text_lead_share
+        if limit > 0 and mentions:
+            share = named_share(words, mentions, index.doc_frequency, index.doc_count())
+            if share < limit:
+                return 1, f"the names the question links carry {share:.0%} of its words' weight"
+        return self.settings.text_lead_rank, ""
 
     def _follow_up(self, text: str, words: list[str], fused: list, graph_hits: list, grams: list,
                    hidden: set[str] = frozenset(), index=None):

@@ -49,14 +49,14 @@ def leads_on_the_demo(data_dir: Path) -> dict:
             if not best:
                 continue
             lead = (best[0].doc_id, best[0].section)
-            for rule, rank in (("on", LEAD_RANK), ("off", 0)):
-                kb.settings.text_lead_rank = rank
+            for rule, rank, share in (("on", LEAD_RANK, 0.3), ("off", 0, 0.0)):
+                kb.settings.text_lead_rank, kb.settings.text_lead_share = rank, share
                 hits = kb.query(question, mode="full", k=10).hits
                 full = [(h.doc_id, h.section) for h in hits]
                 at = full.index(lead) + 1 if lead in full else None
                 kept = bool(at and hits[at - 1].why.get("bm25", {}).get("kept"))
                 out[rule].append([question, at, kept])
-            kb.settings.text_lead_rank = LEAD_RANK
+            kb.settings.text_lead_rank, kb.settings.text_lead_share = LEAD_RANK, 0.3
         return out
     finally:
         kb.close()
@@ -71,3 +71,39 @@ def test_every_demo_question_keeps_the_texts_best_section_in_the_top_five(tmp_pa
     assert pushed
     assert pushed <= {q for q, _, kept in report["on"] if kept}
     assert not any(kept for _, _, kept in report["off"])
+
+
+def first_hits_on_the_demo(data_dir: Path) -> list:
+    """Every demo question: is the full ranking's first hit the text's best section, and was it kept
+    there because the question's linked names carry little of its words' weight; with the rule on
+    (`text_lead_share` 0.3) and off (0)."""
+    questions = [q.question for q in read_questions(DEMO_DIR / "questions.jsonl")]
+    kb = build_demo_kb(data_dir)
+    try:
+        rows = []
+        for question in questions:
+            best = kb.query(question, mode="bm25", k=1).hits
+            if not best:
+                continue
+            row: list = [question]
+            for share in (0.3, 0.0):
+                kb.settings.text_lead_share = share
+                first = kb.query(question, mode="full", k=10).hits[0]
+                kept = first.why.get("bm25", {}).get("kept", "")
+                row.append([(first.doc_id, first.section) == (best[0].doc_id, best[0].section), "weight" in kept])
+            kb.settings.text_lead_share = 0.3
+            rows.append(row)
+        return rows
+    finally:
+        kb.close()
+
+
+def test_a_question_that_names_an_entity_in_passing_keeps_the_texts_best_section_first(tmp_path):
+    rows = run_in_own_process("test_text_lead", "first_hits_on_the_demo", tmp_path / "kb")
+    passing = [(q, on, off) for q, on, off in rows if on[1]]
+    assert passing, "no demo question names its entities in passing"
+    assert all(on[0] for _, on, _ in passing)  # kept first, and the hit says why
+    assert any(not off[0] for _, _, off in passing)  # without the rule the graph took first place
+    assert not any(off[1] for _, _, off in rows)
+    # A question about the entity it names is left to fusion: the rule fires on a minority.
+    assert len(passing) < len(rows) / 2

@@ -40,4 +40,7 @@ class TextIndex(Protocol):
 
     def doc_count(self) -> int: ...
 
+    def doc_frequency(self, term: str, field: str = "body") -> int:
+        """How many chunks hold the analysed term."""
+
     def close(self) -> None: ...

@@ -97,7 +97,7 @@ def fuse_hits(
     )
 
 
-def keep_text_lead(fused: Sequence[Fused], lead_id: str | None, within: int) -> list[Fused]:
+def keep_text_lead(fused: Sequence[Fused], lead_id: str | None, within: int, reason: str = "") -> list[Fused]:
     """The fused ranking with the text's best hit (`lead_id`) at rank `within` or better (0 = as fused).
 
     In RRF a graph list weighted 2.5 puts its 30th hit above the text's first when the text's first
@@ -105,6 +105,7 @@ def keep_text_lead(fused: Sequence[Fused], lead_id: str | None, within: int) -> 
     payment-service's own overview from the top 10 to owners, incidents and dependencies. The graph
     is there to add what the words miss, not to evict what they found best; the moved hit takes
     the score of the one it lands above, so scores stay in order (`fused` itself is not changed).
+    `reason` says why it was kept at `within` (shown in `why.bm25.kept`).
     """
     out = list(fused)
     if within < 1 or lead_id is None or not out:
@@ -114,7 +115,8 @@ def keep_text_lead(fused: Sequence[Fused], lead_id: str | None, within: int) -> 
     if lead is None or lead <= slot:
         return out
     moved = replace(out.pop(lead), score=out[slot].score,
-                    kept=f"the text search's best hit: kept in the top {within} (fusion put it at {lead + 1})")
+                    kept=f"the text search's best hit: kept in the top {within} (fusion put it at {lead + 1})"
+                         + (f"; {reason}" if reason else ""))
     out.insert(slot, moved)
     return out
 

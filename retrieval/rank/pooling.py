@@ -10,12 +10,13 @@ chunking should not lose it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 from retrieval.index.analysis import query_terms
 from retrieval.types import Mention, TextHit
 
-__all__ = ["pool_by_parent", "question_fit"]
+__all__ = ["named_share", "pool_by_parent", "question_fit"]
 
 TermScores = Callable[[list[int]], Mapping[int, Mapping[str, float]]]
 
@@ -61,7 +62,7 @@ def question_fit(hits: Sequence[TextHit], words: Sequence[str], mentions: Sequen
     of them answers; the question's other words do ("默认端口" for "metasrv 默认端口"). The share is
     scaled so the best-fitting chunk scores 1; {} when the question has no other words.
     """
-    named = {t for m in mentions for t in query_terms(m.surface)} | {t for m in mentions for t in query_terms(m.label)}
+    named = _named_terms(mentions)
     other = [w for w in dict.fromkeys(words) if w not in named]
     if not other:
         return {}
@@ -69,3 +70,22 @@ def question_fit(hits: Sequence[TextHit], words: Sequence[str], mentions: Sequen
     raw = {h.chunk_id: len(wanted.intersection(h.terms)) / len(wanted) for h in hits}
     top = max(raw.values(), default=0.0)
     return {cid: v / top for cid, v in raw.items() if v > 0} if top > 0 else {}
+
+
+def named_share(words: Sequence[str], mentions: Sequence[Mention], doc_frequency: Callable[[str], int],
+                n: int) -> float:
+    """The share of the question's word weight (idf over the `n` chunks) that the names of its linked
+    entities carry: near 1 for "Who directed Titanic?", low for a question that names a component in
+    passing while asking about something else ("为什么 topic 数配得少，故障恢复时从 Kafka 读的数据量会暴涨？")."""
+    distinct = list(dict.fromkeys(words))
+    if not distinct or not mentions:
+        return 0.0
+    named = _named_terms(mentions)
+    weight = {w: math.log(1 + n / (1 + doc_frequency(w))) for w in distinct}
+    total = sum(weight.values())
+    return sum(v for w, v in weight.items() if w in named) / total if total > 0 else 0.0
+
+
+def _named_terms(mentions: Sequence[Mention]) -> set[str]:
+    """The analysed words of the linked entities' surfaces and labels."""
+    return {t for m in mentions for t in query_terms(m.surface)} | {t for m in mentions for t in query_terms(m.label)}
