@@ -126,8 +126,9 @@ class QueryPath:
                 text_hits, graph_hits, method=self.settings.fusion, graph_weight=self.settings.graph_weight,
                 graph_confidence=self.settings.graph_confidence, decay=self.expansion.decay, rrf_k=self.settings.rrf_k,
             )
-            fused = keep_text_lead(fused, text_hits[0].chunk_id if text_hits else None,
-                                   *self._lead_rank(words, mentions, scope.index))
+            lead = text_hits[0].chunk_id if text_hits else None
+            if fused and fused[0].id != lead:  # else nothing to keep: spare the share's look-ups
+                fused = keep_text_lead(fused, lead, *self._lead_rank(words, mentions, scope.index))
             # The cap is per section (parent), not per document: a configuration reference is one
             # document of many sections, each about a different key.
             parent_of.update(chunk_parents(self.store.db, [h.chunk_id for h in graph_hits if h.chunk_id not in parent_of]))
