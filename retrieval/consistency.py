@@ -76,10 +76,11 @@ def inspect(kb) -> tuple[CheckReport, dict]:
         report.problems.append(f"{len(found['orphans'])} text index entr(y/ies) have no chunk in the catalog (orphans)")
     from retrieval.write_path import INDEX_RECIPE, RECIPES, index_recipe
 
-    found["reindex"] = index_recipe(kb) < INDEX_RECIPE
+    recipe = index_recipe(kb)
+    found["reindex"] = recipe < INDEX_RECIPE
     if found["reindex"]:
         report.problems.append(
-            f"the text index was written by an older kgrag ({RECIPES[index_recipe(kb)]}; this one indexes "
+            f"the text index was written by an older kgrag ({RECIPES[recipe]}; this one indexes "
             f"{RECIPES[INDEX_RECIPE]}): --repair indexes its {len(catalog)} chunk(s) again")
     report.counts = {"documents": kb.store.stats()["documents"], "chunks": len(catalog), "indexed": len(indexed),
                      "entities": len(entities)}

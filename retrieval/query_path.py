@@ -31,7 +31,7 @@ from retrieval.rank.followup import (
     needs_followup,
 )
 from retrieval.rank.fusion import cap_per_document, fuse_hits, keep_text_lead
-from retrieval.rank.pooling import named_share, pool_by_parent, question_fit
+from retrieval.rank.pooling import named_share, named_terms, pool_by_parent, question_fit
 from retrieval.types import QueryResult
 
 __all__ = ["MODES", "QueryPath"]
@@ -98,6 +98,7 @@ class QueryPath:
                                        lambda docnums: scope.index.term_scores(terms, docnums))
             t2 = time.perf_counter()
             graph_hits, entity_hits = [], []
+            named = named_terms(mentions) if mentions else None  # the words of the entities it names
             if mentions:
                 seeds = scope.evidence.seed_weights(mentions)
                 cues = relation_cues(self.graph.vocab, self._relation_matcher().find_names(text))
@@ -105,7 +106,7 @@ class QueryPath:
                                                 text_neighbours=scope.evidence.mention_fit(text))
                 if wanted:
                     entity_hits = self._of_types(entity_hits, wanted, seeds)
-                text_scores = question_fit(text_hits, words, mentions) if self.settings.fit_beyond_names else {}
+                text_scores = question_fit(text_hits, words, named) if self.settings.fit_beyond_names else {}
                 if text_hits and not text_scores:
                     top = text_hits[0].score or 1.0
                     text_scores = {h.chunk_id: h.score / top for h in text_hits}
@@ -128,7 +129,7 @@ class QueryPath:
             )
             lead = text_hits[0].chunk_id if text_hits else None
             if fused and fused[0].id != lead:  # else nothing to keep: spare the share's look-ups
-                fused = keep_text_lead(fused, lead, *self._lead_rank(words, mentions, scope.index))
+                fused = keep_text_lead(fused, lead, *self._lead_rank(words, named, scope.index))
             # The cap is per section (parent), not per document: a configuration reference is one
             # document of many sections, each about a different key.
             parent_of.update(chunk_parents(self.store.db, [h.chunk_id for h in graph_hits if h.chunk_id not in parent_of]))
@@ -158,13 +159,13 @@ class QueryPath:
             routing=routing.to_json() if routing else None,
         )
 
-    def _lead_rank(self, words: list[str], mentions, index) -> tuple[int, str]:
+    def _lead_rank(self, words: list[str], named: set[str] | None, index) -> tuple[int, str]:
         """Where the text's best hit is kept, and why: first when the names the question links carry
         little of its words' weight (an entity named in passing: what the words found best is what
         the question is about), else within `text_lead_rank`."""
         limit = self.settings.text_lead_share
-        if limit > 0 and mentions:
-            share = named_share(words, mentions, index.doc_frequency, index.doc_count())
+        if limit > 0 and named is not None:
+            share = named_share(words, named, index.doc_frequency, index.doc_count())
             if share < limit:
                 return 1, f"the names the question links carry {share:.0%} of its words' weight"
         return self.settings.text_lead_rank, ""

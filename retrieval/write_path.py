@@ -9,6 +9,7 @@ crash tests (`KG_CRASH_AT=<op>:<step>`).
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 import time
@@ -208,18 +209,11 @@ def reindex_all(kb, progress: Progress | None = None) -> int:
     replaces the old one at its commit, orphans gone); the recipe is recorded after the index
     commits, so a crash in between only repeats the work."""
     kb.index.upgrade_schema()
-    batch: list[Chunk] = []
-    done = 0
-    for chunk in kb.store.iter_chunks():
-        batch.append(chunk)
-        if len(batch) == 2000:
-            done += index_chunks(kb, batch)
-            if progress:
-                progress(len(batch))
-            batch = []
-    done += index_chunks(kb, batch) if batch else 0
-    if progress and batch:
-        progress(len(batch))
+    chunks, done = kb.store.iter_chunks(), 0
+    while batch := list(itertools.islice(chunks, 2000)):
+        done += index_chunks(kb, batch)
+        if progress:
+            progress(len(batch))
     with kb.readers.exclusive():
         kb.index.commit(replace_all=True)
     kb.commits.mark("reindex", "index")

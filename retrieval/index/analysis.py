@@ -7,10 +7,11 @@ positions, emits overlapping search-mode tokens and splits `LORA-02` into `lora`
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 
 from whoosh.analysis import Token, Tokenizer
@@ -18,7 +19,7 @@ from whoosh.analysis import Token, Tokenizer
 # porter2: whoosh's porter module mis-stems doubled consonants (running -> runn, logging -> logg).
 from whoosh.lang.porter2 import stem as _porter_stem
 
-__all__ = ["GramAnalyzer", "KgAnalyzer", "Term", "cjk_bigrams", "add_user_words", "analyze", "cjk_terms", "compound_terms", "fold_accents", "normalize_text", "query_terms", "split_runs"]
+__all__ = ["GramAnalyzer", "KgAnalyzer", "Term", "cjk_bigrams", "add_user_words", "analyze", "cjk_terms", "compound_terms", "fold_accents", "idf_weights", "normalize_text", "query_terms", "split_runs"]
 
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # ASCII identifiers; Chinese runs; words of other scripts (Cyrillic, Greek, ...) whole.
@@ -215,6 +216,11 @@ def query_terms(text: str) -> list[str]:
     for term, _ in analyze(text):
         seen.setdefault(term, None)
     return list(seen)
+
+
+def idf_weights(df: Mapping[str, int], n: int) -> dict[str, float]:
+    """Word -> how much of a question it carries: its idf over `n` chunks, log(1 + n / (df + 1))."""
+    return {w: math.log(1 + n / (d + 1)) for w, d in df.items()}
 
 
 def compound_terms(terms: list[str], limit: int = 2) -> list[str]:

@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from retrieval.index.analysis import cjk_bigrams, query_terms
+from retrieval.index.analysis import cjk_bigrams, idf_weights, query_terms
 from retrieval.packs.card import PackCard
 from retrieval.packs.registry import RegistryRow
 
@@ -243,7 +243,7 @@ def _known_share(evidence: Evidence) -> float:
         return 1.0
     n = max(evidence.chunks, 1)
     df = {w: evidence.doc_frequency(w) for w in words}
-    idf = {w: math.log(1 + n / (df[w] + 1)) for w in words}
+    idf = idf_weights(df, n)
     return sum(v for w, v in idf.items() if df[w] > 0) / sum(idf.values())
 
 
@@ -254,7 +254,7 @@ def _coverage(evidence: Evidence, top: int = 3) -> float:
         return 0.0
     n = max(evidence.chunks, 1)
     df = evidence.doc_frequency or (lambda _: 0)
-    idf = {w: math.log(1 + n / (df(w) + 1)) for w in words}
+    idf = idf_weights({w: df(w) for w in words}, n)
     total = sum(idf.values())
     return max(sum(idf[w] for w in words & set(terms)) / total for _, terms in evidence.probe[:top])
 

@@ -10,13 +10,12 @@ chunking should not lose it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 
-from retrieval.index.analysis import query_terms
+from retrieval.index.analysis import idf_weights, query_terms
 from retrieval.types import Mention, TextHit
 
-__all__ = ["named_share", "pool_by_parent", "question_fit"]
+__all__ = ["named_share", "named_terms", "pool_by_parent", "question_fit"]
 
 TermScores = Callable[[list[int]], Mapping[int, Mapping[str, float]]]
 
@@ -55,14 +54,14 @@ def pool_by_parent(hits: Sequence[TextHit], parent_of: Mapping[str, str], weight
     return sorted(out, key=lambda h: -h.score)
 
 
-def question_fit(hits: Sequence[TextHit], words: Sequence[str], mentions: Sequence[Mention]) -> dict[str, float]:
+def question_fit(hits: Sequence[TextHit], words: Sequence[str], named: set[str]) -> dict[str, float]:
     """Chunk id -> how much of the question *beyond the entities it names* the chunk matches (0-1).
 
     Every section about an entity matches the entity's name, so the name says nothing about which
     of them answers; the question's other words do ("默认端口" for "metasrv 默认端口"). The share is
-    scaled so the best-fitting chunk scores 1; {} when the question has no other words.
+    scaled so the best-fitting chunk scores 1; {} when the question has no other words. `named`:
+    the words of the entities it names (`named_terms`).
     """
-    named = _named_terms(mentions)
     other = [w for w in dict.fromkeys(words) if w not in named]
     if not other:
         return {}
@@ -72,20 +71,18 @@ def question_fit(hits: Sequence[TextHit], words: Sequence[str], mentions: Sequen
     return {cid: v / top for cid, v in raw.items() if v > 0} if top > 0 else {}
 
 
-def named_share(words: Sequence[str], mentions: Sequence[Mention], doc_frequency: Callable[[str], int],
-                n: int) -> float:
+def named_share(words: Sequence[str], named: set[str], doc_frequency: Callable[[str], int], n: int) -> float:
     """The share of the question's word weight (idf over the `n` chunks) that the names of its linked
-    entities carry: near 1 for "Who directed Titanic?", low for a question that names a component in
-    passing while asking about something else ("为什么 topic 数配得少，故障恢复时从 Kafka 读的数据量会暴涨？")."""
+    entities (`named`) carry: near 1 for "Who directed Titanic?", low for a question that names a
+    component in passing while asking about something else ("为什么 topic 数配得少，故障恢复时从 Kafka 读的数据量会暴涨？")."""
     distinct = list(dict.fromkeys(words))
-    if not distinct or not mentions:
+    if not distinct:
         return 0.0
-    named = _named_terms(mentions)
-    weight = {w: math.log(1 + n / (1 + doc_frequency(w))) for w in distinct}
+    weight = idf_weights({w: doc_frequency(w) for w in distinct}, n)
     total = sum(weight.values())
     return sum(v for w, v in weight.items() if w in named) / total if total > 0 else 0.0
 
 
-def _named_terms(mentions: Sequence[Mention]) -> set[str]:
+def named_terms(mentions: Sequence[Mention]) -> set[str]:
     """The analysed words of the linked entities' surfaces and labels."""
     return {t for m in mentions for t in query_terms(m.surface)} | {t for m in mentions for t in query_terms(m.label)}
