@@ -25,6 +25,7 @@ class Settings(BaseSettings):
     max_df_ratio: float = Field(0.1, gt=0, le=1, description="Query words in more than this share of chunks are skipped (speed).")
     bm25_candidates: int = Field(200, ge=1, description="Chunks taken from the text index before fusion.")
     graph_candidates: int = Field(50, ge=1, description="Chunks taken from graph expansion before fusion.")
+    fit_candidates: int = Field(1000, ge=0, description="Chunks whose word matches say how well a graph hit agrees with the question's other words, deeper than the text candidates fused (a neighbour's page can match them without being among the words' best); 0 = only the text candidates.")
     expansion_hops: int = Field(2, ge=0, le=4, description="How many relations graph expansion may follow.")
     expansion_decay: float = Field(0.5, gt=0, le=1, description="Score kept per relation followed in graph expansion.")
     mention_weight: float = Field(0.2, ge=0, le=1, description="Weight of a chunk that mentions a reached entity (vs. a document about it).")

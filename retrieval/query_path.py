@@ -85,14 +85,19 @@ class QueryPath:
             terms = self.synonyms.expand(words)
             terms += [(w, COMPOUND_WEIGHT) for w in compound_terms(words) if w not in dict(terms)]
             grams = [(g, self.settings.gram_weight) for g in dict.fromkeys(cjk_bigrams(text))] if self.settings.gram_weight else []
-            routing, scope = route_query(self, text, mentions, terms, grams, packs)  # the whole knowledge base without packs
+            # With entities to expand, the search reads deeper than the hits it fuses: how well a graph
+            # hit agrees with the question's other words should not depend on whether the words alone
+            # ranked it among their best (the composer's page for "the nationality of the composer of X").
+            depth = max(self.settings.bm25_candidates, self.settings.fit_candidates if mentions else 0)
+            routing, scope = route_query(self, text, mentions, terms, grams, packs, depth)  # the whole knowledge base without packs
             if routing is not None and routing.out_of_scope:
                 return QueryResult(query=text, entities=entities_json(mentions, []), hits=[], mode=mode,
                                    as_of=day.isoformat() if as_of_from else None, as_of_from=as_of_from,
                                    out_of_scope=routing.out_of_scope, routing=routing.to_json())
-            text_hits = [] if mode == "graph" else scope.text_hits if scope.text_hits is not None else \
-                scope.index.search(terms, self.settings.bm25_candidates, grams=grams)
-            text_hits = [h for h in text_hits if h.chunk_id not in hidden] if hidden else text_hits
+            found = [] if mode == "graph" else scope.text_hits if scope.text_hits is not None else \
+                scope.index.search(terms, depth, grams=grams)
+            found = [h for h in found if h.chunk_id not in hidden] if hidden else found
+            text_hits = found[: self.settings.bm25_candidates]  # what is fused; `found` weighs the graph's hits
             parent_of = chunk_parents(self.store.db, [h.chunk_id for h in text_hits])
             text_hits = pool_by_parent(text_hits, parent_of, self.settings.parent_pooling,
                                        lambda docnums: scope.index.term_scores(terms, docnums))
@@ -106,10 +111,10 @@ class QueryPath:
                                                 text_neighbours=scope.evidence.mention_fit(text))
                 if wanted:
                     entity_hits = self._of_types(entity_hits, wanted, seeds)
-                text_scores = question_fit(text_hits, words, named) if self.settings.fit_beyond_names else {}
-                if text_hits and not text_scores:
-                    top = text_hits[0].score or 1.0
-                    text_scores = {h.chunk_id: h.score / top for h in text_hits}
+                text_scores = question_fit(found, words, named) if self.settings.fit_beyond_names else {}
+                if found and not text_scores:
+                    top = found[0].score or 1.0
+                    text_scores = {h.chunk_id: h.score / top for h in found}
                 # A question that asks along a relation ("哪些应用会受波及", "who owns ...") wants the
                 # entities at the other end more than the one it names.
                 focus = {iri: self.settings.cued_seed_weight for iri in seeds} if cues else None

@@ -32,15 +32,17 @@ class Scope:
 _scoped: dict[tuple, tuple[PackStore, GraphEvidence]] = {}
 
 
-def route_query(kb, text: str, mentions, terms, grams, packs: Sequence[str] | None) -> tuple[Routing | None, Scope]:
-    """(routing, scope); (None, the whole knowledge base) without packs (nothing changes)."""
+def route_query(kb, text: str, mentions, terms, grams, packs: Sequence[str] | None,
+                depth: int | None = None) -> tuple[Routing | None, Scope]:
+    """(routing, scope); (None, the whole knowledge base) without packs (nothing changes). `depth`: how
+    many text hits the query path reads (routing judges the first `bm25_candidates` of them)."""
     whole = Scope(None, kb.store, kb.evidence, index=kb.index)
     if not packs and not (kb.settings.routing and kb.packs):
         return None, whole
     # The probe is the text search the query makes anyway: a fallback uses it as it is. Inside packs
     # the packs are searched again with their own statistics: the probe's scores are the mixture's.
-    probe = [] if packs else kb.index.search(terms, kb.settings.bm25_candidates, grams=grams)
-    routing = kb.packs.route(text, mentions, probe, forced=packs, rules=routing_rules(kb.settings),
+    probe = [] if packs else kb.index.search(terms, depth or kb.settings.bm25_candidates, grams=grams)
+    routing = kb.packs.route(text, mentions, probe[: kb.settings.bm25_candidates], forced=packs, rules=routing_rules(kb.settings),
                              llm=llm_router(kb.settings))
     doc_ids = kb.packs.scope(routing)
     if doc_ids is None:
