@@ -95,7 +95,8 @@ class QueryPath:
                                    as_of=day.isoformat() if as_of_from else None, as_of_from=as_of_from,
                                    out_of_scope=routing.out_of_scope, routing=routing.to_json())
             found = [] if mode == "graph" else scope.text_hits if scope.text_hits is not None else \
-                scope.index.search(terms, depth, grams=grams)
+                scope.index.search(terms, self.settings.bm25_candidates, grams=grams,
+                                   beyond=depth - self.settings.bm25_candidates)
             found = [h for h in found if h.chunk_id not in hidden] if hidden else found
             text_hits = found[: self.settings.bm25_candidates]  # what is fused; `found` weighs the graph's hits
             parent_of = chunk_parents(self.store.db, [h.chunk_id for h in text_hits])

@@ -229,3 +229,37 @@ def test_chinese_character_pairs_rescue_a_word_that_jieba_cut_differently(open_i
     assert ids(index.search(words, 10))[0] == "c-volunteers"
     with_pairs = index.search(words, 10, grams=[(g, 0.5) for g in cjk_bigrams(question)])
     assert ids(with_pairs) == ["c-tickets", "c-volunteers"]
+
+
+def _rare_and_common_corpus() -> list[Chunk]:
+    """80 chunks: 'alpha' (in 8, rare) chooses the candidates; 'beta' (in 40, common) only re-scores
+    them, and weighs most where alpha weighs least."""
+    out = [chunk(f"a{i}", "alpha " * (8 - i) + "beta " * (2 * i) + f"filler{i}", doc_id=f"d{i % 4}")
+           for i in range(8)]
+    out += [chunk(f"b{i:02d}", f"beta filler{i} other words" if i < 32 else f"filler{i} other words",
+                  doc_id=f"d{i % 4}") for i in range(72)]
+    return out
+
+
+def _ranked(hits) -> list[tuple[str, float]]:
+    return [(h.chunk_id, round(h.score, 9)) for h in hits]
+
+
+def test_reading_beyond_the_limit_adds_hits_after_it_and_never_reorders_them(open_index):
+    from retrieval.index.scoped import ScopedIndex
+
+    index = open_index()
+    index.add_chunks(_rare_and_common_corpus())
+    index.commit()
+    terms = [("alpha", 1.0), ("gamma", 1.0), ("beta", 1.0)]  # gamma is in no chunk
+    for searcher in (index, ScopedIndex(index, frozenset({"d0", "d1", "d2", "d3"}))):
+        head = searcher.search(terms, 3)
+        deeper = searcher.search(terms, 3, beyond=20)
+        assert _ranked(deeper[:3]) == _ranked(head)
+        tail = deeper[3:]
+        assert 0 < len(tail) <= 20 and not {h.chunk_id for h in tail} & {h.chunk_id for h in head}
+        assert [h.score for h in tail] == sorted((h.score for h in tail), reverse=True)
+        assert all("beta" in h.terms for h in tail)  # the common word is read for them too
+        # The case the rule is for: re-scored with the common word, a deeper candidate outscores
+        # one of the first five, yet stays after them.
+        assert max(h.score for h in tail) > min(h.score for h in head)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from whoosh import scoring
 
-from retrieval.index.whoosh_index import _postings
+from retrieval.index.whoosh_index import _postings, head_then_tail
 from retrieval.types import TextHit
 
 __all__ = ["ScopedIndex"]
@@ -81,7 +81,8 @@ class ScopedIndex:
         return self._stats
 
     def search(self, terms: Sequence[tuple[str, float]], limit: int, fields: dict[str, float] | None = None,
-               grams: Sequence[tuple[str, float]] = (), doc_ids: frozenset[str] | None = None) -> list[TextHit]:
+               grams: Sequence[tuple[str, float]] = (), doc_ids: frozenset[str] | None = None,
+               beyond: int = 0) -> list[TextHit]:
         """As `WhooshIndex.search` inside the scope (`doc_ids`, if given, must be the scope's own)."""
         if doc_ids is not None and frozenset(doc_ids) != self.doc_ids:
             raise ValueError("a scoped index searches its own documents only")
@@ -95,12 +96,12 @@ class ScopedIndex:
                 return []
             # The same sums as whoosh's Or of boosted Terms under BM25F with the scope's idf and
             # average lengths (a test compares them).
-            found = ix._top_chunks(rare, fields, limit, None, scores)
+            found = ix._top_chunks(rare, fields, limit + beyond, None, scores)
             gram_common = list(grams) if ix._has_grams else []
             if found and (common or gram_common):
                 ix._add_common_terms(found, common, fields, term_scores=scores)
                 ix._add_common_terms(found, gram_common, {"grams": 1.0}, report=False, term_scores=scores)
-                found.sort(key=lambda f: -f[2])
+                found = head_then_tail(found, limit)
         return [TextHit(chunk_id=cid, score=score, terms=tuple(sorted(matched)), docnum=docnum)
                 for docnum, cid, score, matched in found]
 

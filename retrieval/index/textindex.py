@@ -31,12 +31,14 @@ class TextIndex(Protocol):
         fields: dict[str, float] | None = None,
         grams: Sequence[WeightedTerm] = (),
         doc_ids: frozenset[str] | None = None,
+        beyond: int = 0,
     ) -> list[TextHit]:
         """Best chunks for an OR of the weighted terms, best first, with the terms each matched.
 
         `fields` (name -> boost) restricts the search, e.g. to titles only; `grams` (Chinese
         character pairs) add to the score of the chunks the terms found; `doc_ids` keeps the
-        search inside those documents."""
+        search inside those documents; `beyond`: up to that many further hits after the `limit`
+        best, which are exactly what a search of `limit` returns."""
 
     def doc_count(self) -> int: ...
 

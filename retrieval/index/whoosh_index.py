@@ -154,13 +154,15 @@ class WhooshIndex:
         fields: dict[str, float] | None = None,
         grams: Sequence[tuple[str, float]] = (),
         doc_ids: frozenset[str] | None = None,
+        beyond: int = 0,
     ) -> list[TextHit]:
         """BM25F over the word fields for `terms`, plus the `grams` field for Chinese character pairs;
-        `doc_ids` keeps the search inside those documents (the packs a question was routed to)."""
+        `doc_ids` keeps the search inside those documents (the packs a question was routed to);
+        `beyond` more hits after the `limit` best, which they never reorder (`head_then_tail`)."""
         with self._search_lock:
-            return self._search(terms, limit, fields, grams, doc_ids)
+            return self._search(terms, limit, fields, grams, doc_ids, beyond)
 
-    def _search(self, terms, limit, fields, grams, doc_ids=None) -> list[TextHit]:
+    def _search(self, terms, limit, fields, grams, doc_ids=None, beyond: int = 0) -> list[TextHit]:
         fields = {f: b for f, b in (fields or self.field_boosts).items() if b > 0}
         rare, common = self._split_by_frequency(terms, "body")
         # Character pairs re-score the candidates the words found, from cached posting scores;
@@ -175,11 +177,11 @@ class WhooshIndex:
             scope = self._scope[1].get(doc_ids)
             if scope is None:
                 scope = self._scope[1][doc_ids] = self._scope_docnums(doc_ids)
-        found = self._top_chunks(rare, fields, limit, scope)
+        found = self._top_chunks(rare, fields, limit + beyond, scope)
         if found and (common or gram_common):
             self._add_common_terms(found, common, fields)
             self._add_common_terms(found, gram_common, {"grams": 1.0}, report=False)
-            found.sort(key=lambda f: -f[2])
+            found = head_then_tail(found, limit)
         return [TextHit(chunk_id=cid, score=score, terms=tuple(sorted(matched)), docnum=docnum)
                 for docnum, cid, score, matched in found]
 
@@ -339,6 +341,16 @@ def top_chunks(rare, fields: dict[str, float], limit: int, scope: set[int] | Non
                     matched[docnum] = {term}
     best = heapq.nsmallest(limit, totals.items(), key=lambda item: (-item[1], item[0]))
     return [[docnum, chunk_id(docnum), score, matched[docnum]] for docnum, score in best]
+
+
+def head_then_tail(found: list[list], limit: int) -> list[list]:
+    """Candidates (chosen best-first by their rarer words) ranked by their whole score: the first
+    `limit` among themselves, then the rest among themselves, so reading deeper adds hits after
+    the ones a search of `limit` returns and never changes those."""
+    head, tail = found[:limit], found[limit:]
+    head.sort(key=lambda f: -f[2])
+    tail.sort(key=lambda f: -f[2])
+    return head + tail
 
 
 def _postings(searcher, field: str, term: str) -> Iterator[tuple[int, float]]:

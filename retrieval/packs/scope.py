@@ -41,8 +41,9 @@ def route_query(kb, text: str, mentions, terms, grams, packs: Sequence[str] | No
         return None, whole
     # The probe is the text search the query makes anyway: a fallback uses it as it is. Inside packs
     # the packs are searched again with their own statistics: the probe's scores are the mixture's.
-    probe = [] if packs else kb.index.search(terms, depth or kb.settings.bm25_candidates, grams=grams)
-    routing = kb.packs.route(text, mentions, probe[: kb.settings.bm25_candidates], forced=packs, rules=routing_rules(kb.settings),
+    limit = kb.settings.bm25_candidates
+    probe = [] if packs else kb.index.search(terms, limit, grams=grams, beyond=max(0, (depth or limit) - limit))
+    routing = kb.packs.route(text, mentions, probe[:limit], forced=packs, rules=routing_rules(kb.settings),
                              llm=llm_router(kb.settings))
     doc_ids = kb.packs.scope(routing)
     if doc_ids is None:
