@@ -43,6 +43,8 @@ FIRST_SENTENCE = 120  # characters
 _MARKUP = re.compile(r"[`*_~\[\]()<>\"'“”‘’「」【】:：,，.。!！?？/\\|#-]+")
 _DEFINING_VERBS = re.compile(r"^\s*[`*_\"“「]*\s*(?:是|即|指|表示|用于|用来|定义为|为|,|，|:|：|\(|（|is\b|are\b|means\b|refers to\b|specifies\b|sets\b|controls\b|defines\b)", re.I)
 _SENTENCE_END = re.compile(r"[。！？!?；;\n]|\.\s")
+_QUALIFIER = re.compile(r"[\s`*_]*(?:[A-Za-z0-9_-]+\.)*")  # markup, then `section.` qualifiers
+_CELL_END = re.compile(r"[`*_]*\s*\|")  # markup, padding, the cell's end
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,11 @@ def _definitions(text: str, found: Sequence[Mention]) -> list[tuple[str, str, st
         before = text[line_start : m.start]
         lead = before.strip()
         after = text[m.end : m.end + 12]
-        if lead.startswith("|") and _only_markup(lead[1:]) and re.match(r"^[`*_\s]*\|", after):
+        # A table row's first cell, however far an aligned table pads it, and whether it writes the
+        # key alone or qualified by its section (`wal.num_topics` for the key num_topics).
+        line_end = text.find("\n", m.end)
+        rest = text[m.end : line_end if line_end >= 0 else len(text)]
+        if lead.startswith("|") and _QUALIFIER.fullmatch(lead[1:]) and _CELL_END.match(rest):
             out.append((m.entity, m.surface, "table row"))
         elif re.fullmatch(r"\s*(?:[-*+]|\d+[.)])\s+[`*_\[]*", before) and re.match(r"^[`*_\]]*\s*(?:[:：—–-]|\(|（|是|\s+-)", after):
             out.append((m.entity, m.surface, "list item"))
