@@ -11,6 +11,7 @@ test:
 bench:
 	python bench/run_benchmarks.py
 	python bench/latency.py
+	python bench/files.py
 
 demo:
 	kg demo
