@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 
 from kg.settings import Settings
-from retrieval.graph.anchors import _definitions
 from retrieval.pipeline import KnowledgeBase
-from retrieval.types import Mention
 
 DATA = Path(__file__).parent / "data" / "anchors"
 
@@ -127,24 +125,3 @@ def test_a_cue_word_after_how_is_a_procedure_verb_not_a_relation(anchored_kb):
     assert names("怎么配置存储节点的压缩线程") == set()
     assert names("如何 配置 cache-service") == set()
 
-
-def _mention(text: str, surface: str, entity: str, nth: int = 0) -> Mention:
-    start = -1
-    for _ in range(nth + 1):
-        start = text.index(surface, start + 1)
-    return Mention(entity, entity, surface, start, start + len(surface))
-
-
-def test_a_table_row_defines_its_key_however_far_an_aligned_table_pads_it_or_qualifies_it():
-    # Formatters align Markdown tables by padding every cell; configuration references write a
-    # key with its section (`wal.num_topics`) where the relation table names the key alone.
-    text = ("| 配置项                     | 说明                                    |\n"
-            "|----------------------------|-----------------------------------------|\n"
-            "| `num_topics`               | 用于存储 WAL 的 Kafka topic 数量。        |\n"
-            "| `wal.replication_factor`   | 每个 topic 的副本数量。                  |\n"
-            "| 设置 create_topic_timeout  | 不是键：第一格还有别的字                 |\n"
-            "默认 `num_topics = 64`，见上表。")
-    found = [_mention(text, "num_topics", "e:num"), _mention(text, "replication_factor", "e:rep"),
-             _mention(text, "create_topic_timeout", "e:timeout"), _mention(text, "num_topics", "e:num", 1)]
-    defined = _definitions(text, found)
-    assert sorted((e, how) for e, _, how in defined) == [("e:num", "table row"), ("e:rep", "table row")]
