@@ -53,7 +53,7 @@ class PassageMap:
     def __init__(self, passages) -> None:
         self.by_doc: dict[str, list[tuple[str, set[str]]]] = {}
         for p in passages:
-            self.by_doc.setdefault(p.doc, []).append((p.id, grams(f"{p.text}")))
+            self.by_doc.setdefault(p.doc, []).append((p.id, grams(p.text)))
 
     def passages_of(self, doc: str, text: str) -> list[str]:
         wanted = grams(text)
