@@ -48,13 +48,26 @@ def open_kb(data_dir: Path | None, create: bool = False, **overrides):
     return KnowledgeBase(settings_for(data_dir, **overrides), create=create)
 
 
+class _Unsized:
+    """An iterable with no length: a click progress bar over it counts without a total. (click 8.5's
+    `progressbar(length=None)` raises `TypeError: iterable or length is required`.)"""
+
+    def __iter__(self):
+        while True:
+            yield None
+
+
 class Progress:
-    """A click progress bar on stderr that `--quiet` (or a non-terminal) silences."""
+    """A click progress bar on stderr that `--quiet` (or a non-terminal) silences; `length=None` counts
+    without a total (a pack's files are found while it is ingested)."""
 
     def __init__(self, length: int | None, label: str, quiet: bool) -> None:
         self.bar = None
         if not quiet:
-            self.bar = click.progressbar(length=length, label=label, file=sys.stderr, show_pos=True)
+            if length is None:
+                self.bar = click.progressbar(_Unsized(), label=label, file=sys.stderr, show_pos=True)
+            else:
+                self.bar = click.progressbar(length=length, label=label, file=sys.stderr, show_pos=True)
 
     def __enter__(self):
         if self.bar is not None:
