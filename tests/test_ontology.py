@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -141,16 +140,6 @@ def test_names_beat_labels_beat_alt_labels_and_ties_are_ambiguous() -> None:
     assert vocab.property_candidates("影响") == ["affects", "causes"]
     assert vocab.property_candidates("导致") == ["causes"]
     assert vocab.property_candidates("nothing") == []
-
-
-def test_vocabulary_is_fast_to_build() -> None:
-    graph = load_rdf(BASE_ONTOLOGY_PATH)
-    start = time.perf_counter()
-    for _ in range(20):
-        Vocabulary.from_graph(graph)
-    print(
-        f"\nVocabulary.from_graph on the base ontology: {(time.perf_counter() - start) / 20 * 1000:.1f} ms"
-    )
 
 
 # ---------------------------------------------------------------- a user's Protégé ontology

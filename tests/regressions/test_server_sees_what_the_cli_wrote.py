@@ -26,7 +26,7 @@ def _kg(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           text=True, encoding="utf-8", check=False, timeout=300)
 
 
-def _eventually(predicate, seconds: float = 20.0):
+def _eventually(predicate, seconds: float = 120.0):  # the bound only ends a hung wait: a loaded machine is slow
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         value = predicate()
