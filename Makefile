@@ -1,4 +1,4 @@
-.PHONY: all lint test bench demo
+.PHONY: all lint test bench demo readme constraints
 
 all: lint test
 
@@ -15,3 +15,9 @@ bench:
 
 demo:
 	kg demo
+
+readme:
+	python tools/readme_examples.py
+
+constraints:
+	tools/update_constraints.sh
