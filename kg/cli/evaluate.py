@@ -32,12 +32,8 @@ DEMO_QUESTIONS = [
 @quiet_option
 def demo(data_dir: Path, k: int, quiet: bool) -> None:
     """Build the bundled demo knowledge base, answer a few questions, and run its self-check."""
-    docs = sorted((DEMO_DIR / "docs").rglob("*.*"))
     with open_kb(data_dir, create=True) as kb:
-        click.echo(kb.import_file(DEMO_DIR / "relations.csv")["summary"])
-        click.echo(kb.import_file(DEMO_DIR / "synonyms.txt")["summary"])
-        with Progress(len(docs), "ingesting demo documents", quiet) as bar:
-            click.echo(kb.ingest_paths([DEMO_DIR / "docs"], progress=bar).summary())
+        build_demo(kb, quiet)
         for question in DEMO_QUESTIONS:
             click.echo()
             print_result(kb.query(question, k=k))
@@ -47,6 +43,15 @@ def demo(data_dir: Path, k: int, quiet: bool) -> None:
         summaries = {m: evaluate_kb(kb, DEMO_DIR / "questions.jsonl", mode=m, ks=(1, 5)) for m in ("bm25", "full")}
         click.echo(format_self_check(summaries))
     click.echo(f"\nThe demo knowledge base is in {data_dir}; try: kg query --data-dir {data_dir} \"订单服务依赖哪些组件？\"")
+
+
+def build_demo(kb, quiet: bool) -> None:
+    """The demo's relation table, synonyms and documents into `kb` (`kg demo`, and `kg serve --demo` when it is missing)."""
+    docs = sorted((DEMO_DIR / "docs").rglob("*.*"))
+    click.echo(kb.import_file(DEMO_DIR / "relations.csv")["summary"])
+    click.echo(kb.import_file(DEMO_DIR / "synonyms.txt")["summary"])
+    with Progress(len(docs), "ingesting demo documents", quiet) as bar:
+        click.echo(kb.ingest_paths([DEMO_DIR / "docs"], progress=bar).summary())
 
 
 def _parse_ks(value: str) -> tuple[int, ...]:

@@ -13,7 +13,9 @@ from kg.cli.base import (
     data_dir_option,
     settings_for,
 )
-from kg.errors import ConfigError
+from kg.errors import ConfigError, NotFoundError
+
+DEMO_DATA_DIR = Path(".kgrag-demo")  # where `kg demo` builds it
 
 
 def _is_loopback(host: str) -> bool:
@@ -33,19 +35,21 @@ def _is_loopback(host: str) -> bool:
 @click.option("--allow-open-writes", is_flag=True,
               help="Serve on a non-loopback address without KG_API_TOKEN (anyone who can reach it can write).")
 @click.option("--no-access-log", is_flag=True, help="Do not log every request (under load the log costs CPU).")
+@click.option("--demo", is_flag=True, help="Serve the bundled demo knowledge base (./.kgrag-demo, or --data-dir; "
+              "built first when it is not there).")
 @data_dir_option
-def serve(host: str, port: int, workers: int, allow_open_writes: bool, no_access_log: bool, data_dir: Path | None) -> None:
+def serve(host: str, port: int, workers: int, allow_open_writes: bool, no_access_log: bool, demo: bool,
+          data_dir: Path | None) -> None:
     """Serve the HTTP API (OpenAPI docs at /docs). Set KG_API_TOKEN to protect write endpoints.
 
     \b
     On an address other than loopback, a token is required unless --allow-open-writes is given.
     Host names other than localhost and the bind address are refused unless listed in
-    KG_ALLOWED_HOSTS (against DNS rebinding).
+    KG_ALLOWED_HOSTS (against DNS rebinding). A data dir without a knowledge base is refused
+    (`kg ingest PATH` or `kg init` makes one); `--demo` serves the bundled demo.
     """
-    import uvicorn
-
-    from api import create_app
-
+    if demo and data_dir is None:
+        data_dir = DEMO_DATA_DIR
     settings = settings_for(data_dir, bind_host=host)
     if settings.api_token is not None and not settings.api_token.strip():
         raise ConfigError("KG_API_TOKEN is set but empty, which would leave every write open: set a real token or unset it")
@@ -57,6 +61,11 @@ def serve(host: str, port: int, workers: int, allow_open_writes: bool, no_access
             )
         click.echo(f"warning: serving on {host} with NO token: every write endpoint is open to anyone who can reach it",
                    err=True)
+    _knowledge_base_or_demo(settings, demo)
+    import uvicorn
+
+    from api import create_app
+
     if workers == 1:
         uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=not no_access_log)
         return
@@ -66,3 +75,28 @@ def serve(host: str, port: int, workers: int, allow_open_writes: bool, no_access
     create_app(settings)  # fail here, once, on a bad setting rather than in every worker
     uvicorn.run("api.app:create_app_from_env", factory=True, host=host, port=port, workers=workers, log_level="info",
                 access_log=not no_access_log)
+
+
+def _knowledge_base_or_demo(settings, demo: bool) -> None:
+    """Refuse to serve a folder that holds no knowledge base (the server would create an empty one and answer
+    nothing), or build the demo there when --demo asks for it."""
+    from retrieval.pipeline import MARKER
+
+    root = Path(settings.data_dir)
+    if (root / MARKER).exists():
+        return
+    if demo:
+        from kg.cli.base import open_kb
+        from kg.cli.evaluate import build_demo
+
+        click.echo(f"building the demo knowledge base in {root} ...", err=True)
+        with open_kb(root, create=True) as kb:
+            build_demo(kb, quiet=False)
+        return
+    demo_hint = (f"`kg serve --data-dir {DEMO_DATA_DIR}` serves the demo `kg demo` built" if DEMO_DATA_DIR.joinpath(MARKER).exists()
+                 else "`kg serve --demo` serves the bundled demo")
+    raise NotFoundError(
+        f"no knowledge base in '{root}', so there is nothing to serve: index your notes there first with "
+        f"`kg ingest PATH` (or `kg init` to start empty and add documents through the page or the API), "
+        f"point --data-dir / KG_DATA_DIR at an existing one, or try the demo: {demo_hint}"
+    )
