@@ -45,6 +45,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.kb = KnowledgeBase(settings, create=True)
         app.state.kb.linker  # noqa: B018 - spaCy and the entity linker load now, not in the first queries
         app.state.kb.follow()  # other processes' commits reach this server without a restart
+        if settings.llm_model:  # litellm (6-30 s to import) loads in the background, not in the first /ask
+            from retrieval.answer.llm import warm_up
+
+            warm_up()
         try:
             yield
         finally:

@@ -54,7 +54,7 @@ class Settings(BaseSettings):
         None, description="Name of the environment variable holding the API key when it is not the provider's usual one "
         "(OPENAI_API_KEY, DEEPSEEK_API_KEY, ...); the key itself is never a setting (KG_LLM_API_KEY_ENV)."
     )
-    llm_timeout: float = Field(20.0, gt=0, le=600, description="Seconds one LLM call may take before the request falls back to the rules path (KG_LLM_TIMEOUT).")
+    llm_timeout: float = Field(300.0, gt=0, le=86400, description="Seconds one LLM call may take before the request falls back to the rules path; a model on CPU needs minutes (KG_LLM_TIMEOUT).")
     llm_max_tokens: int = Field(800, ge=16, le=16000, description="Most tokens the model may write for one answer (KG_LLM_MAX_TOKENS).")
     llm_temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature of every LLM call (KG_LLM_TEMPERATURE).")
     llm_rewrites: bool = Field(True, description="Ask the model for 3-5 keyword rewrites of the question, searched together and fused (KG_LLM_REWRITES).")

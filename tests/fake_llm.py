@@ -18,11 +18,14 @@ Reply = str | Callable[[dict], str]
 
 
 def task_of(body: dict) -> str:
+    """The task, by its instructions: the judge's and the answer's come last in the user message (after the
+    passages they share), the rewrite's in the system message."""
     system = next((m["content"] for m in body.get("messages", []) if m.get("role") == "system"), "")
-    if "decide whether the passages" in system:
-        return "judge"
+    user = next((m["content"] for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
     if "rewrite a user's question" in system:
         return "rewrite"
+    if "Task: decide whether the passages" in user.rsplit("</question>", 1)[-1]:
+        return "judge"
     return "answer"
 
 

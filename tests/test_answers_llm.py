@@ -11,13 +11,15 @@ import socket
 
 import pytest
 from conftest import build_kb, make_settings
-from fake_llm import FakeLLM, cite_passage_with
+from fake_llm import FakeLLM, cite_passage_with, task_of
 from fastapi.testclient import TestClient
 
 from retrieval.answer.session import client_for
 from retrieval.types import SourceDocument
 
 QUESTION = "LORA-02 的心跳间隔是多少？"
+# The rules find its passages short (nothing on firmware signatures): the model is asked to judge.
+SHORT = "LORA-02 的心跳间隔和固件签名算法是什么？"
 GOOD = cite_passage_with("心跳间隔为 30 秒", "LORA-02 的心跳间隔为 30 秒[{n}]。")
 
 
@@ -47,14 +49,31 @@ def test_good_answer_is_the_models_with_checked_citations(shared, fake):
     with open_kb(shared, fake.base_url) as kb:
         answer = kb.ask(QUESTION)
     assert answer.path == "llm"
-    assert answer.path_reason == "openai/test-model judged the passages and wrote the answer"
+    assert answer.path_reason == ("openai/test-model wrote the answer; the rules found the passages sufficient, "
+                                  "so the answer call was the judge too")
     cited = answer.sentences[0].citations
     assert answer.answer == f"LORA-02 的心跳间隔为 30 秒。[{cited[0]}]"
     assert "心跳间隔为 30 秒" in answer.citations[cited[0] - 1].text
     assert not answer.sentences[0].flagged and answer.sentences[0].support >= 0.5
     assert [r.round for r in answer.rounds] == [1]
     assert {b["model"] for b in fake.requests} == {"test-model"}
+    assert fake.tasks() == ["rewrite", "answer"]  # no judge call: the rules found round 1 sufficient
+    assert [c["task"] for c in answer.to_json()["llm_calls"]] == ["rewrite", "answer"]
+
+
+def test_a_short_round_is_judged_by_the_model_on_the_answers_prompt_prefix(shared, fake):
+    fake.replies["answer"] = GOOD
+    with open_kb(shared, fake.base_url) as kb:
+        answer = kb.ask(SHORT)
+    assert answer.path == "llm" and answer.rounds[0].verdict["by"] == "llm"
+    assert answer.path_reason == "openai/test-model judged the passages and wrote the answer"
     assert fake.tasks() == ["rewrite", "judge", "answer"]
+    judge, final = (b for b in fake.requests if task_of(b) in ("judge", "answer"))
+    assert judge["response_format"]["type"] == "json_schema"
+    # the same system message and the same passages + question: a server reuses the judge's prompt cache
+    assert judge["messages"][0] == final["messages"][0]
+    shared_prefix = judge["messages"][1]["content"].split("Task:")[0]
+    assert "<passage" in shared_prefix and final["messages"][1]["content"].startswith(shared_prefix)
 
 
 def test_invented_citation_number_is_removed(shared, fake):
@@ -75,7 +94,7 @@ def test_malformed_verdict_falls_back_to_the_rules_judge(shared, fake):
     fake.replies["judge"] = "Sure! Here is my verdict: {sufficient: maybe, missing: [unclosed"
     fake.replies["answer"] = GOOD
     with open_kb(shared, fake.base_url) as kb:
-        answer = kb.ask(QUESTION)
+        answer = kb.ask(SHORT)
     assert answer.path == "llm"
     assert "judge: openai/test-model gave no parseable verdict, the rules judged" in answer.path_reason
     assert answer.rounds[0].verdict["by"] == "rules"
@@ -116,12 +135,13 @@ def test_a_model_that_always_wants_more_gets_exactly_two_rounds(shared, fake):
     fake.replies["judge"] = '{"sufficient": false, "missing": "everything", "followup_query": "心跳 离线 判定 更多"}'
     fake.replies["answer"] = GOOD
     with open_kb(shared, fake.base_url) as kb:
-        answer = kb.ask(QUESTION)
+        answer = kb.ask(SHORT)
     assert [r.round for r in answer.rounds] == [1, 2]
     assert answer.rounds[1].query == "心跳 离线 判定 更多"
-    assert all(r.verdict == {"sufficient": False, "missing": ["everything"], "followup": "心跳 离线 判定 更多", "by": "llm"}
-               for r in answer.rounds[:1])
-    assert fake.tasks().count("judge") == 2
+    assert answer.rounds[0].verdict == {"sufficient": False, "missing": ["everything"], "followup": "心跳 离线 判定 更多",
+                                        "by": "llm"}
+    # after the last round a verdict changes nothing: no second judge call, three calls in all
+    assert fake.tasks() == ["rewrite", "judge", "answer"]
     assert answer.path == "llm"
 
 
@@ -156,9 +176,9 @@ def test_planted_instructions_change_nothing(tmp_path, fake):
     fake.replies["judge"] = '{"sufficient": false, "followup_query": "max_rounds=10 keep searching"}'
     fake.replies["answer"] = "PWNED [42]"
     with open_kb(tmp_path / "kb", fake.base_url) as kb:
-        answer = kb.ask("LORA-02 运维须知里心跳间隔是多少？")
+        answer = kb.ask("LORA-02 运维须知里心跳间隔和固件签名算法是什么？")
         assert kb.stats()["documents"] == documents
-    assert len(answer.rounds) == 2 and fake.tasks().count("judge") == 2
+    assert len(answer.rounds) == 2 and fake.tasks().count("judge") == 1
     assert {b["model"] for b in fake.requests} == {"test-model"}
     assert answer.removed_citations == [42] and answer.sentences[0].flagged
     for body in fake.requests:
@@ -195,7 +215,7 @@ def test_post_ask_returns_the_answer_record(client):
     assert response.status_code == 200
     record = response.json()
     assert set(record) == {"question", "answer", "found", "language", "path", "path_reason", "sentences", "citations",
-                           "rounds", "rewrites", "packs_used", "timings_ms"}
+                           "rounds", "rewrites", "packs_used", "timings_ms", "llm_calls"}
     assert record["path"] == "llm" and record["language"] == "zh" and record["found"] is True
     assert set(record["citations"][0]) == {"n", "chunk_id", "doc_id", "title", "source", "section", "lines", "page",
                                            "version", "text"}

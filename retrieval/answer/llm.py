@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["LlmClient", "LlmConfig", "LlmUnavailable", "llm_config", "load_litellm"]
+__all__ = ["LlmClient", "LlmConfig", "LlmUnavailable", "estimate_tokens", "llm_config", "load_litellm", "missing_keys",
+           "warm_up"]
 
 _lock = threading.Lock()
 _litellm = None
+# (model, base_url) of endpoints that refused `response_format` json_schema: asked without it from then on.
+_NO_SCHEMA: set[tuple[str, str | None]] = set()
 
 
 def load_litellm():
@@ -38,6 +42,33 @@ def load_litellm():
     return _litellm
 
 
+def warm_up() -> threading.Thread:
+    """Import litellm in a background thread (a server configured with a model, at start): 6-30 s that
+    the first question would otherwise wait."""
+    thread = threading.Thread(target=load_litellm, name="litellm-import", daemon=True)
+    thread.start()
+    return thread
+
+
+def estimate_tokens(text: str) -> int:
+    """A model-free estimate of a text's tokens: a CJK character about one, other text about four characters each."""
+    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
+    return cjk + (len(text) - cjk + 3) // 4
+
+
+def missing_keys(config: LlmConfig) -> list[str]:
+    """The environment variables the provider needs that are not set (e.g. DEEPSEEK_API_KEY for deepseek/...)."""
+    if config.api_key_env:
+        return [] if os.environ.get(config.api_key_env) else [config.api_key_env]
+    if config.base_url:
+        return []  # a self-hosted OpenAI-compatible server: no key unless KG_LLM_API_KEY_ENV names one
+    try:
+        found = load_litellm().validate_environment(model=config.model)
+    except Exception:  # noqa: BLE001 - an unknown provider: the call itself will say so
+        return []
+    return [k for k in found.get("missing_keys") or [] if isinstance(k, str)]
+
+
 class LlmUnavailable(Exception):
     """The model could not give an answer; `reason` says why, for the answer's `path_reason`."""
 
@@ -52,7 +83,7 @@ class LlmConfig:
     model: str
     base_url: str | None = None
     api_key_env: str | None = None
-    timeout: float = 20.0
+    timeout: float = 300.0
     max_tokens: int = 800
     temperature: float = 0.0
 
@@ -77,6 +108,7 @@ class LlmClient:
     down: str | None = None  # set after a connection failure or timeout: no more calls in this request
     calls: int = 0
     tasks: list[str] = field(default_factory=list)  # the tasks called, in order (for the record and tests)
+    usage: list[dict] = field(default_factory=list)  # per call: task, prompt and completion tokens, ms
 
     @property
     def model(self) -> str:
@@ -93,6 +125,9 @@ class LlmClient:
             if not key:
                 raise LlmUnavailable(f"the key variable {cfg.api_key_env} (KG_LLM_API_KEY_ENV) is not set")
             kwargs["api_key"] = key
+        elif not self.mock and (missing := missing_keys(cfg)):
+            # Said before the call: a provider reached without its key answers with an opaque error (HTTP 500).
+            raise LlmUnavailable(f"{cfg.model} needs {', '.join(missing)} in the environment, which is not set")
         elif cfg.base_url and cfg.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
             # A local OpenAI-compatible server (vLLM, llama.cpp, LM Studio) usually wants no key, but
             # the OpenAI client refuses to start without one.
@@ -113,13 +148,31 @@ class LlmClient:
         self.tasks.append(task)
         return litellm, kwargs
 
-    def complete(self, task: str, messages: list[dict], *, max_tokens: int | None = None) -> str:
-        """The model's whole reply to `messages`; raises LlmUnavailable."""
+    def complete(self, task: str, messages: list[dict], *, max_tokens: int | None = None,
+                 schema: dict | None = None) -> str:
+        """The model's whole reply to `messages`; raises LlmUnavailable. With `schema`, the reply is asked for as
+        JSON of that schema (`response_format` json_schema: llama.cpp and vLLM enforce it by grammar, OpenAI
+        by structured output); an endpoint that refuses the parameter is asked again without it, once."""
         litellm, kwargs = self._call(task, max_tokens)
+        key = (self.config.model, self.config.base_url)
+        if schema is not None and key not in _NO_SCHEMA:
+            kwargs["response_format"] = {"type": "json_schema",
+                                         "json_schema": {"name": task, "schema": schema, "strict": True}}
+        started = time.perf_counter()
         try:
-            response = litellm.completion(messages=messages, **kwargs)
+            try:
+                response = litellm.completion(messages=messages, **kwargs)
+            except Exception as exc:  # noqa: BLE001
+                if "response_format" not in kwargs or getattr(exc, "status_code", None) not in (400, 422):
+                    raise
+                _NO_SCHEMA.add(key)
+                kwargs.pop("response_format")
+                self.calls += 1
+                self.tasks.append(task)
+                response = litellm.completion(messages=messages, **kwargs)
         except Exception as exc:  # noqa: BLE001 - every failure of the endpoint degrades to the rules path
             raise self._failed(exc) from exc
+        self._count(task, messages, response, started)
         try:
             text = response.choices[0].message.content
         except (AttributeError, IndexError, TypeError):
@@ -131,19 +184,44 @@ class LlmClient:
     def stream(self, task: str, messages: list[dict], *, max_tokens: int | None = None) -> Iterator[str]:
         """The model's reply piece by piece; raises LlmUnavailable (before or during the stream)."""
         litellm, kwargs = self._call(task, max_tokens)
+        started, usage, written = time.perf_counter(), None, []
         try:
-            chunks = litellm.completion(messages=messages, stream=True, **kwargs)
+            chunks = litellm.completion(messages=messages, stream=True, stream_options={"include_usage": True}, **kwargs)
             for chunk in chunks:
+                usage = getattr(chunk, "usage", None) or usage
                 try:
                     piece = chunk.choices[0].delta.content
                 except (AttributeError, IndexError, TypeError):
                     piece = None
                 if piece:
+                    written.append(piece)
                     yield piece
         except LlmUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - see complete()
             raise self._failed(exc) from exc
+        finally:
+            self._record(task, messages, usage, "".join(written), started)
+        if not "".join(written).strip():
+            raise LlmUnavailable(f"{self.model} returned no text")
+
+    def _count(self, task: str, messages: list[dict], response, started: float) -> None:
+        try:
+            text = response.choices[0].message.content or ""
+        except (AttributeError, IndexError, TypeError):
+            text = ""
+        self._record(task, messages, getattr(response, "usage", None), text, started)
+
+    def _record(self, task: str, messages: list[dict], usage, text: str, started: float) -> None:
+        """Tokens of one call: the endpoint's count where it gives one, else an estimate (`estimated`)."""
+        prompt = getattr(usage, "prompt_tokens", None) if usage is not None else None
+        completion = getattr(usage, "completion_tokens", None) if usage is not None else None
+        estimated = not isinstance(prompt, int) or prompt <= 1
+        if estimated:
+            prompt = sum(estimate_tokens(str(m.get("content") or "")) for m in messages)
+            completion = estimate_tokens(text)
+        self.usage.append({"task": task, "prompt_tokens": prompt, "completion_tokens": completion or 0,
+                           "ms": round((time.perf_counter() - started) * 1e3, 1), "estimated": estimated})
 
     def _failed(self, exc: Exception) -> LlmUnavailable:
         litellm = load_litellm()
@@ -157,7 +235,18 @@ class LlmClient:
             self.down = f"{self.model} at {where} is unreachable ({name})"
             return LlmUnavailable(self.down, endpoint_down=True)
         status = getattr(exc, "status_code", None)
+        if isinstance(exc, litellm.exceptions.AuthenticationError) or status in (401, 403):
+            self.down = f"{self.model} at {where} refused the key (HTTP {status or 401}): check {self._key_name()}"
+            return LlmUnavailable(self.down, endpoint_down=True)
+        if isinstance(exc, litellm.exceptions.NotFoundError) or status == 404 or "model not found" in text.lower():
+            self.down = f"{self.model} is not a model {where} knows (HTTP {status or 404}): check KG_LLM_MODEL"
+            return LlmUnavailable(self.down, endpoint_down=True)
         if isinstance(status, int) and status >= 500:
-            self.down = f"{self.model} at {where} failed with HTTP {status}"
+            self.down = f"{self.model} at {where} failed with HTTP {status}: {text[:120]}"
             return LlmUnavailable(self.down, endpoint_down=True)
         return LlmUnavailable(f"{self.model} call failed: {name}: {text}")
+
+    def _key_name(self) -> str:
+        if self.config.api_key_env:
+            return f"{self.config.api_key_env} (KG_LLM_API_KEY_ENV)"
+        return "the provider's key variable (or KG_LLM_API_KEY_ENV)"

@@ -21,7 +21,13 @@ from typing import Protocol
 
 from retrieval.answer.cite import CheckedStream, check_answer, number_hits
 from retrieval.answer.extractive import extract_answer
-from retrieval.answer.judge import Verdict, evidence_of, parse_verdict, rules_verdict
+from retrieval.answer.judge import (
+    VERDICT_SCHEMA,
+    Verdict,
+    evidence_of,
+    parse_verdict,
+    rules_verdict,
+)
 from retrieval.answer.llm import LlmClient, LlmUnavailable
 from retrieval.answer.prompts import answer_messages, judge_messages, rewrite_messages
 from retrieval.answer.record import NOT_FOUND, Answer, Round, detect_language
@@ -97,10 +103,16 @@ def _known(kb: Searcher, name: str) -> bool:
     return any(contains_name(f"{h.title}\n{h.section}\n{h.text}".lower(), name) for h in result.hits)
 
 
-def _judge(question: str, hits: Sequence, entities: Sequence[dict], notes: _Notes) -> Verdict:
-    if notes.usable() and hits:  # no passages: nothing to show a model, the rules say "not enough"
+def _judge(question: str, hits: Sequence, entities: Sequence[dict], notes: _Notes, k: int, last: bool) -> Verdict:
+    """The rules' verdict, unless they find the passages short and a further round could follow: then the model's.
+    When the rules already find them sufficient the answer call is the judge too (its prompt says to tell when the
+    passages do not answer), and after the last round a verdict changes nothing: so at most one judge call a question."""
+    rules = rules_verdict(question, hits[:JUDGE_PASSAGES], entities)
+    if notes.usable() and hits and not rules.sufficient and not last:
         try:
-            reply = notes.llm.complete("judge", judge_messages(question, number_hits(hits[:JUDGE_PASSAGES])), max_tokens=300)
+            # The judge sees the passages the answer will see, numbered alike: one shared prompt prefix.
+            reply = notes.llm.complete("judge", judge_messages(question, number_hits(hits[:k])), max_tokens=200,
+                                       schema=VERDICT_SCHEMA)
             verdict = parse_verdict(reply)
             if verdict is not None:
                 return verdict
@@ -109,7 +121,7 @@ def _judge(question: str, hits: Sequence, entities: Sequence[dict], notes: _Note
                 notes.reasons.append(note)
         except LlmUnavailable as exc:
             notes.failed("judge", exc)
-    return rules_verdict(question, hits[:JUDGE_PASSAGES], entities)
+    return rules
 
 
 def _rewrites(question: str, language: str, options: AskOptions, notes: _Notes) -> list[str]:
@@ -161,7 +173,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
             added = len({h.chunk_id for h in fresh[: options.k]} - before)
             entities += [e for e in results[0].entities if e["id"] not in {x["id"] for x in entities}]
         hits = fresh
-        verdict = _judge(question, hits, entities, notes)
+        verdict = _judge(question, hits, entities, notes, options.k, last=number == MAX_ROUNDS)
         rounds.append(Round(number, query_text, [e["label"] for e in results[0].entities], added, verdict.to_json(),
                             (time.perf_counter() - t) * 1e3))
         yield "round", rounds[-1]
@@ -186,6 +198,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
         yield "delta", answer.answer
         timings["total"] = (time.perf_counter() - started) * 1e3
         answer.timings_ms = timings
+        answer.llm_usage = list(llm.usage) if llm else []
         yield "answer", answer
         return
 
@@ -201,13 +214,16 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
                 ready = checked.feed(piece)
                 if ready:
                     yield "delta", ready
-            text, path = "".join(pieces), "llm"
             rest = checked.flush()
             if rest:
                 yield "delta", rest
+            if not checked.sent:
+                # "", "[1]" or punctuation: no sentence reached the user, so the rules answer instead
+                raise LlmUnavailable(f"{notes.llm.model} wrote no answer sentence ({''.join(pieces)[:40]!r})")
+            text, path = "".join(pieces), "llm"
         except LlmUnavailable as exc:
             notes.failed("answer", exc)
-            if pieces:
+            if checked.sent:
                 yield "delta", "\n\n"  # what streamed so far is replaced by the extractive answer below
     streamed = text is not None
     if text is None:
@@ -218,13 +234,16 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
     timings["answer"] = (time.perf_counter() - t) * 1e3
     timings["total"] = (time.perf_counter() - started) * 1e3
     yield "answer", Answer(answer=rendered, found=True, path=path, path_reason=_path_reason(path, llm, notes),
-                           sentences=sentences, citations=citations, timings_ms=timings, **base)
+                           sentences=sentences, citations=citations, timings_ms=timings,
+                           llm_usage=list(llm.usage) if llm else [], **base)
 
 
 def _path_reason(path: str, llm: LlmClient | None, notes: _Notes) -> str:
     if llm is None:
         return "no model configured (KG_LLM_MODEL is unset): rules judge and extractive answer"
     if path == "llm" and not notes.reasons:
+        if "judge" not in llm.tasks:
+            return f"{llm.model} wrote the answer; the rules found the passages sufficient, so the answer call was the judge too"
         return f"{llm.model} judged the passages and wrote the answer"
     if path == "llm":
         return f"{llm.model} wrote the answer; " + "; ".join(notes.reasons)

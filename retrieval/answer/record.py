@@ -91,6 +91,7 @@ class Answer:
     packs_used: list[dict] = field(default_factory=list)
     timings_ms: dict = field(default_factory=dict)
     rewrites: list[str] = field(default_factory=list)
+    llm_usage: list[dict] = field(default_factory=list)  # one entry a model call: task, prompt/completion tokens, ms
 
     @property
     def removed_citations(self) -> list[int]:
@@ -105,6 +106,7 @@ class Answer:
             "rounds": [r.to_json() for r in self.rounds], "rewrites": self.rewrites,
             "packs_used": self.packs_used,
             "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
+            "llm_calls": self.llm_usage,
         }
 
     def sources_text(self) -> str:
