@@ -40,6 +40,7 @@ _DESCRIPTIONS = {
     401: "Missing or wrong bearer token (write endpoints, when KG_API_TOKEN is set)",
     404: "Unknown entity, document, knowledge pack or endpoint",
     405: "Method not allowed on this endpoint",
+    409: "A posted document whose doc_id or front matter id names a file's document",
     413: "Request body or document over its size limit",
     422: "The request does not match the schema",
     500: "Unexpected server error",
@@ -109,7 +110,7 @@ class DocumentIn(BaseModel):
     format: str | None = Field(None, pattern="^(md|txt|html|pdf)$", description="Default: from filename, else md.")
     content_base64: str = Field(None, description="A file's bytes, base64-encoded (PDF, HTML, ...), instead of text.")
     filename: Text | None = Field(None, max_length=1000, description="The file's name: its suffix gives the format of content_base64.")
-    doc_id: Text | None = Field(None, max_length=1000, description="The logical document this is a version of (default: the source).")
+    doc_id: Text | None = Field(None, max_length=1000, description="The logical document this is a version of (default: the source); never a file's document (409).")
     effective: str | None = Field(None, pattern=AS_OF_PATTERN, description="The date this version takes effect (YYYY-MM-DD; default: now).")
 
 

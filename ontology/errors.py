@@ -7,6 +7,7 @@
     │   └── QuestionSetError        a malformed questions.jsonl line
     ├── AuthError (401)             missing or wrong bearer token
     ├── NotFoundError (404)         unknown entity, document or knowledge base
+    ├── ConflictError (409)         a write that would take over what another owns (an API post naming a file's document)
     ├── TooLargeError (413)         a request body or document over its size limit
     ├── BusyError (503)             another process holds the knowledge base's write lock
     └── ConfigError (500)           a setting that cannot work (bad data dir, empty token, ...)
@@ -21,6 +22,7 @@ __all__ = [
     "AuthError",
     "BusyError",
     "ConfigError",
+    "ConflictError",
     "InputError",
     "KgError",
     "NotFoundError",
@@ -76,6 +78,10 @@ class AuthError(KgError):
 
 class NotFoundError(KgError):
     status = 404
+
+
+class ConflictError(KgError):
+    status = 409
 
 
 class TooLargeError(InputError):

@@ -9,9 +9,9 @@ from pathlib import PurePath
 
 from fastapi import APIRouter, Depends
 
-from api.deps import api_source, knowledge_base, require_token
+from api.deps import API_SOURCE_PREFIX, api_source, knowledge_base, require_token
 from api.schemas import DocumentIn, IngestOut
-from kg.errors import InputError
+from kg.errors import ConflictError, InputError
 
 router = APIRouter()
 
@@ -71,5 +71,23 @@ def add_document(body: DocumentIn, kb=Depends(knowledge_base)) -> dict:  # noqa:
     changes = {"title": body.title or src.title, "doc_key": body.doc_id or src.doc_key,
                "effective_date": parse_effective(body.effective, "effective") if body.effective else src.effective_date}
     src = replace(src, **changes)
+    if src.doc_key:
+        _refuse_a_files_document(kb, src.doc_key)
     report = kb.ingest_documents([src])
     return {k: getattr(report, k) for k in IngestOut.model_fields}
+
+
+def _refuse_a_files_document(kb, key: str) -> None:
+    """Posted documents live in their own id space: a `doc_id` or front matter `id:` that names a document
+    read from a file (by its key, id or path) would make the post a new version of it, and the file's
+    text would stop answering. That is a 409, not a takeover."""
+    from retrieval.ingest.chunking import doc_id_for
+
+    with kb.reading():
+        ids = {doc_id_for(key), kb.history.resolve(key)} - {None}
+        files = sorted({s for doc_id in ids for s in kb.history.sources(doc_id) if not s.startswith(API_SOURCE_PREFIX)})
+    if files:
+        raise ConflictError(
+            f"'{key}' names the document of the file {files[0]}: a document posted through the API cannot become "
+            "a version of a file's document; give it a doc_id (or front matter id) of its own, or edit the file "
+            "and ingest it again")

@@ -97,11 +97,19 @@ class VersionCatalog:
 
     # -- writes --------------------------------------------------------------------------------
     def latest_from_source(self, doc_id: str, source: str) -> tuple[str, str | None, str] | None:
-        """(sha256, effective_from, label) of the newest version ingested from `source`."""
+        """(sha256, effective_from, label) of the newest version ingested from `source`; None when an
+        API post (`api:` source) came after it, so that re-ingesting the file restores its own text."""
         row = self.db.execute(
-            "SELECT sha256, effective_from, label, explicit FROM versions WHERE doc_id = ? AND source = ?"
+            "SELECT sha256, effective_from, label, explicit, seq FROM versions WHERE doc_id = ? AND source = ?"
             " ORDER BY seq DESC LIMIT 1", (doc_id, source)).fetchone()
-        return (row[0], row[1] if row[3] else None, row[2]) if row else None
+        if row is None or self.db.execute("SELECT 1 FROM versions WHERE doc_id = ? AND seq > ? AND source LIKE 'api:%'",
+                                          (doc_id, row[4])).fetchone():
+            return None
+        return (row[0], row[1] if row[3] else None, row[2])
+
+    def sources(self, doc_id: str) -> list[str]:
+        """The distinct sources the document's versions were read from (file paths, `api:` names)."""
+        return [r[0] for r in self.db.execute("SELECT DISTINCT source FROM versions WHERE doc_id = ?", (doc_id,))]
 
     def add_version(self, doc: Document, src: SourceDocument, parents: Sequence[ParentChunk],
                     children: Sequence[Chunk], today: dt.date) -> VersionChange:
