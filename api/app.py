@@ -18,7 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from api.guards import BodyLimit, HostAllowList, allowed_hosts
+from api.guards import AskGuard, BodyLimit, HostAllowList, PageHeaders, SameOrigin, allowed_hosts
 from api.routes import admin, ask, documents, entities, health, openai_compat, query, web
 from api.schemas import ERROR_RESPONSES
 from kg.errors import AuthError, BusyError, ConfigError, KgError
@@ -37,6 +37,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "KG_API_TOKEN is set but empty, which would leave every write open: set a real token, or unset "
             "KG_API_TOKEN (and serve on a loopback address only)"
         )
+    if settings.ask_requires_token and not settings.api_token:
+        raise ConfigError("KG_ASK_REQUIRES_TOKEN is set but KG_API_TOKEN is not: set the token that /ask should require")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -105,20 +107,26 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (health, query, documents, entities, ask, openai_compat, admin, web):
         app.include_router(module.router, responses=ERROR_RESPONSES)
     _document_class_names(app)
-    # Outermost first: refuse a foreign Host, then an oversized body, before any route runs.
+    # Outermost first: refuse a foreign Host, a cross-site write, an unauthorised or too frequent question,
+    # then an oversized body, before any route runs; the page's security headers on the way out.
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(AskGuard, token=settings.api_token, required=settings.ask_requires_token,
+                       per_minute=settings.ask_rate_limit)
+    app.add_middleware(SameOrigin, hosts=allowed_hosts(settings))
     app.add_middleware(HostAllowList, hosts=allowed_hosts(settings))
+    app.add_middleware(PageHeaders)
     return app
 
 
 def _document_class_names(app: FastAPI) -> None:
     """The spec lists the ontology's class names for `types` (read from the open knowledge base each
-    time the spec is served, so an imported class shows up); labels of classes are accepted too."""
+    time the spec is served, so an imported class shows up); labels of classes are accepted too.
+    The spec itself is built once (it took seconds, and every 405 and page view asks for it): only
+    the class list is refreshed."""
     build = app.openapi
 
     def openapi() -> dict:
-        app.openapi_schema = None
-        spec = build()
+        spec = build()  # FastAPI keeps the first build in app.openapi_schema
         kb = getattr(app.state, "kb", None)
         field = spec.get("components", {}).get("schemas", {}).get("QueryIn", {}).get("properties", {}).get("types")
         if kb is not None and field:

@@ -38,11 +38,13 @@ class ErrorOut(BaseModel):
 _DESCRIPTIONS = {
     400: "Bad input (also an unparsable JSON body or a Host that is not allowed)",
     401: "Missing or wrong bearer token (write endpoints, when KG_API_TOKEN is set)",
+    403: "A state-changing request sent by a page of another site (Origin / Sec-Fetch-Site)",
     404: "Unknown entity, document, knowledge pack or endpoint",
     405: "Method not allowed on this endpoint",
     409: "A posted document whose doc_id or front matter id names a file's document",
     413: "Request body or document over its size limit",
     422: "The request does not match the schema",
+    429: "/ask or chat: more questions a minute than KG_ASK_RATE_LIMIT; retry after Retry-After seconds",
     500: "Unexpected server error",
     503: "Another process holds the knowledge base's write lock; retry after Retry-After seconds",
 }
@@ -56,7 +58,7 @@ AS_OF_PATTERN = r"^[1-9][0-9]{3}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?$
 
 class QueryIn(BaseModel):
     query: Text = Field(..., min_length=1, max_length=4000, pattern=NON_BLANK, description="The question or keywords.")
-    k: int = Field(10, ge=1, le=200, description="How many hits to return.")
+    k: int = Field(10, ge=1, le=200, strict=True, description="How many hits to return (a JSON integer: not \"10\", not true).")
     mode: str = Field("full", pattern="^(full|bm25|graph)$", description="full, bm25 (text only) or graph only.")
     types: list[Annotated[Text, Field(max_length=200)]] | None = Field(
         None, max_length=50, description="Expand only to entities of these classes (or subclasses); blank names are ignored."

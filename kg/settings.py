@@ -91,6 +91,15 @@ class Settings(BaseSettings):
         "", description="Extra Host names the API answers, comma-separated, besides localhost names and the bind host; `*` = any (KG_ALLOWED_HOSTS)."
     )
     bind_host: str = Field("127.0.0.1", description="The address `kg serve` binds to (set by `kg serve --host`).")
+    ask_requires_token: bool = Field(
+        False, description="/ask and /v1/chat/completions need the bearer token too, so that only its holders spend a paid model's tokens (KG_ASK_REQUIRES_TOKEN; needs KG_API_TOKEN)."
+    )
+    ask_rate_limit: int = Field(
+        0, ge=0, description="Most /ask and chat requests a minute per token (or, without one, per client address); 0 = no limit (KG_ASK_RATE_LIMIT)."
+    )
+    max_query_terms: int = Field(
+        64, ge=1, description="Most distinct words an API question may have (/query, /ask, chat); more is a 422 naming the limit (KG_MAX_QUERY_TERMS)."
+    )
 
     # -- documents: chunk sizes, versions, time words --------------------------------------------
     chunk_child_size: int = Field(480, ge=50, le=4000, description="Size of a child chunk (what is indexed and linked), in Chinese characters or ~2.5 other characters each.")

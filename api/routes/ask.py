@@ -10,7 +10,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from api.deps import knowledge_base
-from api.schemas import AS_OF_PATTERN
+from api.guards import bound_question
+from api.schemas import AS_OF_PATTERN, Text
 from kg.errors import KgError
 
 # A streamed answer is Server-Sent Events: the spec lists it beside the JSON record.
@@ -20,11 +21,11 @@ router = APIRouter()
 
 
 class AskIn(BaseModel):
-    question: str = Field(..., min_length=1, max_length=4000, description="The question.")
-    k: int | None = Field(None, ge=1, le=20, description="Passages numbered and given to the answer (default KG_ANSWER_PASSAGES).")
+    question: Text = Field(..., min_length=1, max_length=4000, description="The question.")
+    k: int | None = Field(None, ge=1, le=20, strict=True, description="Passages numbered and given to the answer (default KG_ANSWER_PASSAGES).")
     mode: str = Field("full", pattern="^(full|bm25|graph)$", description="full, bm25 (text only) or graph only.")
     as_of: str | None = Field(None, pattern=AS_OF_PATTERN, description="Search the document versions in force on this date (YYYY-MM-DD, YYYY-MM or YYYY).")
-    packs: list[str] | None = Field(None, description="Search only inside these packs.")
+    packs: list[Text] | None = Field(None, description="Search only inside these packs.")
     stream: bool = Field(False, strict=True, description="Stream Server-Sent Events: round, delta (answer text), answer (the record).")
 
 
@@ -48,6 +49,7 @@ def answer_events(events: Iterator) -> Iterator[str]:
 
 @router.post("/ask", summary="A cited answer (SSE when stream is true or Accept is text/event-stream)", responses=STREAM_RESPONSE)
 def ask(body: AskIn, request: Request, kb=Depends(knowledge_base)):  # noqa: B008 - FastAPI idiom
+    bound_question(body.question, kb.settings, "question")
     streaming = body.stream or "text/event-stream" in request.headers.get("accept", "")
     result = kb.ask(body.question, k=body.k, mode=body.mode, as_of=body.as_of, packs=body.packs, stream=streaming)
     if not streaming:

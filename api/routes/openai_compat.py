@@ -19,7 +19,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import knowledge_base
-from api.schemas import NON_BLANK
+from api.guards import bound_question
+from api.schemas import NON_BLANK, Text
 from kg.errors import InputError, KgError
 
 # A streamed answer is Server-Sent Events: the spec lists it beside the JSON record.
@@ -32,7 +33,7 @@ MODEL_ID = "kgrag"
 class ContentPart(BaseModel):
     model_config = ConfigDict(extra="allow")  # image parts and the like are accepted and ignored
     type: str
-    text: str | None = None
+    text: Text | None = None
 
 
 class ChatMessage(BaseModel):
@@ -51,7 +52,7 @@ _HAS_USER_MESSAGE = {"contains": {
 
 class ChatIn(BaseModel):
     model_config = ConfigDict(extra="allow")  # temperature, top_p, user ...: accepted and ignored
-    model: str = Field(MODEL_ID, description="Echoed back; the model kgrag calls is KG_LLM_MODEL.")
+    model: Text = Field(MODEL_ID, description="Echoed back; the model kgrag calls is KG_LLM_MODEL.")
     messages: list[ChatMessage] = Field(..., min_length=1, json_schema_extra=_HAS_USER_MESSAGE)
     stream: bool = Field(False, strict=True)
 
@@ -84,6 +85,7 @@ def models() -> dict:
 @router.post("/chat/completions", summary="OpenAI-compatible chat completion over the knowledge base", responses=STREAM_RESPONSE)
 def chat_completions(body: ChatIn, kb=Depends(knowledge_base)):  # noqa: B008 - FastAPI idiom
     question = question_of(body.messages)
+    bound_question(question, kb.settings, "messages")
     ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
     if not body.stream:
         answer = kb.ask(question)
