@@ -201,15 +201,17 @@ def test_a_missing_path_is_an_input_error(tmp_path):
     assert str(error.value) == f"{tmp_path / 'nowhere'}: no such file or folder"
 
 
-def test_non_utf8_file_says_how_to_fix_it(tmp_path):
+def test_gbk_file_is_read_and_an_unknown_encoding_says_how_to_fix_it(tmp_path):
     gbk = tmp_path / "旧笔记.md"
     gbk.write_bytes("# 标题\n\n内容".encode("gbk"))
+    src = read_source_file(gbk)
+    assert src.text.strip() == "# 标题\n\n内容"
+    assert src.warnings == (f"{gbk}: read as GBK (it is not UTF-8)",)
+    neither = tmp_path / "latin.md"
+    neither.write_bytes(b"# x\n\n\xff\xfe")
     with pytest.raises(InputError) as error:
-        read_source_file(gbk)
-    assert (
-        str(error.value)
-        == f"{gbk}: not UTF-8 text (byte 2); save the file as UTF-8 and ingest it again"
-    )
+        read_source_file(neither)
+    assert str(error.value) == f"{neither}: neither UTF-8 nor GBK/GB18030 text (byte 5); save the file as UTF-8 and ingest it again"
 
 
 def test_folders_are_walked_sorted_skipping_hidden_and_unsupported_files(tmp_path):

@@ -108,7 +108,7 @@ def _bad_folder(tmp_path):
     (docs / "good.md").write_text("# Good\n\nosprey nests on the cliff.\n", encoding="utf-8")
     (docs / "also-good.txt").write_text("heron notes\n\nherons wade in the shallows.\n", encoding="utf-8")
     (docs / "empty.md").write_text("", encoding="utf-8")
-    (docs / "gbk.md").write_bytes("# 旧笔记\n\n内容".encode("gbk"))
+    (docs / "gbk.md").write_bytes(b"# x\n\n\xff\xfe\xff")  # neither UTF-8 nor GBK
     (docs / "broken.md").write_text("---\ntitle: [x\n---\n\nbody\n", encoding="utf-8")
     (docs / "photo.png").write_bytes(b"\x89PNG\r\n")
     (docs / "sheet.xlsx").write_bytes(b"PK")
@@ -139,7 +139,7 @@ def test_kg_ingest_skips_bad_files_with_full_path_and_ingests_the_rest(tmp_path)
     assert report["added"] == 2
     skipped = {s["path"]: s["reason"] for s in report["skipped"]}
     assert skipped[str(docs / "empty.md")] == "the document is empty"
-    assert skipped[str(docs / "gbk.md")] == "not UTF-8 text (byte 2); save the file as UTF-8 and ingest it again"
+    assert skipped[str(docs / "gbk.md")] == "neither UTF-8 nor GBK/GB18030 text (byte 5); save the file as UTF-8 and ingest it again"
     assert skipped[str(docs / "broken.md")].startswith("the YAML front matter does not parse")
     assert str(docs / "link.md") in skipped and str(docs / "photo.png") in skipped
     query = CliRunner().invoke(cli, ["query", "secret", "--data-dir", str(kb), "--json"], catch_exceptions=False)

@@ -40,7 +40,6 @@ def delete_document(doc_id: str, kb=Depends(knowledge_base)) -> dict:  # noqa: B
 @router.post("/documents", response_model=IngestOut, status_code=201, dependencies=[Depends(require_token)])
 def add_document(body: DocumentIn, kb=Depends(knowledge_base)) -> dict:  # noqa: B008 - FastAPI idiom
     from retrieval.ingest.readers import SUPPORTED_SUFFIXES, parse_effective, read_source_bytes
-    from retrieval.types import SourceDocument
 
     if (body.text is None) == (body.content_base64 is None):
         raise InputError("give the document as `text` or as `content_base64` (with `filename`), not both or neither")
@@ -62,12 +61,9 @@ def add_document(body: DocumentIn, kb=Depends(knowledge_base)) -> dict:  # noqa:
         source = api_source(body.source, body.text)
         # A JSON string is text, not a file: a NUL in it is noise, not a sign of binary content.
         body.text = body.text.replace("\x00", "")
-        if fmt in ("md", "html"):
-            src = read_source_bytes(body.text.encode("utf-8"), fmt, source)
-        elif fmt == "pdf":
+        if fmt == "pdf":
             raise InputError("a PDF cannot be sent as `text`: send its bytes as `content_base64`")
-        else:
-            src = SourceDocument(source=source, text=body.text, format=fmt)
+        src = read_source_bytes(body.text.encode("utf-8"), fmt, source)  # long blobs cut, as from a file
     changes = {"title": body.title or src.title, "doc_key": body.doc_id or src.doc_key,
                "effective_date": parse_effective(body.effective, "effective") if body.effective else src.effective_date}
     src = replace(src, **changes)

@@ -238,7 +238,8 @@ class EntityLinker:
         nlp = self.nlp
         for text in texts:
             normalized, origin = _normalize_with_offsets(text)
-            doc = nlp.make_doc(normalized)
+            # spaCy refuses a longer text (E088); the readers cut such runs, this is the last guard.
+            doc = nlp.make_doc(normalized[: nlp.max_length])
             doc.user_data["strict_case"] = strict_case
             for _, component in nlp.pipeline:
                 doc = component(doc)

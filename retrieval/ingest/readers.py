@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -21,6 +22,8 @@ __all__ = [
     "FoundFiles",
     "SUPPORTED_SUFFIXES",
     "Skipped",
+    "cut_long_runs",
+    "decode_text",
     "find_files",
     "find_source_files",
     "path_words",
@@ -83,8 +86,12 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
             found.files.append(path)
             continue
         root = path.resolve()
+
+        def unreadable(error: OSError, root: Path = root) -> None:  # os.walk passes over such a folder in silence
+            found.skipped.append(Skipped(os.path.abspath(error.filename or root), f"cannot be read ({error.strerror or error})"))
+
         # Walked from the resolved folder, so that a file's path is already its resolved source name.
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=False):
             here = Path(dirpath)
             kept = []
             for name in sorted(dirnames):
@@ -92,7 +99,10 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
                 if name.startswith("."):
                     continue
                 if sub.is_symlink():
-                    target = sub.resolve()
+                    target = _link_target(sub)
+                    if isinstance(target, Skipped):
+                        found.skipped.append(target)
+                        continue
                     if not target.is_relative_to(root):
                         found.skipped.append(Skipped(os.path.abspath(sub), f"symlink to {target}, outside {path}: not followed"))
                         continue
@@ -106,7 +116,10 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
                     continue
                 suffix = file.suffix.lower()
                 if file.is_symlink():
-                    target = file.resolve()
+                    target = _link_target(file)
+                    if isinstance(target, Skipped):
+                        found.skipped.append(target)
+                        continue
                     if not target.is_relative_to(root):
                         found.skipped.append(Skipped(os.path.abspath(file), f"symlink to {target}, outside {path}: not followed"))
                         continue
@@ -114,11 +127,46 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
                     found.skipped.append(Skipped(os.path.abspath(file), "binary file"))
                 elif suffix not in SUPPORTED_SUFFIXES:
                     found.skipped.append(Skipped(os.path.abspath(file), f"unsupported file type '{suffix or name}' (kgrag reads {_supported()})"))
+                elif (odd := _not_regular(file)) is not None:
+                    found.skipped.append(odd)
                 else:
                     found.files.append(file)
                     found.roots[file] = path
     found.files.sort()
     return found
+
+
+def _link_target(link: Path) -> Path | Skipped:
+    """Where a symlink leads, or why it leads nowhere (a loop, a missing target)."""
+    try:
+        return link.resolve(strict=True)
+    except RuntimeError:  # Python < 3.13 reports a loop this way
+        return Skipped(os.path.abspath(link), "symlink loop: not followed")
+    except OSError as exc:
+        import errno
+
+        if exc.errno == errno.ELOOP:
+            return Skipped(os.path.abspath(link), "symlink loop: not followed")
+        return Skipped(os.path.abspath(link), f"broken symlink ({exc.strerror or exc}): not followed")
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _not_regular(file: Path) -> Skipped | None:
+    """A FIFO, device or socket named like a document: reading it would wait for ever (or forever read)."""
+    try:
+        mode = os.stat(file).st_mode
+    except OSError as exc:
+        return Skipped(os.path.abspath(file), f"cannot be read ({exc.strerror or exc})")
+    if stat.S_ISREG(mode):
+        return None
+    return Skipped(os.path.abspath(file), f"{_kind(mode)}, not a file: not read")
 
 
 def find_source_files(paths: Iterable[Path]) -> list[Path]:
@@ -154,7 +202,14 @@ def read_source_file(path: Path, source: str | None = None) -> SourceDocument:
     if fmt is None:
         raise InputError(f"{path}: unsupported file type '{path.suffix}' (kgrag reads {_supported()})")
     try:
-        raw = path.read_bytes()
+        # Opened without blocking and checked before reading: a FIFO put in a file's place (after the
+        # folder was listed) must not hang the ingest.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if not stat.S_ISREG(mode):
+                raise InputError(f"{path}: {_kind(mode)}, not a file: not read")
+            raw = f.read()
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     return read_source_bytes(raw, fmt, source or str(path), label=str(path))
@@ -169,20 +224,73 @@ def read_source_bytes(raw: bytes, fmt: str, source: str, label: str | None = Non
         from retrieval.ingest.pdf import read_pdf
 
         return read_pdf(raw, source, label)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{label}: not UTF-8 text (byte {exc.start}); save the file as UTF-8 and ingest it again") from None
+    text, encoding = decode_text(raw, label)
     if "\x00" in text:
         raise InputError(f"{label}: binary content (NUL bytes) in a .{fmt} file; kgrag reads text files of these types")
     if fmt == "html":
         from retrieval.ingest.html import read_html
 
-        return read_html(text, source)
-    if fmt == "md":
+        src = read_html(text, source)
+    elif fmt == "md":
         meta, text = split_front_matter(text, label)
-        return _with_meta(SourceDocument(source=source, text=text, format="md"), meta, label)
-    return SourceDocument(source=source, text=text, format=fmt)
+        src = _with_meta(SourceDocument(source=source, text=text, format="md"), meta, label)
+    else:
+        src = SourceDocument(source=source, text=text, format=fmt)
+    text, notes = cut_long_runs(src.text)
+    if encoding != "utf-8":
+        notes.insert(0, f"read as {encoding.upper()} (it is not UTF-8)")
+    return replace(src, text=text, warnings=(*src.warnings, *(f"{label}: {n}" for n in notes))) if notes else src
+
+
+def decode_text(raw: bytes, label: str) -> tuple[str, str]:
+    """A document's text and encoding, by the relation import's rule: UTF-8 (with or without a BOM), else
+    Chinese GBK, read as its superset GB18030 (what Windows editors in China save)."""
+    try:
+        return raw.decode("utf-8-sig"), "utf-8"
+    except UnicodeDecodeError as exc:
+        utf8_error = exc.start
+    for encoding in ("gbk", "gb18030"):
+        try:
+            return raw.decode(encoding), encoding
+        except UnicodeDecodeError:
+            continue
+    raise InputError(f"{label}: neither UTF-8 nor GBK/GB18030 text (byte {utf8_error}); save the file as UTF-8 and "
+                     "ingest it again") from None
+
+
+# An unbroken run of base64/hex-like characters (a data-URI image, an embedded blob) is no word anyone
+# asks for, and a long one stops the entity linker (spaCy refuses texts over 1,000,000 characters).
+_BLOB = re.compile(r"[A-Za-z0-9+/=_-]{1000,}")
+BLOB_KEPT = 40
+MAX_LINE = 100_000  # whatever is longer after that (a minified file) is cut at this length
+
+
+def cut_long_runs(text: str) -> tuple[str, list[str]]:
+    """`text` with each blob shortened to its first characters and each line cut to MAX_LINE characters
+    (line breaks kept, so line numbers stay true), and what was cut, said once each."""
+    if len(text) < 1000:
+        return text, []
+    notes: list[str] = []
+    blobs = 0
+
+    def shorten(match: re.Match) -> str:
+        nonlocal blobs
+        blobs += 1
+        return match.group()[:BLOB_KEPT] + "…"
+
+    text = _BLOB.sub(shorten, text)
+    if blobs:
+        notes.append(f"{blobs} unbroken run(s) of 1,000+ letters and digits (data URIs, base64) shortened to their first {BLOB_KEPT}")
+    if len(text) > MAX_LINE:
+        lines = text.split("\n")
+        long = [i for i, line in enumerate(lines) if len(line) > MAX_LINE]
+        if long:
+            for i in long:
+                lines[i] = lines[i][:MAX_LINE]
+            text = "\n".join(lines)
+            notes.append(f"line {long[0] + 1}{f' and {len(long) - 1} more' if len(long) > 1 else ''} cut to "
+                         f"{MAX_LINE:,} characters")
+    return text, notes
 
 
 def split_front_matter(text: str, label: str = "") -> tuple[dict, str]:

@@ -19,7 +19,7 @@ def test_bad_files_are_skipped_with_full_path_and_good_ones_ingested(tmp_path: P
     for i in range(5):
         (docs / f"good-{i}.md").write_text(f"# Good {i}\n\nkestrel note {i}.\n", encoding="utf-8")
     (docs / "empty.md").write_bytes(b"")
-    (docs / "gbk.md").write_bytes("# 旧\n\n内容".encode("gbk"))
+    (docs / "latin.md").write_bytes(b"# x\n\n\xff\xfe\xff")  # neither UTF-8 nor GBK (GBK notes are read since)
     secret = tmp_path / "secret.md"
     secret.write_text("# Secret\n\nhunter2\n", encoding="utf-8")
     os.symlink(secret, docs / "passwd.md")
@@ -28,7 +28,7 @@ def test_bad_files_are_skipped_with_full_path_and_good_ones_ingested(tmp_path: P
     assert report["added"] == 5
     assert {s["path"]: s["reason"] for s in report["skipped"]} == {
         str(docs / "empty.md"): "the document is empty",
-        str(docs / "gbk.md"): "not UTF-8 text (byte 2); save the file as UTF-8 and ingest it again",
+        str(docs / "latin.md"): "neither UTF-8 nor GBK/GB18030 text (byte 5); save the file as UTF-8 and ingest it again",
         str(docs / "passwd.md"): f"symlink to {secret}, outside notes: not followed",
     }
     assert json.loads(_kg("query", "hunter2", "--json", *kb, cwd=tmp_path))["hits"] == []
