@@ -115,6 +115,11 @@ class Settings(BaseSettings):
     route_second_share: float = Field(0.5, ge=0, le=1, description="A second pack is searched when its routing score is at least this share of the best one's.")
     route_min_known: float = Field(0.6, ge=0, le=1, description="A question that no card, registry row or entity ties to a pack is out of scope when the words the knowledge base holds carry less than this share of its idf weight ...")
     route_min_coverage: float = Field(0.45, ge=0, le=1, description="... and no one of the best passages holds this share of it.")
+    # -- backends for scaling out (issue 26): the embedded defaults unless set -----------------------
+    text_backend: str = Field("whoosh", pattern="^(whoosh|postgres)$", description="Where the text index lives: whoosh (files in the data dir) or postgres (KG_POSTGRES_DSN) (KG_TEXT_BACKEND).")
+    postgres_dsn: str | None = Field(None, description="PostgreSQL connection string of the text index, e.g. 'host=/run/postgresql dbname=kgrag' or postgresql://user@host/db (KG_POSTGRES_DSN).")
+    postgres_schema: str = Field("kgrag", pattern="^[a-z_][a-z0-9_]{0,62}$", description="PostgreSQL schema holding this knowledge base's text index; one per knowledge base sharing a database (KG_POSTGRES_SCHEMA).")
+    graph_store: str = Field("file", description="Where kg.stores keeps the graph: file (graph.ttl in the data dir) or sparql+http://HOST:PORT (a SPARQL 1.1 store such as `oxigraph serve`) (KG_GRAPH_STORE).")
     llm_mock_response: str | None = Field(None, description="Routing only: the model's routing reply handed to litellm's own mock_response= instead of calling the endpoint (tests, offline demos; KG_LLM_MOCK_RESPONSE). The LLM routing uses KG_LLM_MODEL, KG_LLM_BASE_URL and KG_LLM_TIMEOUT.")
 
 

@@ -36,6 +36,8 @@ def _temp_files(kb) -> list:
 
 
 def _index_ids(kb) -> set[str]:
+    if hasattr(kb.index, "chunk_ids"):  # a backend that lists its chunks itself (PostgreSQL)
+        return kb.index.chunk_ids()
     with kb.index.ix.searcher() as searcher:
         return {fields["chunk_id"] for fields in searcher.all_stored_fields()}
 

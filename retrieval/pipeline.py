@@ -29,7 +29,7 @@ from retrieval.index.analysis import (
     add_user_words,
 )
 from retrieval.index.synonyms import SYNONYMS_FILE, SynonymTable
-from retrieval.index.whoosh_index import WhooshIndex
+from retrieval.index.backends import open_text_index
 from retrieval.ingest.chunking import ChunkSizes
 from retrieval.ingest.removal import resolve_documents
 from retrieval.ingest.report import IngestReport
@@ -66,8 +66,7 @@ class KnowledgeBase(QueryPath):
         self.store = DocStore(self.root / "kb.sqlite")
         self.history = VersionCatalog(self.store)
         self.chunk_sizes = ChunkSizes(settings.chunk_child_size, settings.chunk_parent_size, settings.chunk_overlap)
-        self.index = WhooshIndex(self.root / "index", {"title": settings.title_boost, "section": settings.section_boost, "body": 1.0},
-                                 max_df_ratio=settings.max_df_ratio)
+        self.index = open_text_index(settings, self.root)  # whoosh in the data dir unless KG_TEXT_BACKEND says otherwise
         self.synonyms = SynonymTable.read(self.root / SYNONYMS_FILE)
         self.expansion = ExpansionSettings(max_hops=settings.expansion_hops, hub_cap=settings.hub_cap,
                                            decay=settings.expansion_decay, mention_weight=settings.mention_weight,

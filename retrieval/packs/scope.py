@@ -63,7 +63,8 @@ def _pack_evidence(kb, packs: tuple[str, ...], doc_ids: frozenset[str]):
     cached = _scoped.get(key)
     if cached is None or cached[2].doc_ids != doc_ids or cached[2].index is not kb.index:
         store = PackStore(kb.store, packs)
-        cached = _scoped[key] = (store, GraphEvidence(store, kb.graph), ScopedIndex(kb.index, doc_ids))
+        cached = _scoped[key] = (store, GraphEvidence(store, kb.graph),
+                                     kb.index.scoped(doc_ids) if hasattr(kb.index, "scoped") else ScopedIndex(kb.index, doc_ids))
     return cached
 
 

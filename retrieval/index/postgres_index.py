@@ -1,0 +1,338 @@
+"""PostgreSQL backend of `TextIndex`: chunks in, the analyzer's terms in a postings table, BM25F hits out, ranked as whoosh ranks them.
+
+Several query servers can share one index: every write is one transaction (under an advisory lock
+per index, so writers queue), and every search reads one snapshot and first looks at the index's
+generation, so a server follows the other servers' commits without being told.
+
+Why a postings table and not a `tsvector`: BM25F needs each term's frequency in each field and each
+field's length, which a tsvector does not keep (it keeps positions, at most 256 of them); a b-tree
+on (field, term, docnum) is the inverted index itself. Term statistics (document frequency per
+field and term, total field lengths, the chunk count) are kept in tables, updated in the write's
+transaction. Scores are computed here from those statistics with whoosh's BM25F formula, field
+lengths rounded as whoosh stores them (one byte), so the same chunks give the same floats and the
+same ranking as `WhooshIndex` (tests/test_backends_text.py compares them on the shared sets).
+
+Where the two differ: whoosh keeps deleted chunks in its statistics until a merge; this index's
+statistics are exact at once. After deletions the scores can differ slightly (rankings rarely do).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+from whoosh.util.numeric import byte_to_length, length_to_byte
+
+from kg.errors import InputError
+from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
+from retrieval.index.whoosh_index import FIELD_BOOSTS, MAX_DF_RATIO, head_then_tail, top_chunks
+from retrieval.types import Chunk, TextHit
+
+__all__ = ["FIELDS", "PostgresIndex", "rounded_length"]
+
+FIELDS = ("title", "section", "body", "grams")
+FIELD_NO = {name: i for i, name in enumerate(FIELDS)}
+MAX_CACHED = 5000  # posting lists kept in memory (per (field, term)) before the cache starts again
+_NAMESPACE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_WORDS, _GRAMS = KgAnalyzer(), GramAnalyzer()
+
+
+def rounded_length(length: int) -> int:
+    """A field length as whoosh stores it: one byte, exact up to 10, then logarithmic."""
+    return byte_to_length(length_to_byte(length))
+
+
+def _schema_sql(ns: str) -> str:
+    return f"""
+    CREATE SCHEMA IF NOT EXISTS {ns};
+    CREATE SEQUENCE IF NOT EXISTS {ns}.docnums;
+    CREATE TABLE IF NOT EXISTS {ns}.chunks (
+        docnum bigint PRIMARY KEY, chunk_id text NOT NULL UNIQUE, doc_id text NOT NULL,
+        lengths int[] NOT NULL, rounded int[] NOT NULL);
+    CREATE INDEX IF NOT EXISTS chunks_doc_id ON {ns}.chunks (doc_id);
+    CREATE TABLE IF NOT EXISTS {ns}.postings (
+        field smallint NOT NULL, term text NOT NULL, docnum bigint NOT NULL, tf int NOT NULL,
+        length int NOT NULL, PRIMARY KEY (field, term, docnum));
+    CREATE INDEX IF NOT EXISTS postings_docnum ON {ns}.postings (docnum);
+    CREATE TABLE IF NOT EXISTS {ns}.terms (
+        field smallint NOT NULL, term text NOT NULL, df bigint NOT NULL, PRIMARY KEY (field, term));
+    CREATE TABLE IF NOT EXISTS {ns}.fields (
+        field smallint PRIMARY KEY, total bigint NOT NULL, rounded bigint NOT NULL);
+    CREATE TABLE IF NOT EXISTS {ns}.generation (
+        id int PRIMARY KEY CHECK (id = 1), value bigint NOT NULL, chunks bigint NOT NULL);
+    INSERT INTO {ns}.generation VALUES (1, 0, 0) ON CONFLICT DO NOTHING;
+    INSERT INTO {ns}.fields SELECT f, 0, 0 FROM generate_series(0, {len(FIELDS) - 1}) f ON CONFLICT DO NOTHING;
+    """
+
+
+def _connect(dsn: str, **options):
+    try:
+        import psycopg
+    except ImportError as exc:  # the extra is optional
+        raise InputError("the PostgreSQL text backend needs psycopg: pip install 'kgrag[postgres]'") from exc
+    try:
+        return psycopg.connect(dsn, autocommit=True, **options)
+    except psycopg.OperationalError as exc:
+        raise InputError(f"cannot reach PostgreSQL at '{dsn}': {str(exc).strip()} "
+                         "(is the server running? check KG_POSTGRES_DSN)") from exc
+
+
+def analyze_chunk(chunk: Chunk, section: str) -> list[Counter]:
+    """Term counts of each field in FIELDS order, as whoosh's analyzers index them."""
+    texts = (chunk.title, section, chunk.text)
+    counts = [Counter(term for term, _ in _WORDS.terms(text)) for text in texts]
+    counts.append(Counter(term for term, _ in _GRAMS.terms(chunk.title + "\n" + chunk.text)))
+    return counts
+
+
+class PostgresIndex:
+    """`PostgresIndex(dsn, namespace)`: one index per PostgreSQL schema `namespace`."""
+
+    def __init__(self, dsn: str, namespace: str = "kgrag", field_boosts: dict[str, float] | None = None,
+                 max_df_ratio: float = MAX_DF_RATIO) -> None:
+        if not _NAMESPACE.match(namespace):
+            raise InputError(f"'{namespace}' cannot name a PostgreSQL schema: use lower-case letters, digits and _")
+        import psycopg
+
+        self.dsn, self.ns = dsn, namespace
+        self.field_boosts = dict(field_boosts or FIELD_BOOSTS)
+        self.max_df_ratio = max_df_ratio
+        self._bm25 = (0.75, 1.2)  # B, K1: whoosh's BM25F defaults, as WhooshIndex uses them
+        self._lock = threading.Lock()  # writes
+        self._search_lock = threading.Lock()  # one reader connection, one search at a time
+        self._closed = False
+        self._writer_conn = None
+        self._reader = _connect(dsn)
+        with self._reader.transaction():
+            self._reader.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.ns,))
+            self._reader.execute(_schema_sql(self.ns))
+        self._reader.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        self._reader.read_only = True
+        self._pending: dict[str, tuple[str, list[Counter]]] = {}  # chunk id -> (doc id, term counts)
+        self._deleted: set[str] = set()
+        self._generation = -1
+        self._n = 0
+        self._totals: dict[str, int] = {}
+        self._rounded_totals: dict[str, int] = {}
+        self._postings: dict[tuple[str, str], dict[int, tuple[int, int]]] = {}  # -> {docnum: (tf, length)}
+        self._scores: dict[tuple[str, str], dict[int, float]] = {}
+        self._chunk_ids: dict[int, str] = {}
+        self._scopes: dict[frozenset[str], set[int]] = {}
+
+    # -- writes ------------------------------------------------------------------------------
+    def add_chunks(self, chunks: Iterable[Chunk], file_words: Mapping[str, str] | None = None) -> int:
+        n = 0
+        file_words = file_words or {}
+        with self._lock:
+            for chunk in chunks:
+                section = " > ".join(part for part in (file_words.get(chunk.doc_id, ""), chunk.section) if part)
+                self._pending.pop(chunk.chunk_id, None)  # added again: it goes last, as in whoosh
+                self._pending[chunk.chunk_id] = (chunk.doc_id, analyze_chunk(chunk, section))
+                n += 1
+        return n
+
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
+        with self._lock:
+            ids = list(dict.fromkeys(chunk_ids))
+            n = sum(self._pending.pop(cid, None) is not None for cid in ids)
+            with self._search_lock, self._reader.transaction():
+                n += self._reader.execute(f"SELECT count(*) FROM {self.ns}.chunks WHERE chunk_id = ANY(%s)",
+                                          (ids,)).fetchone()[0]
+            self._deleted.update(ids)
+        return n
+
+    def upgrade_schema(self) -> None:
+        """Nothing to upgrade: the tables are made with every field."""
+
+    def rollback(self) -> None:
+        with self._lock:
+            self._pending, self._deleted = {}, set()
+
+    def commit(self, optimize: bool = False, replace_all: bool = False) -> None:
+        """One transaction for the writes since the last commit; `replace_all`: they become the whole
+        index. `optimize` means nothing here (PostgreSQL has no segments to merge)."""
+        with self._lock:
+            if self._pending or self._deleted or replace_all:
+                if self._writer_conn is None:
+                    self._writer_conn = _connect(self.dsn)
+                from retrieval.index.postgres_write import write_changes
+
+                write_changes(self._writer_conn, self.ns, self._pending, self._deleted, replace_all)
+            self._pending, self._deleted = {}, set()
+        with self._search_lock, self._reader.transaction():
+            self._follow()
+
+    # -- reads -------------------------------------------------------------------------------
+    def _follow(self) -> None:
+        """Inside a read transaction: when the index changed since the last look, drop what was cached."""
+        generation, n = self._reader.execute(f"SELECT value, chunks FROM {self.ns}.generation").fetchone()
+        if generation == self._generation:
+            return
+        rows = self._reader.execute(f"SELECT field, total, rounded FROM {self.ns}.fields").fetchall()
+        self._totals = {FIELDS[f]: total for f, total, _ in rows}
+        self._rounded_totals = {FIELDS[f]: rounded for f, _, rounded in rows}
+        self._generation, self._n = generation, n
+        self._postings, self._scores, self._chunk_ids, self._scopes = {}, {}, {}, {}
+
+    def search(self, terms: Sequence[tuple[str, float]], limit: int, fields: dict[str, float] | None = None,
+               grams: Sequence[tuple[str, float]] = (), doc_ids: frozenset[str] | None = None,
+               beyond: int = 0) -> list[TextHit]:
+        """As `WhooshIndex.search`: the rare terms choose the candidates, the common terms and the
+        character pairs add to their scores (`head_then_tail`)."""
+        with self._search_lock, self._reader.transaction():
+            self._follow()
+            fields = {f: b for f, b in (fields or self.field_boosts).items() if b > 0}
+            rare, common = self.split_by_frequency(terms, self._n, self._doc_frequencies("body", terms))
+            if not rare or not fields:
+                return []
+            gram_fields = {"grams": 1.0}
+            self._load([(f, t) for t, _ in [*rare, *common] for f in fields] + [("grams", g) for g, _ in grams])
+            scope = None if doc_ids is None else self._scope_docnums(doc_ids)
+            found = top_chunks(rare, fields, limit + beyond, scope, self._term_scores, lambda d: "")
+            if found and (common or grams):
+                add_common_terms(found, common, fields, self._term_scores)
+                add_common_terms(found, list(grams), gram_fields, self._term_scores, report=False)
+                found = head_then_tail(found, limit)
+            self._name_chunks([entry[0] for entry in found])
+            return [TextHit(chunk_id=self._chunk_ids[docnum], score=score, terms=tuple(sorted(matched)), docnum=docnum)
+                    for docnum, _, score, matched in found]
+
+    def split_by_frequency(self, terms, n: int, df: Mapping[str, int]):
+        """(rare, common) as `WhooshIndex._split_by_frequency`: common terms (in more than `max_df_ratio`
+        of the chunks) only add to the scores of the candidates the rare ones found."""
+        if not terms:
+            return [], []
+        if n < 50:
+            return list(terms), []
+        rare = [(t, w) for t, w in terms if df.get(t, 0) <= self.max_df_ratio * n]
+        if len(rare) < 2:
+            rare = sorted(terms, key=lambda tw: df.get(tw[0], 0))[:2]
+        chosen = {t for t, _ in rare}
+        return rare, [(t, w) for t, w in terms if t not in chosen and df.get(t, 0) > 0]
+
+    def term_scores(self, terms: Sequence[tuple[str, float]], docnums: Sequence[int],
+                    fields: dict[str, float] | None = None) -> dict[int, dict[str, float]]:
+        """docnum -> {term: its weighted BM25F score in that chunk}, for a few candidate chunks."""
+        fields = {f: b for f, b in (fields or self.field_boosts).items() if b > 0}
+        out: dict[int, dict[str, float]] = {d: {} for d in docnums}
+        if not out:
+            return out
+        with self._search_lock, self._reader.transaction():
+            self._follow()
+            self._load([(f, t) for t, _ in terms for f in fields])
+            for term, weight in terms:
+                for field, boost in fields.items():
+                    scores = self._term_scores(field, term)
+                    for docnum, per_term in out.items():
+                        score = scores.get(docnum)
+                        if score is not None:
+                            per_term[term] = per_term.get(term, 0.0) + score * weight * boost
+        return out
+
+    def _doc_frequencies(self, field: str, terms) -> dict[str, int]:
+        words = [t for t, _ in terms]
+        rows = self._reader.execute(f"SELECT term, df FROM {self.ns}.terms WHERE field = %s AND term = ANY(%s)",
+                                    (FIELD_NO[field], words)).fetchall()
+        return dict(rows)
+
+    def _load(self, keys: list[tuple[str, str]]) -> None:
+        """Fetch the posting lists of the (field, term) pairs not cached yet, in one query."""
+        missing = list(dict.fromkeys(k for k in keys if k not in self._postings and k[0] in FIELD_NO))
+        if not missing:
+            return
+        if len(self._postings) + len(missing) > MAX_CACHED:
+            self._postings, self._scores = {}, {}
+        lists: dict[tuple[str, str], dict[int, tuple[int, int]]] = {k: {} for k in missing}
+        rows = self._reader.execute(
+            f"SELECT p.field, p.term, p.docnum, p.tf, p.length FROM {self.ns}.postings p "
+            "JOIN unnest(%s::smallint[], %s::text[]) AS k(field, term) ON p.field = k.field AND p.term = k.term "
+            "ORDER BY p.field, p.term, p.docnum",
+            ([FIELD_NO[f] for f, _ in missing], [t for _, t in missing])).fetchall()
+        for field, term, docnum, tf, length in rows:
+            lists[(FIELDS[field], term)][docnum] = (tf, length)
+        self._postings.update(lists)
+
+    def postings(self, field: str, term: str) -> dict[int, tuple[int, int]]:
+        """docnum -> (term frequency, exact field length) of one term (the caller holds the read lock)."""
+        key = (field, term)
+        if key not in self._postings:
+            self._load([key])
+        return self._postings[key]
+
+    def _term_scores(self, field: str, term: str) -> dict[int, float]:
+        """docnum -> BM25F score of one term: whoosh's `BM25FScorer` arithmetic, in the same order."""
+        key = (field, term)
+        cached = self._scores.get(key)
+        if cached is None:
+            postings = self.postings(field, term)
+            cached = {}
+            if postings:
+                B, K1 = self._bm25
+                idf = math.log(self._n / (len(postings) + 1)) + 1
+                avgfl = (self._totals.get(field, 0) / (self._n or 1)) or 1
+                k1p1 = K1 + 1
+                for docnum, (tf, length) in postings.items():
+                    norm = K1 * ((1 - B) + B * rounded_length(length) / avgfl)
+                    cached[docnum] = idf * ((tf * k1p1) / (tf + norm))
+            self._scores[key] = cached
+        return cached
+
+    def _scope_docnums(self, doc_ids: frozenset[str]) -> set[int]:
+        scope = self._scopes.get(doc_ids)
+        if scope is None:
+            rows = self._reader.execute(f"SELECT docnum FROM {self.ns}.chunks WHERE doc_id = ANY(%s)",
+                                        (sorted(doc_ids),)).fetchall()
+            scope = self._scopes[doc_ids] = {r[0] for r in rows}
+        return scope
+
+    def _name_chunks(self, docnums: list[int]) -> None:
+        missing = [d for d in docnums if d not in self._chunk_ids]
+        if missing:
+            rows = self._reader.execute(f"SELECT docnum, chunk_id FROM {self.ns}.chunks WHERE docnum = ANY(%s)",
+                                        (missing,)).fetchall()
+            self._chunk_ids.update(rows)
+
+    def chunk_ids(self) -> set[str]:
+        """Every indexed chunk's id (`kg check` compares them with the catalog)."""
+        with self._search_lock, self._reader.transaction():
+            return {r[0] for r in self._reader.execute(f"SELECT chunk_id FROM {self.ns}.chunks")}
+
+    def scoped(self, doc_ids: frozenset[str]):
+        """The read side inside those documents, with their statistics (as `ScopedIndex` does for whoosh)."""
+        from retrieval.index.postgres_scoped import PostgresScope
+
+        return PostgresScope(self, doc_ids)
+
+    def doc_count(self) -> int:
+        with self._search_lock, self._reader.transaction():
+            self._follow()
+            return self._n
+
+    def doc_frequency(self, term: str, field: str = "body") -> int:
+        with self._search_lock, self._reader.transaction():
+            return self._doc_frequencies(field, [(term, 1.0)]).get(term, 0)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self.rollback()
+        self._reader.close()
+        if self._writer_conn is not None:
+            self._writer_conn.close()
+        self._closed = True
+
+
+def add_common_terms(found: list, common, fields: dict[str, float], term_scores, report: bool = True) -> None:
+    """`WhooshIndex._add_common_terms`: each common term's score added to the candidates that hold it."""
+    for term, weight in common:
+        for field, boost in fields.items():
+            scores = term_scores(field, term)
+            for entry in found:
+                score = scores.get(entry[0])
+                if score is not None:
+                    entry[2] += score * weight * boost
+                    if report:
+                        entry[3].add(term)

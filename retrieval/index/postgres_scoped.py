@@ -1,0 +1,124 @@
+"""A `PostgresIndex` + the documents of a few packs -> the same search inside them, scored with their own statistics (as `ScopedIndex` does for whoosh).
+
+The statistics come from SQL over the scope's chunks (count, rounded field lengths) and from the
+index's cached posting lists filtered to the scope; the arithmetic is `ScopedIndex`'s, so a routed
+question ranks the same on either backend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from retrieval.index.postgres_index import FIELDS, add_common_terms, rounded_length
+from retrieval.index.whoosh_index import head_then_tail, top_chunks
+from retrieval.types import TextHit
+
+__all__ = ["PostgresScope"]
+
+
+class PostgresScope:
+    """The read side of a `PostgresIndex` (search, term_scores, doc_frequency, doc_count) inside `doc_ids`."""
+
+    def __init__(self, index, doc_ids: frozenset[str]) -> None:
+        self.index = index
+        self.doc_ids = frozenset(doc_ids)
+        self._generation = None
+        self._docnums: frozenset[int] = frozenset()
+        self.n = 0
+        self.avgfl: dict[str, float] = {}
+        self._weights: dict[tuple[str, str], dict[int, tuple[int, int]]] = {}
+        self._scores: dict[tuple[str, str], dict[int, float]] = {}
+
+    def _current(self) -> None:
+        """Inside the index's read transaction: the scope's statistics for the index's generation."""
+        ix = self.index
+        ix._follow()
+        if self._generation == ix._generation:
+            return
+        reader = ix._reader
+        self._docnums = frozenset(ix._scope_docnums(self.doc_ids))
+        rows = reader.execute(f"SELECT rounded FROM {ix.ns}.chunks WHERE doc_id = ANY(%s)",
+                              (sorted(self.doc_ids),)).fetchall()
+        self.n = len(rows)
+        self.avgfl = {}
+        for f, name in enumerate(FIELDS):
+            total = sum(r[0][f] for r in rows)
+            # ScopedIndex: the scope's rounded total, corrected by the whole index's exact / rounded ratio
+            rounded = ix._rounded_totals.get(name, 0) or 1
+            self.avgfl[name] = (total * ix._totals.get(name, 0) / rounded / self.n) if self.n and total else 1.0
+        self._weights, self._scores = {}, {}
+        self._generation = ix._generation
+
+    def _in_scope(self, field: str, term: str) -> dict[int, tuple[int, int]]:
+        key = (field, term)
+        cached = self._weights.get(key)
+        if cached is None:
+            scope = self._docnums
+            cached = self._weights[key] = {d: p for d, p in self.index.postings(field, term).items() if d in scope}
+        return cached
+
+    def _term_scores(self, field: str, term: str) -> dict[int, float]:
+        key = (field, term)
+        cached = self._scores.get(key)
+        if cached is None:
+            weights = self._in_scope(field, term)
+            B, K1 = self.index._bm25
+            idf = math.log(self.n / (len(weights) + 1)) + 1 if self.n else 0.0
+            avgfl = self.avgfl.get(field, 1.0)
+            cached = self._scores[key] = {
+                d: idf * ((tf * (K1 + 1)) / (tf + K1 * ((1 - B) + B * rounded_length(length) / avgfl)))
+                for d, (tf, length) in weights.items()}
+        return cached
+
+    def search(self, terms: Sequence[tuple[str, float]], limit: int, fields: dict[str, float] | None = None,
+               grams: Sequence[tuple[str, float]] = (), doc_ids: frozenset[str] | None = None,
+               beyond: int = 0) -> list[TextHit]:
+        if doc_ids is not None and frozenset(doc_ids) != self.doc_ids:
+            raise ValueError("a scoped index searches its own documents only")
+        ix = self.index
+        with ix._search_lock, ix._reader.transaction():
+            self._current()
+            fields = {f: b for f, b in (fields or ix.field_boosts).items() if b > 0}
+            ix._load([(f, t) for t, _ in terms for f in ("body", *fields)] + [("grams", g) for g, _ in grams])
+            df = {t: len(self._in_scope("body", t)) for t, _ in terms}
+            rare, common = ix.split_by_frequency(terms, self.n, df)
+            if not rare or not fields or not self.n:
+                return []
+            found = top_chunks(rare, fields, limit + beyond, None, self._term_scores, lambda d: "")
+            if found and (common or grams):
+                add_common_terms(found, common, fields, self._term_scores)
+                add_common_terms(found, list(grams), {"grams": 1.0}, self._term_scores, report=False)
+                found = head_then_tail(found, limit)
+            ix._name_chunks([entry[0] for entry in found])
+            return [TextHit(chunk_id=ix._chunk_ids[d], score=score, terms=tuple(sorted(matched)), docnum=d)
+                    for d, _, score, matched in found]
+
+    def term_scores(self, terms: Sequence[tuple[str, float]], docnums: Sequence[int],
+                    fields: dict[str, float] | None = None) -> dict[int, dict[str, float]]:
+        ix = self.index
+        fields = {f: b for f, b in (fields or ix.field_boosts).items() if b > 0}
+        out: dict[int, dict[str, float]] = {d: {} for d in docnums}
+        if not out:
+            return out
+        with ix._search_lock, ix._reader.transaction():
+            self._current()
+            ix._load([(f, t) for t, _ in terms for f in fields])
+            for term, weight in terms:
+                for field, boost in fields.items():
+                    scores = self._term_scores(field, term)
+                    for docnum, per_term in out.items():
+                        score = scores.get(docnum)
+                        if score is not None:
+                            per_term[term] = per_term.get(term, 0.0) + score * weight * boost
+        return out
+
+    def doc_frequency(self, term: str, field: str = "body") -> int:
+        with self.index._search_lock, self.index._reader.transaction():
+            self._current()
+            return len(self._in_scope(field, term))
+
+    def doc_count(self) -> int:
+        with self.index._search_lock, self.index._reader.transaction():
+            self._current()
+            return self.n

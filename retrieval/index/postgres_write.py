@@ -1,0 +1,87 @@
+"""One commit of a `PostgresIndex`: buffered chunk additions and deletions -> one transaction over chunks, postings and term statistics.
+
+Writers of one index queue on a transaction-scoped advisory lock (two query servers may both write);
+readers never wait: they read the last committed snapshot. A writer that dies mid-commit leaves the
+index as it was (PostgreSQL rolls the transaction back).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from retrieval.index.postgres_index import FIELDS, rounded_length
+
+__all__ = ["write_changes"]
+
+
+def write_changes(conn, ns: str, pending: dict[str, tuple[str, list[Counter]]], deleted: set[str],
+                  replace_all: bool) -> int:
+    """Apply the additions (`pending`: chunk id -> (doc id, term counts per field), in order) and the
+    deletions; returns the index's new generation."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (ns,))
+        if replace_all:
+            conn.execute(f"TRUNCATE {ns}.chunks, {ns}.postings, {ns}.terms")
+            conn.execute(f"UPDATE {ns}.fields SET total = 0, rounded = 0")
+        gone = sorted(deleted | set(pending))
+        if gone and not replace_all:
+            _delete(conn, ns, gone)
+        if pending:
+            _insert(conn, ns, pending)
+        return conn.execute(
+            f"UPDATE {ns}.generation SET value = value + 1, chunks = (SELECT count(*) FROM {ns}.chunks) "
+            "RETURNING value").fetchone()[0]
+
+
+def _delete(conn, ns: str, chunk_ids: list[str]) -> None:
+    rows = conn.execute(f"DELETE FROM {ns}.chunks WHERE chunk_id = ANY(%s) RETURNING docnum, lengths, rounded",
+                        (chunk_ids,)).fetchall()
+    if not rows:
+        return
+    docnums = [r[0] for r in rows]
+    conn.execute(
+        f"UPDATE {ns}.terms t SET df = t.df - d.n FROM (SELECT field, term, count(*) AS n FROM {ns}.postings "
+        "WHERE docnum = ANY(%s) GROUP BY field, term) d WHERE t.field = d.field AND t.term = d.term",
+        (docnums,))
+    conn.execute(f"DELETE FROM {ns}.postings WHERE docnum = ANY(%s)", (docnums,))
+    _add_to_totals(conn, ns, [-sum(r[1][f] for r in rows) for f in range(len(FIELDS))],
+                   [-sum(r[2][f] for r in rows) for f in range(len(FIELDS))])
+
+
+def _insert(conn, ns: str, pending: dict[str, tuple[str, list[Counter]]]) -> None:
+    n = len(pending)
+    docnums = sorted(r[0] for r in conn.execute(
+        f"SELECT nextval('{ns}.docnums') FROM generate_series(1, %s)", (n,)).fetchall())
+    totals, rounded_totals = [0] * len(FIELDS), [0] * len(FIELDS)
+    df: Counter = Counter()
+    with conn.cursor() as cur:
+        with cur.copy(f"COPY {ns}.chunks (docnum, chunk_id, doc_id, lengths, rounded) FROM STDIN") as copy:
+            for docnum, (chunk_id, (doc_id, counts)) in zip(docnums, pending.items(), strict=True):
+                lengths = [sum(c.values()) for c in counts]
+                rounded = [rounded_length(length) for length in lengths]
+                for f in range(len(FIELDS)):
+                    totals[f] += lengths[f]
+                    rounded_totals[f] += rounded[f]
+                copy.write_row((docnum, chunk_id, doc_id, lengths, rounded))
+        with cur.copy(f"COPY {ns}.postings (field, term, docnum, tf, length) FROM STDIN") as copy:
+            for docnum, (_doc_id, counts) in zip(docnums, pending.values(), strict=True):
+                for f, count in enumerate(counts):
+                    length = sum(count.values())
+                    for term, tf in count.items():
+                        copy.write_row((f, term, docnum, tf, length))
+                        df[(f, term)] += 1
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS new_terms (field smallint, term text, df bigint) "
+                     "ON COMMIT DELETE ROWS")
+        with cur.copy("COPY new_terms (field, term, df) FROM STDIN") as copy:
+            for (f, term), count in df.items():
+                copy.write_row((f, term, count))
+    conn.execute(f"INSERT INTO {ns}.terms SELECT field, term, df FROM new_terms "
+                 "ON CONFLICT (field, term) DO UPDATE SET df = terms.df + EXCLUDED.df")
+    _add_to_totals(conn, ns, totals, rounded_totals)
+
+
+def _add_to_totals(conn, ns: str, totals: list[int], rounded: list[int]) -> None:
+    conn.execute(
+        f"UPDATE {ns}.fields f SET total = f.total + d.total, rounded = f.rounded + d.rounded "
+        "FROM unnest(%s::smallint[], %s::bigint[], %s::bigint[]) AS d(field, total, rounded) WHERE f.field = d.field",
+        (list(range(len(FIELDS))), totals, rounded))

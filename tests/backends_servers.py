@@ -1,0 +1,140 @@
+"""Real PostgreSQL and Oxigraph servers on this machine for the backend tests and bench: started in a temp
+dir on loopback / a Unix socket, stopped at the end; `None` with the reason when they cannot start.
+
+PostgreSQL's `initdb` refuses to run as root: as root the cluster is made and run as the `postgres`
+user (`runuser`), in a folder that user owns. Oxigraph is the `oxigraph` binary of the PyPI package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Server", "oxigraph_server", "postgres_server"]
+
+START_TIMEOUT = 30.0
+
+
+@dataclass
+class Server:
+    url: str  # a psycopg DSN, or the SPARQL endpoint's base URL
+    process: subprocess.Popen
+    folder: Path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _postgres_bin(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return candidates[-1] if candidates else None
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[Server | str]:
+    """A throw-away PostgreSQL cluster (a Server), or the reason it could not start (a str)."""
+    initdb, postgres = _postgres_bin("initdb"), _postgres_bin("postgres")
+    if not initdb or not postgres:
+        yield "PostgreSQL is not installed (no initdb/postgres: apt-get install postgresql)"
+        return
+    try:
+        import psycopg
+    except ImportError:
+        yield "psycopg is not installed (pip install 'kgrag[postgres]')"
+        return
+    folder = Path(tempfile.mkdtemp(prefix="kgrag-pg-"))
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses root
+        runuser = shutil.which("runuser")
+        if not runuser:
+            shutil.rmtree(folder, ignore_errors=True)
+            yield "running as root without runuser: cannot start PostgreSQL as the postgres user"
+            return
+        as_user = [runuser, "-u", "postgres", "--"]
+        shutil.chown(folder, "postgres", "postgres")
+    data = folder / "data"
+    process = None
+    try:
+        made = subprocess.run([*as_user, initdb, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-locale",
+                               "-D", str(data)], capture_output=True, text=True, timeout=120, check=False)
+        if made.returncode:
+            yield f"initdb failed: {made.stderr.strip()[-300:]}"
+            return
+        port = _free_port()
+        process = subprocess.Popen(
+            [*as_user, postgres, "-D", str(data), "-k", str(folder), "-p", str(port), "-c", "listen_addresses=",
+             "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+             "-c", "shared_buffers=32MB", "-c", "max_connections=40"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        dsn = f"host={folder} port={port} user=postgres dbname=postgres"
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                psycopg.connect(dsn, connect_timeout=2).close()
+                break
+            except psycopg.OperationalError as exc:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    err = process.stderr.read() if process.poll() is not None else str(exc)
+                    yield f"PostgreSQL did not start: {err.strip()[-300:]}"
+                    return
+                time.sleep(0.2)
+        yield Server(dsn, process, folder)
+    finally:
+        if process is not None:
+            _stop(process)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def oxigraph_server() -> Iterator[Server | str]:
+    """`oxigraph serve` on a free loopback port over a temp store (a Server), or why it could not start."""
+    binary = shutil.which("oxigraph")
+    if not binary:
+        yield "the oxigraph server binary is not installed (pip install oxigraph)"
+        return
+    folder = Path(tempfile.mkdtemp(prefix="kgrag-oxigraph-"))
+    port = _free_port()
+    process = subprocess.Popen([binary, "serve", "--location", str(folder), "--bind", f"127.0.0.1:{port}"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    err = process.stderr.read() if process.poll() is not None else "timed out"
+                    yield f"oxigraph serve did not start: {err.strip()[-300:]}"
+                    return
+                time.sleep(0.1)
+        yield Server(f"http://127.0.0.1:{port}", process, folder)
+    finally:
+        _stop(process)
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,240 @@
+"""The PostgreSQL text index against a real PostgreSQL (started in a temp dir): the TextIndex contract,
+the same ranking as whoosh on the same chunks (demo and shared dev sets), servers that share one index."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+import test_text_index as contract
+from backends_servers import postgres_server
+
+from retrieval.index.analysis import cjk_bigrams, query_terms
+from retrieval.index.whoosh_index import WhooshIndex
+from retrieval.types import Chunk
+
+SHARED_BENCH = Path(__file__).resolve().parents[1] / ".." / "shared" / "bench"
+
+
+@pytest.fixture(scope="session")
+def pg_dsn():
+    with postgres_server() as server:
+        if isinstance(server, str):
+            pytest.skip(server)
+        yield server.url
+
+
+def _namespace(path: Path) -> str:
+    return "t_" + hashlib.sha1(str(path).encode()).hexdigest()[:16]
+
+
+def open_postgres(dsn: str, path: Path):
+    from retrieval.index.postgres_index import PostgresIndex
+
+    return PostgresIndex(dsn, _namespace(path))
+
+
+@pytest.fixture
+def open_index(pg_dsn, tmp_path):
+    """The contract's fixture, opening the PostgreSQL index (one schema per test)."""
+    opener = contract.Opener(lambda path: open_postgres(pg_dsn, path), tmp_path / "index")
+    yield opener
+    for index in list(opener.open_indexes):
+        opener.close(index)
+
+
+# Every test of the TextIndex contract, run here against PostgreSQL (through the fixture above); the
+# one that builds whoosh's `ScopedIndex` itself is restated below with the index's own `scoped`.
+_WHOOSH_SCOPE = "test_reading_beyond_the_limit_adds_hits_after_it_and_never_reorders_them"
+for _name in dir(contract):
+    if _name.startswith("test_") and _name != _WHOOSH_SCOPE:
+        globals()[_name] = getattr(contract, _name)
+
+
+def test_reading_beyond_the_limit_adds_hits_after_it_and_never_reorders_them(open_index):
+    index = open_index()
+    index.add_chunks(contract._rare_and_common_corpus())
+    index.commit()
+    terms = [("alpha", 1.0), ("gamma", 1.0), ("beta", 1.0)]
+    for searcher in (index, index.scoped(frozenset({"d0", "d1", "d2", "d3"}))):
+        head = searcher.search(terms, 3)
+        deeper = searcher.search(terms, 3, beyond=20)
+        assert contract._ranked(deeper[:3]) == contract._ranked(head)
+        tail = deeper[3:]
+        assert 0 < len(tail) <= 20 and not {h.chunk_id for h in tail} & {h.chunk_id for h in head}
+        assert all("beta" in h.terms for h in tail)
+        assert max(h.score for h in tail) > min(h.score for h in head)
+
+
+# -- the same ranking as whoosh ---------------------------------------------------------------------
+def _query(text: str):
+    terms = [(t, 1.0) for t in query_terms(text)]
+    grams = [(g, 0.5) for g in dict.fromkeys(cjk_bigrams(text))]
+    return terms, grams
+
+
+def same_within_ties(a, b) -> bool:
+    """Two rankings (lists of (chunk id, score)) are the same when the scores agree rank by rank and
+    the ids differ only among chunks of equal score."""
+    if len(a) != len(b):
+        return False
+    for (_, sa), (_, sb) in zip(a, b, strict=True):
+        if abs(sa - sb) > 1e-9 * max(1.0, abs(sa)):
+            return False
+    def groups(ranking):
+        out: dict[float, set[str]] = {}
+        for cid, score in ranking:
+            out.setdefault(round(score, 9), set()).add(cid)
+        return out
+    ga, gb = groups(a), groups(b)
+    last = round(a[-1][1], 9) if a else None  # the cut may fall inside a tie: its group is partial on both sides
+    return all(ga[s] == gb.get(s) for s in ga if s != last)
+
+
+def compare(chunks: list[Chunk], questions: list[str], pg_dsn: str, tmp_path: Path, k: int = 10,
+            file_words=None, **search) -> tuple[int, list]:
+    """Index the same chunks in whoosh and PostgreSQL, search both; (questions compared, differences)."""
+    whoosh = WhooshIndex(tmp_path / "whoosh")
+    pg = open_postgres(pg_dsn, tmp_path / "pg")
+    try:
+        for index in (whoosh, pg):
+            index.add_chunks(chunks, file_words)
+            index.commit()
+        assert pg.doc_count() == whoosh.doc_count() == len({c.chunk_id for c in chunks})
+        differences, compared = [], 0
+        for question in questions:
+            terms, grams = _query(question)
+            a = [(h.chunk_id, h.score) for h in whoosh.search(terms, k, grams=grams, **search)]
+            b = [(h.chunk_id, h.score) for h in pg.search(terms, k, grams=grams, **search)]
+            compared += bool(a)
+            if not same_within_ties(a, b):
+                differences.append((question, a[:3], b[:3]))
+        return compared, differences
+    finally:
+        whoosh.close()
+        pg.close()
+
+
+def _demo_chunks() -> tuple[list[Chunk], list[str]]:
+    """The demo's documents cut by the real reader and chunker, and its questions."""
+    from retrieval.ingest.chunking import chunk_document
+    from retrieval.ingest.readers import read_source_file
+
+    demo = Path(__file__).resolve().parents[1] / "kg" / "demo"
+    chunks: list[Chunk] = []
+    for path in sorted((demo / "docs").rglob("*.md")):
+        chunks.extend(chunk_document(read_source_file(path, str(path.relative_to(demo))))[1])
+    questions = [json.loads(line)["question"] for line in (demo / "questions.jsonl").read_text("utf-8").splitlines()
+                 if line.strip()]
+    return chunks, questions
+
+
+def _bench_set(name: str, passages: int, questions: int) -> tuple[list[Chunk], list[str]]:
+    folder = SHARED_BENCH / name
+    if not (folder / "corpus.jsonl").exists():
+        pytest.skip(f"the shared benchmark set {name} is not here ({folder})")
+    chunks = []
+    with (folder / "corpus.jsonl").open(encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            if i >= passages:
+                break
+            p = json.loads(line)
+            chunks.append(Chunk(p["id"], p.get("doc") or p["id"], 0, p["title"], "", p["text"], 1, 1, "h" + p["id"]))
+    with (folder / "questions.jsonl").open(encoding="utf-8") as fh:
+        asked = [json.loads(line)["question"] for line, _ in zip(fh, range(questions), strict=False)]
+    return chunks, asked
+
+
+def test_the_demo_ranks_the_same_in_postgres_as_in_whoosh(pg_dsn, tmp_path):
+    chunks, questions = _demo_chunks()
+    compared, differences = compare(chunks, questions, pg_dsn, tmp_path)
+    assert compared >= 0.8 * len(questions)
+    assert differences == []
+
+
+@pytest.mark.parametrize(("name", "passages"), [("domainrag_zh_dev", 400), ("2wiki_dev", 1200)])
+def test_a_shared_dev_set_ranks_the_same_in_postgres_as_in_whoosh(name, passages, pg_dsn, tmp_path):
+    chunks, questions = _bench_set(name, passages=passages, questions=40)
+    compared, differences = compare(chunks, questions, pg_dsn, tmp_path)
+    assert compared >= 30
+    assert differences == []
+
+
+def test_a_search_inside_some_documents_ranks_the_same(pg_dsn, tmp_path):
+    chunks, questions = _bench_set("domainrag_zh_dev", passages=250, questions=20)
+    inside = frozenset(c.doc_id for c in chunks[::3])
+    _, differences = compare(chunks, questions, pg_dsn, tmp_path, doc_ids=inside)
+    assert differences == []
+
+
+def test_a_search_inside_some_packs_scores_with_their_statistics_as_whoosh_does(pg_dsn, tmp_path):
+    from retrieval.index.scoped import ScopedIndex
+
+    chunks, questions = _bench_set("domainrag_zh_dev", passages=250, questions=20)
+    inside = frozenset(c.doc_id for c in chunks[1::4])
+    whoosh, pg = WhooshIndex(tmp_path / "whoosh"), open_postgres(pg_dsn, tmp_path / "pg")
+    try:
+        for index in (whoosh, pg):
+            index.add_chunks(chunks)
+            index.commit()
+        a_scope, b_scope = ScopedIndex(whoosh, inside), pg.scoped(inside)
+        assert a_scope.doc_count() == b_scope.doc_count() == len(inside)
+        differences = []
+        for question in questions:
+            terms, grams = _query(question)
+            a = [(h.chunk_id, h.score) for h in a_scope.search(terms, 10, grams=grams)]
+            b = [(h.chunk_id, h.score) for h in b_scope.search(terms, 10, grams=grams)]
+            if not same_within_ties(a, b):
+                differences.append((question, a[:3], b[:3]))
+            docnums_a = [h.docnum for h in a_scope.search(terms, 5)]
+            docnums_b = [h.docnum for h in b_scope.search(terms, 5)]
+            per_a = a_scope.term_scores(terms, docnums_a)
+            per_b = b_scope.term_scores(terms, docnums_b)
+            assert sorted(round(sum(v.values()), 9) for v in per_a.values()) == \
+                sorted(round(sum(v.values()), 9) for v in per_b.values())
+        assert differences == []
+    finally:
+        whoosh.close()
+        pg.close()
+
+
+def test_a_second_server_sees_a_commit_without_being_told(pg_dsn, tmp_path):
+    one, two = open_postgres(pg_dsn, tmp_path), open_postgres(pg_dsn, tmp_path)
+    try:
+        one.add_chunks(contract.CORPUS)
+        one.commit()
+        assert contract.ids(contract.search(two, "LORA-02")) == ["c-lora"]
+        one.delete_chunks(["c-lora"])
+        one.commit()
+        assert contract.search(two, "LORA-02") == []
+        assert two.doc_count() == 2
+        two.add_chunks([contract.chunk("c-new", "LORA-02 换了新的心跳周期。")])
+        two.commit()
+        assert contract.ids(contract.search(one, "LORA-02")) == ["c-new"]
+    finally:
+        one.close()
+        two.close()
+
+
+def test_statistics_follow_deletions_exactly(pg_dsn, tmp_path):
+    index = open_postgres(pg_dsn, tmp_path)
+    try:
+        index.add_chunks(contract.CORPUS)
+        index.commit()
+        assert index.doc_frequency("lora-02", "title") == 1
+        index.delete_chunks(["c-lora"])
+        index.commit()
+        assert index.doc_frequency("lora-02", "title") == 0
+        assert index.doc_count() == 2
+    finally:
+        index.close()
+
+
+def test_a_namespace_that_is_not_a_schema_name_is_refused_with_how_to_fix(pg_dsn):
+    from kg.errors import InputError
+    from retrieval.index.postgres_index import PostgresIndex
+
+    with pytest.raises(InputError, match="lower-case letters, digits and _"):
+        PostgresIndex(pg_dsn, "kb; DROP TABLE x")
