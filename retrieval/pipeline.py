@@ -28,8 +28,8 @@ from retrieval.graph.seeds import GraphEvidence, fold_label
 from retrieval.index.analysis import (
     add_user_words,
 )
-from retrieval.index.synonyms import SYNONYMS_FILE, SynonymTable
 from retrieval.index.backends import open_text_index
+from retrieval.index.synonyms import SYNONYMS_FILE, SynonymTable
 from retrieval.ingest.chunking import ChunkSizes
 from retrieval.ingest.removal import resolve_documents
 from retrieval.ingest.report import IngestReport

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from backends_servers import postgres_server
 from conftest import build_demo_kb, run_in_own_process
 
