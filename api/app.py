@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.docs_pages import add_docs_pages
 from api.guards import AskGuard, BodyLimit, HostAllowList, PageHeaders, SameOrigin, allowed_hosts
 from api.routes import admin, ask, documents, entities, health, openai_compat, query, web
 from api.schemas import ERROR_RESPONSES
@@ -61,8 +62,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         description="Graph- and ontology-augmented retrieval: ranked passages that say why they were found.",
         lifespan=lifespan,
+        docs_url=None,  # served from the package's files, not a CDN: api/docs_pages.py
+        redoc_url=None,
     )
     app.state.settings = settings
+    add_docs_pages(app)
 
     @app.exception_handler(KgError)
     async def _kg_error(request: Request, exc: KgError) -> JSONResponse:
