@@ -148,7 +148,7 @@ def test_kg_versions_and_as_of_on_the_command_line(tmp_path):
     assert (bad.exit_code, bad.stderr.strip()) == (2, "error: as_of 'soon' is not a date: write YYYY-MM-DD, YYYY-MM or YYYY")
     missing = runner.invoke(cli, ["versions", "nope", "--data-dir", kb], env=env)
     assert missing.exit_code == 1
-    assert missing.stderr.strip() == ("error: no document 'nope' (give a doc_id, a front matter id or a source path; "
+    assert missing.stderr.strip() == ("error: no document 'nope' (give a doc_id, a front matter id, a source path or a title; "
                                       "`kg documents` lists them)")
 
 

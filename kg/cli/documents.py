@@ -118,7 +118,7 @@ def _watch(kb, paths: list[Path], interval: float, strict: bool, as_json: bool) 
 @data_dir_option
 @json_option
 def delete(docs: tuple[str, ...], data_dir: Path | None, as_json: bool) -> None:
-    """Remove documents (by doc_id, front matter id or path) with all their versions, chunks and index entries."""
+    """Remove documents (by doc_id, front matter id, path or title) with all their versions, chunks and index entries."""
     with open_kb(data_dir) as kb:
         deleted = kb.delete_documents(list(docs))
     if as_json:
@@ -148,7 +148,7 @@ def documents(data_dir: Path | None, as_json: bool) -> None:
 @data_dir_option
 @json_option
 def versions(doc: str, data_dir: Path | None, as_json: bool) -> None:
-    """The versions of a document (by doc_id, front matter id or path), oldest first, with effective dates."""
+    """The versions of a document (by doc_id, front matter id, path or title), oldest first, with effective dates."""
     with open_kb(data_dir) as kb:
         listed = kb.versions(doc)
     if as_json:

@@ -289,6 +289,11 @@ class VersionCatalog:
                 return row[0]
         return None
 
+    def titled(self, title: str) -> list[tuple[str, str, str]]:
+        """(doc_id, title, source) of the documents whose title is `title` (case aside), by source."""
+        return [tuple(r) for r in self.db.execute(
+            "SELECT doc_id, title, source FROM documents WHERE title = ? COLLATE NOCASE ORDER BY source", (title.strip(),))]
+
     def versions(self, doc_id: str, day: dt.date) -> list[dict]:
         d = day.isoformat()
         rows = self.db.execute("SELECT version_id, label, effective_from, effective_to, seq, source, sha256, title,"

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kg.errors import NotFoundError
+from kg.errors import InputError, NotFoundError
 
 __all__ = ["Removed", "delete_documents", "remove_missing_sources", "resolve_documents"]
 
@@ -23,13 +23,24 @@ class Removed:
 
 
 def resolve_documents(history, keys: Sequence[str]) -> list[str]:
-    """doc ids for names (doc_id, front matter `id:`, source path); every unknown name is an error."""
-    resolved = {key: history.resolve(key) or history.resolve(str(Path(key).resolve())) for key in keys}
+    """doc ids for names (doc_id, front matter `id:`, source path, or the document's title when it names one
+    document); every unknown name is an error, and so is a title several documents share (with their list)."""
+    resolved = {key: history.resolve(key) or history.resolve(str(Path(key).resolve())) or _by_title(history, key)
+                for key in keys}
     unknown = [key for key, doc in resolved.items() if doc is None]
     if unknown:
         raise NotFoundError(f"no document {', '.join(repr(k) for k in unknown)} "
-                            "(give a doc_id, a front matter id or a source path; `kg documents` lists them)")
+                            "(give a doc_id, a front matter id, a source path or a title; `kg documents` lists them)")
     return list(dict.fromkeys(resolved.values()))
+
+
+def _by_title(history, key: str) -> str | None:
+    found = history.titled(key)
+    if len(found) > 1:
+        listed = "; ".join(f"{doc_id} ({source})" for doc_id, _, source in found)
+        raise InputError(f"{len(found)} documents are titled '{found[0][1]}': name one by its doc_id or path: {listed}",
+                         problems=[f"{doc_id}: {title} ({source})" for doc_id, title, source in found])
+    return found[0][0] if found else None
 
 
 def delete_documents(store, history, index, doc_ids: Sequence[str]) -> list[dict]:
