@@ -124,6 +124,7 @@ def _repair(kb, report: CheckReport, found: dict, rebuild: bool = False, progres
         kb.index.delete_chunks(sorted(found["orphans"]))
         missing = kb.store.chunks(sorted(found["missing"]))
         index_chunks(kb, list(missing.values()))
+        kb.index.prepare()
         with kb.readers.exclusive():
             kb.index.commit()
         done.append(f"text index: {len(found['orphans'])} orphan(s) removed, {len(missing)} chunk(s) added")

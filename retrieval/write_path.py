@@ -99,7 +99,7 @@ def ingest_documents(kb, sources: Iterable[SourceDocument], progress: Progress |
             if progress:
                 progress(1)
 
-    _catalog_then_index(kb, "ingest", change, optimize=lambda: report.chunks_indexed > 1000)
+    _catalog_then_index(kb, "ingest", change)
     if index_recipe(kb) < INDEX_RECIPE:
         report.warnings.append("the text index was written by an older kgrag and lacks what this one indexes "
                                f"({RECIPES[INDEX_RECIPE]}): run `kg check --repair` to index every chunk again")
@@ -156,19 +156,22 @@ def sync(kb, paths: Sequence[Path]) -> IngestReport:
     return IngestReport(versions_removed=removed.versions, chunks_removed=removed.chunks, deleted=removed.documents)
 
 
-def _catalog_then_index(kb, op: str, change: Callable, optimize: Callable[[], bool] = lambda: False):
+def _catalog_then_index(kb, op: str, change: Callable):
     """Run `change` in one catalog transaction, then commit the text index: the catalog is the truth,
     so a process killed between the two is rolled forward on the next open. Each step is marked for
     the crash tests (`KG_CRASH_AT=<op>:<step>`)."""
     try:
         # The catalog transaction stays open (and invisible to queries) until the commit instant;
-        # whoosh's writer likewise buffers until its commit.
+        # whoosh's new segments are written before it too (`prepare`: files no reader opens yet), so
+        # queries wait only for the switch: the catalog's COMMIT, the index's new generation file and
+        # a new searcher, never for the index's segments being written or merged.
         with kb.store.transaction():
             result = change()
+            kb.index.prepare()
             commit.crash_point(op, "prepared")
             kb.commits.enter_commit_instant()
         kb.commits.mark(op, "catalog")
-        kb.index.commit(optimize=optimize())
+        kb.index.commit()
         kb.commits.mark(op, "index")
     except BaseException:
         kb.index.rollback()
@@ -214,6 +217,7 @@ def reindex_all(kb, progress: Progress | None = None) -> int:
         done += index_chunks(kb, batch)
         if progress:
             progress(len(batch))
+    kb.index.prepare(replace_all=True)  # the whole index written while queries read the old one
     with kb.readers.exclusive():
         kb.index.commit(replace_all=True)
     kb.commits.mark("reindex", "index")
@@ -282,6 +286,7 @@ def sync_index_words(kb) -> int:
              if next(automaton.iter(normalize_text(f"{c.title}\n{c.section}\n{c.text}")), None) is not None]
     if stale:
         index_chunks(kb, stale)
+        kb.index.prepare()
         with kb.readers.exclusive():
             kb.index.commit()
         kb.commits.mark("reindex", "index")

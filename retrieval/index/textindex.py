@@ -21,8 +21,12 @@ class TextIndex(Protocol):
     def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
         """Remove chunks by id; returns how many were removed."""
 
+    def prepare(self, optimize: bool = False) -> None:
+        """Write the pending writes out where no search sees them yet (the slow part of a commit), so
+        that `commit` holds readers only for the switch; a no-op for a backend without that split."""
+
     def commit(self, optimize: bool = False) -> None:
-        """Make the writes visible to searches (and merge segments after a bulk load)."""
+        """Make the writes visible to searches (`optimize`: merge every segment into one)."""
 
     def search(
         self,

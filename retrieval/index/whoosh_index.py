@@ -49,6 +49,16 @@ sys.modules.setdefault("retrieval.analysis", analysis)
 FIELD_BOOSTS = {"title": 2.0, "section": 0.5, "body": 1.0}
 MAX_DF_RATIO = 0.1
 
+# Segments. whoosh's own MERGE_SMALL only merges segments of a few dozen documents, so one segment
+# per ingest piles up; `optimize` merged every segment on each big ingest, rewriting the whole index
+# (ingest went super-linear: STACK.md point 16). `tiered_merge` keeps at most MERGE_FACTOR - 1
+# segments per size tier (tiers MERGE_FACTOR times apart): a chunk is rewritten ~log(N/batch) times
+# over its life and the count of segments stays logarithmic; past MAX_SEGMENTS (never reached by the
+# policy itself, only by an index written without it) everything is merged once.
+MERGE_FACTOR = 6
+MAX_SEGMENTS = 24
+WRITER_LIMIT_MB = 96  # whoosh's posting pool spills sorted runs to disk past this (bounded writer memory)
+
 
 def _schema() -> Schema:
     analyzer = KgAnalyzer()
@@ -82,6 +92,7 @@ class WhooshIndex:
         self._search_lock = threading.Lock()
         self._closed = False
         self._writer = None
+        self._prepared: list | None = None  # the writer's segments once written, before they are published
         self._searcher = self.ix.searcher(weighting=self._weighting)
         self._common_scores: dict[tuple[str, str], dict[int, float]] = {}
         self._lengths: dict[tuple[str, int], list[float]] = {}  # (field, segment) -> length norms, this searcher
@@ -91,7 +102,8 @@ class WhooshIndex:
     # -- writes ------------------------------------------------------------------------------
     def _w(self):
         if self._writer is None:
-            self._writer = self.ix.writer(limitmb=256)
+            self._writer = self.ix.writer(limitmb=WRITER_LIMIT_MB)
+            self._prepared = None
         return self._writer
 
     def add_chunks(self, chunks: Iterable[Chunk], file_words: Mapping[str, str] | None = None) -> int:
@@ -127,12 +139,35 @@ class WhooshIndex:
                 n += writer.delete_by_term("chunk_id", chunk_id) or 0
         return n
 
+    def prepare(self, optimize: bool = False, replace_all: bool = False) -> None:
+        """Write what the open writer holds (and the segments the merge policy merges) into new segment
+        files that no reader sees yet: the slow part of a commit, done while queries go on. `commit()`
+        then only publishes them. `optimize`: merge every segment into one (`kg check --repair --optimize`);
+        `replace_all`: what this writer added becomes the whole index (every older segment dropped)."""
+        with self._lock:
+            writer = self._writer
+            if writer is None or self._prepared is not None:
+                return
+            policy = whoosh.writing.CLEAR if replace_all else whoosh.writing.OPTIMIZE if optimize else tiered_merge
+            segments = policy(writer, writer.segments)
+            if writer._added:
+                segments.append(writer._finalize_segment())
+            else:
+                writer._close_segment()
+            self._prepared = segments
+
     def commit(self, optimize: bool = False, replace_all: bool = False) -> None:
-        """`replace_all`: what this writer added becomes the whole index (every older segment dropped)."""
+        """Publish the writer's segments (written now unless `prepare` already did) and reopen the
+        searcher on them; with no writer open, only reopen the searcher on the latest commit."""
+        self.prepare(optimize=optimize, replace_all=replace_all)
         with self._lock:
             if self._writer is not None:
-                self._writer.commit(optimize=optimize, mergetype=whoosh.writing.CLEAR if replace_all else None)
-                self._writer = None
+                writer, segments = self._writer, self._prepared
+                try:
+                    writer._commit_toc(segments)  # the new generation: a small file written and renamed
+                finally:
+                    writer._finish()
+                    self._writer = self._prepared = None
             # Searcher.refresh() fails on an index that was empty when opened; reopen instead.
             searcher = self.ix.searcher(weighting=self._weighting)
             with self._search_lock:  # never under a search that is still reading the old one
@@ -140,11 +175,19 @@ class WhooshIndex:
                 self._searcher, self._common_scores = searcher, {}
                 self._lengths, self._chunk_ids = {}, {}
 
+    def segment_count(self) -> int:
+        with self._search_lock:
+            return len(self.ix._segments())
+
     def rollback(self) -> None:
         with self._lock:
-            if self._writer is not None:
-                self._writer.cancel()
-                self._writer = None
+            writer, prepared = self._writer, self._prepared
+            self._writer = self._prepared = None
+            if writer is not None:
+                if prepared is None:
+                    writer.cancel()
+                else:  # segment files written but never published: whoosh's next commit deletes them
+                    writer._finish()
 
     # -- reads -------------------------------------------------------------------------------
     def search(
@@ -208,15 +251,18 @@ class WhooshIndex:
         out: dict[int, dict[str, float]] = {d: {} for d in docnums}
         if not out:
             return out
-        for term, weight in terms:
-            for field, boost in fields.items():
-                scores = self._term_scores(field, term)
-                if not scores:
-                    continue
-                for docnum, per_term in out.items():
-                    score = scores.get(docnum)
-                    if score is not None:
-                        per_term[term] = per_term.get(term, 0.0) + score * weight * boost
+        # Under the search lock like every read of the searcher's files: a posting list read here
+        # while another thread's search seeks the same file object read garbage ("Block tag error").
+        with self._search_lock:
+            for term, weight in terms:
+                for field, boost in fields.items():
+                    scores = self._term_scores(field, term)
+                    if not scores:
+                        continue
+                    for docnum, per_term in out.items():
+                        score = scores.get(docnum)
+                        if score is not None:
+                            per_term[term] = per_term.get(term, 0.0) + score * weight * boost
         return out
 
     def _split_by_frequency(self, terms: Sequence[tuple[str, float]], field: str, n: int | None = None,
@@ -312,6 +358,45 @@ class WhooshIndex:
         self.rollback()
         self._searcher.close()
         self._closed = True
+
+
+def tiered_merge(writer, segments: list) -> list:
+    """whoosh merge policy: the segments to keep; the merged ones are added to `writer`'s new segment.
+
+    Tier of a segment = floor(log_MERGE_FACTOR(documents)). The new segment (this writer's documents)
+    takes in every older segment of a lower tier (they are smaller than it, so this costs at most
+    what it adds), then the segments of its own tier once MERGE_FACTOR - 1 of them wait there, and
+    again at the tier the merged segment reaches. Past MAX_SEGMENTS everything merges (an index
+    written before this policy)."""
+    from whoosh.reading import SegmentReader
+
+    if len(segments) >= MAX_SEGMENTS:
+        return whoosh.writing.OPTIMIZE(writer, segments)
+    size = max(writer.docnum - writer.docbase, 1)  # documents this writer added so far
+    keep = sorted(segments, key=lambda seg: seg.doc_count_all())
+    merged: list = []
+    while keep:
+        level = _tier(size)
+        lower = [seg for seg in keep if _tier(seg.doc_count_all()) < level]
+        same = [seg for seg in keep if _tier(seg.doc_count_all()) == level]
+        take = lower + (same if len(same) >= MERGE_FACTOR - 1 else [])
+        if not take:
+            break
+        merged += take
+        size += sum(seg.doc_count_all() for seg in take)
+        keep = [seg for seg in keep if seg not in take]
+    for seg in merged:
+        reader = SegmentReader(writer.storage, writer.schema, seg)
+        writer.add_reader(reader)
+        reader.close()
+    return keep
+
+
+def _tier(documents: int) -> int:
+    tier, size = 0, MERGE_FACTOR
+    while documents >= size:
+        tier, size = tier + 1, size * MERGE_FACTOR
+    return tier
 
 
 def top_chunks(rare, fields: dict[str, float], limit: int, scope: set[int] | None,

@@ -1,0 +1,89 @@
+"""The text index's segments under many small commits: their count stays bounded by the merge policy
+(logarithmic in the index's size, never one per ingest), searches score exactly as over one segment,
+and `optimize` merges everything into one."""
+
+from __future__ import annotations
+
+import random
+
+from retrieval.index import whoosh_index
+from retrieval.index.whoosh_index import MERGE_FACTOR, WhooshIndex, _tier
+from retrieval.types import Chunk
+
+WORDS = [f"w{i:02d}" for i in range(80)] + ["缓存", "网关", "副本", "超时"]
+
+
+def _chunks(rng, start: int, n: int) -> list[Chunk]:
+    return [Chunk(chunk_id=f"c{i}", doc_id=f"d{i}", ordinal=0, title=f"t{i % 7}", section="",
+                  text=" ".join(rng.choice(WORDS) for _ in range(25)), line_start=1, line_end=1, sha256=f"h{i}")
+            for i in range(start, start + n)]
+
+
+def _tiers_bound(documents: int) -> int:
+    return (MERGE_FACTOR - 1) * (_tier(documents) + 1)
+
+
+def test_many_small_commits_keep_few_segments_and_the_same_scores(tmp_path):
+    rng = random.Random(3)
+    batches = [_chunks(rng, i * 12, 12) for i in range(60)]
+    grown, whole = WhooshIndex(tmp_path / "grown"), WhooshIndex(tmp_path / "whole")
+    try:
+        counts = []
+        for batch in batches:
+            grown.add_chunks(batch)
+            grown.commit()
+            counts.append(grown.segment_count())
+        # One segment per commit without merging (60); the policy keeps < MERGE_FACTOR per size tier.
+        assert max(counts) <= _tiers_bound(12 * 60)
+        assert counts[-1] < 60 / 4
+        whole.add_chunks([c for batch in batches for c in batch])
+        whole.commit()
+        assert whole.segment_count() == 1
+        for _ in range(20):
+            terms = [(w, 1.0) for w in rng.sample(WORDS, 3)]
+            got = {h.chunk_id: h.score for h in grown.search(terms, 1000)}
+            want = {h.chunk_id: h.score for h in whole.search(terms, 1000)}
+            assert got.keys() == want.keys()  # every match (ties between equal scores go by docnum, which merging renumbers)
+            assert all(abs(got[c] - want[c]) < 1e-9 * max(1.0, abs(want[c])) for c in want)
+        grown.add_chunks(_chunks(rng, 10_000, 3))
+        grown.commit(optimize=True)
+        assert grown.segment_count() == 1
+    finally:
+        grown.close()
+        whole.close()
+
+
+def test_an_index_past_the_segment_bound_is_merged_once(tmp_path, monkeypatch):
+    rng = random.Random(4)
+    index = WhooshIndex(tmp_path / "ix")
+    try:
+        monkeypatch.setattr(whoosh_index, "tiered_merge", lambda writer, segments: segments)  # an older kgrag
+        for i in range(whoosh_index.MAX_SEGMENTS):
+            index.add_chunks(_chunks(rng, i * 5, 5))
+            index.commit()
+        assert index.segment_count() == whoosh_index.MAX_SEGMENTS
+        monkeypatch.undo()
+        index.add_chunks(_chunks(rng, 1000, 5))
+        index.commit()
+        assert index.segment_count() == 1
+        assert index.doc_count() == 5 * whoosh_index.MAX_SEGMENTS + 5
+    finally:
+        index.close()
+
+
+def test_a_prepared_commit_rolled_back_leaves_the_index_as_it_was(tmp_path):
+    rng = random.Random(5)
+    index = WhooshIndex(tmp_path / "ix")
+    try:
+        index.add_chunks(_chunks(rng, 0, 10))
+        index.commit()
+        index.add_chunks(_chunks(rng, 10, 10))
+        index.prepare()
+        index.rollback()
+        index.commit()
+        assert index.doc_count() == 10
+        index.add_chunks(_chunks(rng, 10, 10))  # the write lock was released: a new writer works
+        index.commit()
+        assert index.doc_count() == 20
+    finally:
+        index.close()
