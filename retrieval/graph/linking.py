@@ -234,7 +234,12 @@ class EntityLinker:
         return _map_back(text, mentions, origin)
 
     def link_many(self, texts: Iterable[str], strict_case: bool = True) -> Iterable[list[Mention]]:
-        """Mentions of every text (document chunks), through the spaCy pipeline."""
+        """Mentions of every text (document chunks; by default case-strict, see `EntityMatcher.find`)."""
+        for text in texts:
+            yield self.link(text, strict_case=strict_case)
+
+    def link_many_with_spacy(self, texts: Iterable[str], strict_case: bool = True) -> Iterable[list[Mention]]:
+        """`link_many` through the spaCy pipeline: the same mentions, as the spans of a `Doc` per text."""
         nlp = self.nlp
         for text in texts:
             normalized, origin = _normalize_with_offsets(text)
