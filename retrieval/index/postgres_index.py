@@ -151,6 +151,9 @@ class PostgresIndex:
         with self._lock:
             self._pending, self._deleted = {}, set()
 
+    def prepare(self, optimize: bool = False, replace_all: bool = False) -> None:
+        """Nothing to write ahead: `commit` is one transaction, which searches see only once it commits."""
+
     def commit(self, optimize: bool = False, replace_all: bool = False) -> None:
         """One transaction for the writes since the last commit; `replace_all`: they become the whole
         index. `optimize` means nothing here (PostgreSQL has no segments to merge)."""
