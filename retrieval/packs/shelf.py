@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +27,7 @@ from retrieval.catalog.packs import (
     set_pack,
 )
 from retrieval.packs.card import CARD_FILE, PackCard, read_card, valid_pack_id
+from retrieval.packs.fetch import fetch, git
 from retrieval.packs.registry import Registry
 from retrieval.packs.routing import (
     DOCUMENTED,
@@ -45,7 +44,6 @@ __all__ = ["PACK_CLASS", "PackInfo", "PackReport", "PackShelf", "pack_label"]
 PACKS_DIR = "packs"
 MANIFEST = "packs.json"
 PACK_CLASS = "Pack"
-_GIT_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
 
 
 def pack_label(pack_id: str) -> str:
@@ -96,7 +94,7 @@ class PackInfo:
 class PackShelf:
     def __init__(self, kb) -> None:
         self.kb = kb
-        self.root = Path(kb.root)
+        self.root = Path(kb.root).absolute()  # a relative data dir (the default ./.kgrag) too: files are found by resolved path
         self.folder = self.root / PACKS_DIR
         self.registry = Registry(self.root)
         self._cards: dict[str, tuple[tuple, PackCard]] = {}
@@ -226,7 +224,7 @@ class PackShelf:
         if target.exists():
             raise InputError(f"{target} exists but is not a registered pack: move it away, then add the pack again")
         try:
-            kind = _fetch(origin, target)
+            kind, left_out = fetch(origin, target)
         except BaseException:
             shutil.rmtree(target, ignore_errors=True)
             raise
@@ -241,25 +239,30 @@ class PackShelf:
         self.kb.add_entities([pack_label(pack_id)], PACK_CLASS)
         intent = card.title + (": " + "; ".join(card.covers) if card.covers else "")
         report.registry_row = self.registry.add_row(pack_id, intent)
-        manifest[pack_id] = {"origin": origin, "kind": kind, "added": time.time()}
+        # A folder is kept by its absolute path: `kg pack update` may run from another working directory.
+        stored = str(Path(origin).expanduser().absolute()) if kind == "path" else origin
+        manifest[pack_id] = {"origin": stored, "kind": kind, "added": time.time()}
         self._write_manifest(manifest)
         if not (target / CARD_FILE).exists():
             report.notes.append(f"the pack has no {CARD_FILE}: write one (covers, does not cover, key terms) so routing knows it")
+        report.notes += _left_out_notes(left_out)
         return report
 
     def _update(self, pack_id: str, progress=None) -> PackReport:
         entry = self._entry(pack_id)
         target = self.folder / pack_id
+        left_out: list[str] = []
         if entry.get("kind") == "git" and (target / ".git").exists():
-            _git(["-C", str(target), "pull", "--ff-only", "--quiet"], entry["origin"])
+            git(["-C", str(target), "pull", "--ff-only", "--quiet"], entry["origin"])
         else:
             fresh = self.folder / f".{pack_id}.update"
             shutil.rmtree(fresh, ignore_errors=True)
-            _fetch(entry["origin"], fresh)
+            _, left_out = fetch(entry["origin"], fresh)
             shutil.rmtree(target)
             os.replace(fresh, target)
         before = self.documents([pack_id])
         report = self._ingest(pack_id, target, "updated", progress)
+        report.notes += _left_out_notes(left_out)
         gone = sorted(before - set(report.ingest.pop("doc_ids", [])))
         report.removed_documents = self._delete_documents(gone)
         report.origin = entry["origin"]
@@ -331,30 +334,9 @@ class PackShelf:
         os.replace(tmp, path)
 
 
-def _fetch(origin: str, target: Path) -> str:
-    """Copy a local folder or clone a git URL (file:// works offline) to `target`; returns "path" or "git"."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    local = Path(origin).expanduser()
-    if not _GIT_URL.match(origin) and not origin.endswith(".git"):
-        if not local.is_dir():
-            raise InputError(f"{origin}: no such folder (give a pack folder, or a git URL such as "
-                             "https://host/team/pack.git or file:///path/to/repo)")
-        shutil.copytree(local, target, ignore=shutil.ignore_patterns(".git"), symlinks=False)
-        return "path"
-    if local.is_dir():  # a local bare repository named like "pack.git"
-        origin = local.resolve().as_uri()
-    _git(["clone", "--quiet", "--depth", "1", origin, str(target)], origin)
-    return "git"
-
-
-def _git(args: list[str], origin: str) -> None:
-    if shutil.which("git") is None:
-        raise InputError("packs from git need the `git` command: install git (e.g. `apt-get install git`) or give a folder")
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-    try:
-        done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=600, env=env, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise InputError(f"git timed out fetching {origin}") from exc
-    if done.returncode != 0:
-        message = (done.stderr or done.stdout).strip().splitlines()
-        raise InputError(f"git could not fetch {origin}: {message[-1] if message else 'exit ' + str(done.returncode)}")
+def _left_out_notes(left_out: list[str], shown: int = 10) -> list[str]:
+    notes = [f"not copied: {item}" for item in left_out[:shown]]
+    if len(left_out) > shown:
+        notes.append(f"... and {len(left_out) - shown} more not copied (links leading out of the pack folder, "
+                     "unreadable or special files)")
+    return notes
