@@ -1,0 +1,26 @@
+"""Where the graph lives: `open_graph_store(spec, folder)` -> a `GraphStore` (a folder of Turtle files, or a SPARQL 1.1 store)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kg.errors import InputError
+from kg.stores.base import DEFAULT, ONTOLOGY, GraphStore, canonical, check_name, pack_graph
+
+__all__ = ["DEFAULT", "ONTOLOGY", "GraphStore", "canonical", "check_name", "open_graph_store", "pack_graph"]
+
+
+def open_graph_store(spec: str, folder: Path | None = None, namespace: str = "kgrag") -> GraphStore:
+    """`file` (Turtle files in `folder`) or `sparql+http://HOST:PORT[/PATH]` (the store's /query and
+    /update endpoints under that URL; `oxigraph serve` answers at http://HOST:PORT)."""
+    if spec == "file":
+        if folder is None:
+            raise InputError("the file graph store needs a folder")
+        from kg.stores.file_store import FileGraphStore
+
+        return FileGraphStore(folder)
+    if spec.startswith(("sparql+http://", "sparql+https://")):
+        from kg.stores.sparql_store import SparqlGraphStore
+
+        return SparqlGraphStore(spec[len("sparql+"):], namespace=namespace)
+    raise InputError(f"unknown graph store '{spec}': use 'file' or 'sparql+http://HOST:PORT' (KG_GRAPH_STORE)")

@@ -1,0 +1,81 @@
+"""The graph store contract: named graphs of triples in (the base ontology, the user's graph, one per pack), SPARQL SELECT over their union out.
+
+Names: `ontology` (kgrag's base ontology), `default` (the user's entities and relations, what
+graph.ttl holds beside the ontology) and `pack:ID` (a knowledge pack's own graph).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
+
+from rdflib import Graph
+from rdflib.term import Node
+
+from kg.errors import InputError
+
+__all__ = ["DEFAULT", "ONTOLOGY", "GraphStore", "Triple", "canonical", "check_name", "pack_graph"]
+
+Triple = tuple[Node, Node, Node]
+DEFAULT = "default"
+ONTOLOGY = "ontology"
+_NAME = re.compile(r"^(ontology|default|pack:[A-Za-z0-9][A-Za-z0-9_.\-]{0,99})$")
+
+
+def pack_graph(pack_id: str) -> str:
+    return check_name(f"pack:{pack_id}")
+
+
+def check_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise InputError(f"'{name}' is not a graph name: use 'ontology', 'default' or 'pack:ID' "
+                         "(ID of letters, digits, '_', '.', '-')")
+    return name
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    def names(self) -> list[str]:
+        """The named graphs that hold triples, sorted."""
+
+    def read(self, name: str | None = None) -> Graph:
+        """One named graph's triples, or (None) the union of all of them."""
+
+    def replace(self, graph: Graph, name: str = DEFAULT) -> None:
+        """The named graph becomes exactly `graph` (one request / one atomic file write)."""
+
+    def add(self, triples: Iterable[Triple], name: str = DEFAULT) -> int:
+        """Add triples to one named graph; returns how many were sent."""
+
+    def remove(self, triples: Iterable[Triple], name: str = DEFAULT) -> int:
+        """Remove triples from one named graph; returns how many were sent."""
+
+    def drop(self, name: str) -> None:
+        """Remove a named graph and everything in it (a pack that is gone)."""
+
+    def select(self, query: str) -> list[tuple]:
+        """Rows of a SPARQL 1.1 SELECT over the union of the named graphs (write the query without FROM)."""
+
+    def close(self) -> None: ...
+
+
+def canonical(graph: Graph) -> Graph:
+    """The graph with numeric literals in their canonical form: SPARQL stores keep a literal's value, not
+    always its spelling (Oxigraph stores "1.0"^^xsd:decimal as "1"), so round trips compare values."""
+    from decimal import Decimal, InvalidOperation
+
+    from rdflib import Literal
+    from rdflib.namespace import XSD
+
+    numeric = {XSD.decimal, XSD.double, XSD.float}
+    out = Graph()
+    for s, p, o in graph:
+        if isinstance(o, Literal) and o.datatype in numeric:
+            try:
+                value = Decimal(str(o)).normalize()
+                o = Literal(format(value, "f"), datatype=o.datatype)
+            except InvalidOperation:
+                pass
+        out.add((s, p, o))
+    return out

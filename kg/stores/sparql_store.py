@@ -1,0 +1,128 @@
+"""A SPARQL 1.1 store as the graph store (`KG_GRAPH_STORE=sparql+http://HOST:PORT`): named graphs written by SPARQL Update, read by SELECT, through rdflib's `SPARQLUpdateStore`.
+
+Tested against `oxigraph serve` (its endpoints are URL/query and URL/update); the same requests are
+standard SPARQL 1.1 (Protocol, Query, Update), which Jena Fuseki, GraphDB and Virtuoso answer too.
+Each knowledge base keeps its graphs under its own IRI prefix, so several share one store.
+Nothing relies on the store's reasoning: OWL semantics are rewritten into property paths by
+`kg.stores.owl_paths`, since stores differ in what they infer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.error import HTTPError, URLError
+
+from rdflib import BNode, Graph
+
+from kg.errors import BusyError, InputError
+from kg.stores.base import DEFAULT, Triple, check_name
+
+__all__ = ["GRAPH_PREFIX", "SparqlGraphStore"]
+
+GRAPH_PREFIX = "https://kgrag.dev/graph/"
+_WHERE = re.compile(r"\bWHERE\s*\{", re.IGNORECASE)
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+
+
+class SparqlGraphStore:
+    """`SparqlGraphStore("http://127.0.0.1:7878", namespace="kgrag")`."""
+
+    def __init__(self, url: str, namespace: str = "kgrag", timeout: float = 30.0) -> None:
+        from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
+
+        if not _NAMESPACE.match(namespace):
+            raise InputError(f"'{namespace}' cannot be part of a graph IRI: use letters, digits, '_' or '-'")
+        self.url = url.rstrip("/")
+        self.prefix = f"{GRAPH_PREFIX}{namespace}/"
+        self._store = SPARQLUpdateStore(query_endpoint=self.url + "/query", update_endpoint=self.url + "/update",
+                                        returnFormat="json", autocommit=True, method="POST_FORM", timeout=timeout)
+
+    def iri(self, name: str) -> str:
+        return self.prefix + check_name(name)
+
+    def _query(self, query: str):
+        try:
+            return self._store.query(query)
+        except Exception as exc:
+            raise _failure(exc, self.url, "start it (e.g. `oxigraph serve --location DIR --bind HOST:PORT`) "
+                                          "or fix KG_GRAPH_STORE") from exc
+
+    def _update(self, update: str) -> None:
+        try:
+            self._store.update(update)
+        except Exception as exc:
+            raise _failure(exc, self.url, "nothing was written; start it or fix KG_GRAPH_STORE, then try again") from exc
+
+    def names(self) -> list[str]:
+        rows = self._query("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
+                           f'FILTER(STRSTARTS(STR(?g), "{self.prefix}")) }}')
+        return sorted(str(row[0])[len(self.prefix):] for row in rows)
+
+    def read(self, name: str | None = None) -> Graph:
+        names = [name] if name is not None else self.names()
+        out = Graph()
+        if not names:
+            return out
+        rows = self._query("SELECT ?s ?p ?o " + self._from(names) + " WHERE { ?s ?p ?o }")
+        for s, p, o in rows:
+            out.add((s, p, o))
+        return out
+
+    def _from(self, names: list[str]) -> str:
+        return " ".join(f"FROM <{self.iri(n)}>" for n in names)
+
+    def replace(self, graph: Graph, name: str = DEFAULT) -> None:
+        """DROP and INSERT DATA in one request: SPARQL stores apply one update request atomically."""
+        target = self.iri(name)
+        body = _triples(graph)
+        self._update(f"DROP SILENT GRAPH <{target}> ;\nINSERT DATA {{ GRAPH <{target}> {{\n{body}\n}} }}")
+
+    def add(self, triples: Iterable[Triple], name: str = DEFAULT) -> int:
+        triples = list(triples)
+        if triples:
+            self._update(f"INSERT DATA {{ GRAPH <{self.iri(name)}> {{\n{_triples(triples)}\n}} }}")
+        return len(triples)
+
+    def remove(self, triples: Iterable[Triple], name: str = DEFAULT) -> int:
+        triples = list(triples)
+        if any(isinstance(t, BNode) for triple in triples for t in triple):
+            raise InputError("SPARQL cannot DELETE DATA a triple with a blank node: replace the whole graph instead")
+        if triples:
+            self._update(f"DELETE DATA {{ GRAPH <{self.iri(name)}> {{\n{_triples(triples)}\n}} }}")
+        return len(triples)
+
+    def drop(self, name: str) -> None:
+        self._update(f"DROP SILENT GRAPH <{self.iri(name)}>")
+
+    def select(self, query: str) -> list[tuple]:
+        """The query over the union of this knowledge base's graphs (FROM clauses added before WHERE)."""
+        names = self.names()
+        if not names:
+            return []
+        match = _WHERE.search(query)
+        if match is None:
+            raise InputError("write the query with an explicit WHERE { ... } (the store adds its FROM clauses before it)")
+        query = query[: match.start()] + self._from(names) + " " + query[match.start():]
+        return [tuple(row) for row in self._query(query)]
+
+    def close(self) -> None:
+        self._store.close()
+
+
+def _failure(exc: Exception, url: str, fix: str) -> Exception:
+    """rdflib wraps every HTTP failure in a ValueError: a store that does not answer is worth a retry
+    (BusyError, 503); one that refused the request says why."""
+    cause = exc
+    while cause is not None and not isinstance(cause, (HTTPError, URLError, OSError)):
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(cause, HTTPError):
+        detail = cause.read().decode("utf-8", "replace")[:300] if cause.fp else cause.reason
+        return InputError(f"the SPARQL store at {url} refused the request (HTTP {cause.code}): {detail}")
+    if cause is not None:
+        return BusyError(f"the SPARQL store at {url} does not answer ({getattr(cause, 'reason', cause)}): {fix}")
+    return exc
+
+
+def _triples(triples: Iterable[Triple]) -> str:
+    return "\n".join(f"{s.n3()} {p.n3()} {o.n3()} ." for s, p, o in triples)

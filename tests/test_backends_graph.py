@@ -1,0 +1,177 @@
+"""The graph store contract, run against the embedded file store and a real `oxigraph serve` on loopback:
+named graphs round trip, writes, the union, OWL semantics at query time by property paths, and the
+demo's graph answering the same through rdflib's engine and through Oxigraph."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from backends_servers import oxigraph_server
+from rdflib import OWL, RDF, RDFS, BNode, Graph, Literal, Namespace
+from rdflib.compare import isomorphic
+
+from kg.errors import BusyError, InputError
+from kg.stores import DEFAULT, ONTOLOGY, canonical, open_graph_store, pack_graph
+from kg.stores.owl_paths import instances, property_path, related, related_all
+
+EX = Namespace("https://example.org/")
+_count = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def oxigraph_url():
+    with oxigraph_server() as server:
+        if isinstance(server, str):
+            pytest.skip(server)
+        yield server.url
+
+
+@pytest.fixture(params=["file", "sparql"])
+def store(request, tmp_path):
+    if request.param == "file":
+        s = open_graph_store("file", tmp_path / "graphs")
+    else:
+        url = request.getfixturevalue("oxigraph_url")
+        s = open_graph_store("sparql+" + url, namespace=f"t{next(_count)}")  # a knowledge base of its own
+    yield s
+    s.close()
+
+
+def ontology() -> Graph:
+    g = Graph()
+    g.add((EX.relatedTo, RDF.type, OWL.SymmetricProperty))
+    g.add((EX.dependsOn, RDFS.subPropertyOf, EX.relatedTo))
+    g.add((EX.requiredBy, OWL.inverseOf, EX.dependsOn))
+    g.add((EX.callsSync, RDFS.subPropertyOf, EX.dependsOn))
+    g.add((EX.partOf, RDF.type, OWL.TransitiveProperty))
+    g.add((EX.hasPart, OWL.inverseOf, EX.partOf))
+    g.add((EX.Service, RDFS.subClassOf, EX.Component))
+    g.add((EX.Database, RDFS.subClassOf, EX.Service))
+    return g
+
+
+def facts() -> Graph:
+    g = Graph()
+    g.add((EX.orders, RDF.type, EX.Service))
+    g.add((EX.mysql, RDF.type, EX.Database))
+    g.add((EX.disk, RDF.type, EX.Component))
+    g.add((EX.orders, EX.callsSync, EX.payments))
+    g.add((EX.mysql, EX.requiredBy, EX.orders))  # orders dependsOn mysql, said from the other end
+    g.add((EX.redis, EX.relatedTo, EX.orders))  # symmetric: orders relatedTo redis
+    g.add((EX.shard, EX.partOf, EX.cluster))
+    g.add((EX.region, EX.hasPart, EX.cluster))  # cluster partOf region
+    g.add((EX.orders, RDFS.label, Literal("订单服务", lang="zh")))
+    return g
+
+
+def test_named_graphs_round_trip_and_the_union_holds_them_all(store):
+    store.replace(ontology(), ONTOLOGY)
+    store.replace(facts(), DEFAULT)
+    pack = Graph()
+    pack.add((EX.runbook, RDFS.label, Literal("值班手册 \"on-call\"\n")))
+    b = BNode()
+    pack.add((EX.runbook, EX.step, b))
+    pack.add((b, RDFS.label, Literal("重启 nginx")))
+    store.replace(pack, pack_graph("ops"))
+    assert store.names() == [DEFAULT, ONTOLOGY, "pack:ops"]
+    assert isomorphic(store.read(ONTOLOGY), ontology())
+    assert isomorphic(store.read(DEFAULT), facts())
+    assert isomorphic(store.read("pack:ops"), pack)
+    union = ontology() + facts() + pack
+    assert isomorphic(store.read(), union)
+
+
+def test_numeric_literals_keep_their_value(store):
+    from rdflib.namespace import XSD
+
+    g = Graph()
+    g.add((EX.dependsOn, EX.expansionWeight, Literal("1.0", datatype=XSD.decimal)))
+    g.add((EX.partOf, EX.expansionWeight, Literal("0.50", datatype=XSD.decimal)))
+    store.replace(g, ONTOLOGY)
+    assert isomorphic(canonical(store.read(ONTOLOGY)), canonical(g))
+    assert {o.toPython() for o in store.read(ONTOLOGY).objects()} == {o.toPython() for o in g.objects()}
+
+
+def test_add_remove_replace_and_drop_change_only_their_graph(store):
+    store.replace(facts(), DEFAULT)
+    store.replace(ontology(), ONTOLOGY)
+    assert store.add([(EX.payments, EX.dependsOn, EX.mysql)]) == 1
+    assert (EX.payments, EX.dependsOn, EX.mysql) in store.read(DEFAULT)
+    store.remove([(EX.redis, EX.relatedTo, EX.orders)])
+    assert (EX.redis, EX.relatedTo, EX.orders) not in store.read()
+    assert len(store.read(ONTOLOGY)) == len(ontology())
+    store.replace(Graph(), DEFAULT)
+    assert store.names() == [ONTOLOGY]
+    store.drop(ONTOLOGY)
+    assert store.names() == []
+    assert store.select("SELECT ?s WHERE { ?s ?p ?o }") == []
+
+
+def test_owl_semantics_at_query_time_by_property_paths(store):
+    store.replace(ontology(), ONTOLOGY)
+    store.replace(facts(), DEFAULT)
+    # sub-property + inverse: callsSync is a dependsOn; requiredBy is its inverse
+    assert related(store, str(EX.orders), str(EX.dependsOn)) == {str(EX.payments), str(EX.mysql)}
+    # symmetric super-property: everything orders depends on, plus redis from the other end
+    assert related(store, str(EX.orders), str(EX.relatedTo)) == {str(EX.payments), str(EX.mysql), str(EX.redis)}
+    # the other direction through the inverse
+    assert related(store, str(EX.mysql), str(EX.requiredBy)) == {str(EX.orders)}
+    # transitive, with an inverse on the way: shard partOf cluster partOf region
+    assert related(store, str(EX.shard), str(EX.partOf)) == {str(EX.cluster), str(EX.region)}
+    assert property_path(store, str(EX.partOf)).endswith("+")
+    assert not property_path(store, str(EX.dependsOn)).endswith("+")
+    # classes through rdfs:subClassOf*
+    assert instances(store, str(EX.Component)) == {str(EX.orders), str(EX.mysql), str(EX.disk)}
+    assert instances(store, str(EX.Service)) == {str(EX.orders), str(EX.mysql)}
+
+
+def test_graph_names_are_checked_with_how_to_fix(store):
+    with pytest.raises(InputError, match="'ontology', 'default' or 'pack:ID'"):
+        store.replace(Graph(), "packs/../x")
+
+
+def test_a_store_that_does_not_answer_says_so_and_how_to_fix_it():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    dead = open_graph_store(f"sparql+http://127.0.0.1:{port}")
+    with pytest.raises(BusyError, match="does not answer.*start it"):
+        dead.names()
+
+
+def test_the_demo_graph_answers_the_same_in_rdflib_and_in_oxigraph(oxigraph_url, tmp_path):
+    """Every entity of the demo along every relation of the ontology: the same entailed objects from
+    rdflib's engine over the file store and from Oxigraph."""
+    from kg.cli.base import DEMO_DIR
+    from kg.store import KnowledgeGraph
+    from ontology import BASE_ONTOLOGY_PATH, load_rdf
+
+    kg = KnowledgeGraph(tmp_path / "kb")
+    kg.import_relations(DEMO_DIR / "relations.csv")
+    base = load_rdf(BASE_ONTOLOGY_PATH)
+    whole = kg.rdf
+    user = Graph()
+    for triple in whole:
+        if triple not in base:
+            user.add(triple)
+    stores = [open_graph_store("file", tmp_path / "graphs"), open_graph_store("sparql+" + oxigraph_url, namespace="demo")]
+    try:
+        for s in stores:
+            s.replace(base, ONTOLOGY)
+            s.replace(user, DEFAULT)
+        assert isomorphic(canonical(stores[0].read()), canonical(stores[1].read()))
+        assert isomorphic(canonical(stores[1].read()), canonical(base + user))
+        props = sorted({str(p) for p in base.subjects(RDF.type, OWL.ObjectProperty)})
+        entities = sorted({str(s) for s, p, o in user if p == RDFS.label})[:25]
+        answers = [{p: related_all(s, entities, p) for p in props} for s in stores]
+        assert sum(bool(objects) for by_subject in answers[0].values() for objects in by_subject.values()) > 20
+        assert answers[0] == answers[1]
+        # and one by one, as `related` asks
+        assert {e: related(stores[1], e, props[0]) for e in entities[:5]} == \
+            {e: answers[0][props[0]][e] for e in entities[:5]}
+    finally:
+        for s in stores:
+            s.close()
