@@ -147,7 +147,8 @@ class QueryPath:
                                                                scope.index)
             if self.settings.one_hit_per_parent:
                 fused = one_hit_per_parent(fused, self.history.parent_of([f.id for f in fused[: k * 4]]))
-            hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits)
+            hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits,
+                               question=text)
             self.history.annotate(hits, day)  # the version that answered, its lines and page, the parent
             t5 = time.perf_counter()
         timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3,

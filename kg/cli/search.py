@@ -63,12 +63,12 @@ def print_result(result, max_text: int = 160) -> None:
         click.echo("    " + (snippet[:max_text] + ("…" if len(snippet) > max_text else "")))
         reasons = []
         if "bm25" in hit.why:
-            reasons.append(f"bm25 #{hit.why['bm25']['rank']} ({', '.join(hit.why['bm25']['terms'][:6])})")
+            reasons.append(f"bm25 #{hit.why['bm25']['rank']} ({', '.join(_words(hit.why['bm25'])[:6])})")
         if "graph" in hit.why:
             about = f" ({hit.why['graph']['about']})" if hit.why["graph"].get("about") else ""
             reasons.append(f"graph #{hit.why['graph']['rank']}: {hit.why['graph']['path']}{about}")
         if "followup" in hit.why:
-            reasons.append(f"second round #{hit.why['followup']['rank']} ({', '.join(hit.why['followup']['terms'][:6])})")
+            reasons.append(f"second round #{hit.why['followup']['rank']} ({', '.join(_words(hit.why['followup'])[:6])})")
         click.echo("    why: " + " | ".join(reasons))
 
 
@@ -96,3 +96,6 @@ def entity(key: str, data_dir: Path | None, as_json: bool) -> None:
         click.echo(f"  mentioned in: {m['title']} [{m['chunk_id']}] x{m['mentions']}")
 
 
+def _words(why: dict) -> list[str]:
+    """The matched words as the text spells them (`words`; `terms` are the index's stems)."""
+    return why.get("words") or why["terms"]

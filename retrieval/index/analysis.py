@@ -191,6 +191,24 @@ def analyze(text: str, for_index: bool = False) -> list[Term]:
     return out
 
 
+def surface_words(terms: Iterable[str], *texts: str) -> list[str]:
+    """Each term as a word of the first text that holds it, in that text's own spelling: the stem `redi` as
+    `Redis`, `cach` as `cache`, `capit` as `capital` (what a person reads in a "why"). Chinese terms are words
+    already; a term no text spells is kept as it is."""
+    spelled: dict[str, str] = {}
+    for text in texts:
+        for run, chinese in _runs(text):
+            if chinese:
+                continue
+            lowered = run.lower()
+            parts = [run] + ([p for p in _SEP.split(run) if p] if not lowered.isalpha() else [])
+            for part in parts:
+                low = part.lower()
+                for term in ([_stem(low)] if low.isalpha() else [low]):
+                    spelled.setdefault(term, part)
+    return [spelled.get(term, term) for term in terms]
+
+
 def split_runs(text: str) -> tuple[list[str], list[str]]:
     """(the terms of `text`'s non-Chinese runs, its Chinese runs uncut). Together with `cjk_terms` of
     each run these are `query_terms(text)`'s terms: a caller that only asks whether some words are

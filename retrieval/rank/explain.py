@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from retrieval.catalog.docstore import DocStore
+from retrieval.index.analysis import surface_words
 from retrieval.rank.fusion import Fused
 from retrieval.types import EntityHit, GraphHit, Hit, Mention, PathStep, TextHit
 
@@ -18,6 +19,7 @@ def build_hits(
     text_hits: Sequence[TextHit],
     graph_hits: Sequence[GraphHit],
     followup_hits: Sequence[TextHit] = (),
+    question: str = "",
 ) -> list[Hit]:
     chunks = store.chunks([f.id for f in fused])
     sources = store.doc_sources([c.doc_id for c in chunks.values()])
@@ -32,7 +34,8 @@ def build_hits(
         why: dict = {}
         if f.id in by_text and "bm25" in f.ranks:
             t = by_text[f.id]
-            why["bm25"] = {"rank": f.ranks["bm25"], "score": round(t.score, 3), "terms": list(t.terms)}
+            why["bm25"] = {"rank": f.ranks["bm25"], "score": round(t.score, 3), "terms": list(t.terms),
+                           "words": _words(t.terms, chunk, question)}
             if f.kept:
                 why["bm25"]["kept"] = f.kept
         if f.id in by_graph and "graph" in f.ranks:
@@ -49,12 +52,18 @@ def build_hits(
                 why["graph"]["about"] = g.about
         if f.id in by_followup and "followup" in f.ranks:
             t = by_followup[f.id]
-            why["followup"] = {"rank": f.ranks["followup"], "score": round(t.score, 3), "terms": list(t.terms)}
+            why["followup"] = {"rank": f.ranks["followup"], "score": round(t.score, 3), "terms": list(t.terms),
+                               "words": _words(t.terms, chunk, question)}
         hits.append(
             Hit(rank, chunk.doc_id, chunk.title, chunk.chunk_id, chunk.text, round(f.score, 5),
                 sources.get(chunk.doc_id, ""), chunk.section, (chunk.line_start, chunk.line_end), why)
         )
     return hits
+
+
+def _words(terms, chunk, question: str) -> list[str]:
+    """The matched index terms as the passage (else the question) spells them: stems are for the index."""
+    return list(dict.fromkeys(surface_words(terms, chunk.text, chunk.title, chunk.section or "", question)))
 
 
 def path_text(label: str, path: Sequence[PathStep], via: str) -> str:
