@@ -26,7 +26,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared" / "bench"
+SHARED = Path(os.environ.get("KG_BENCH_SETS") or ROOT / ".." / "shared" / "bench")  # the shared sets
 SETS = ["ops_dev_zh", "gitlab_handbook_dev", "2wiki_dev", "hotpotqa_train100", "musique_train100", "domainrag_zh_dev",
         "rgb_zh_dev"]
 BATCH_DOCS = 800  # documents per ingest call (one commit each, as a user adding a folder at a time)

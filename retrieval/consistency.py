@@ -32,7 +32,7 @@ class CheckReport:
 
 def _temp_files(kb) -> list:
     root = kb.root
-    return [*root.glob(".graph-*.ttl"), *root.glob(".cache-*"), *root.glob(".synonyms.txt-*")]
+    return [*root.glob(".graph-*.ttl"), *root.glob(".cache-*"), *root.glob(".linker-*"), *root.glob(".synonyms.txt-*")]
 
 
 def _index_ids(kb) -> set[str]:

@@ -126,15 +126,19 @@ class KnowledgeBase(QueryPath):
     @property
     def linker(self):
         if self._linker is None:
-            self._linker = self.build_linker(self.graph.view, self.synonyms)
+            self._linker = self.build_linker(self.graph.view, self.synonyms, self.graph)
         return self._linker
 
     @staticmethod
-    def build_linker(view, synonyms: SynonymTable):
-        from retrieval.graph.linking import EntityLinker
+    def build_linker(view, synonyms: SynonymTable, graph=None):
+        """The entity linker of `view`; with its `graph` (a KnowledgeGraph), kept in linker.cache beside
+        graph.cache for the next process (keyed by graph.ttl's content hash)."""
+        from retrieval.graph.linking import cached_linker
 
         add_user_words([s for s, _ in view.surfaces()] + synonyms.words())
-        return EntityLinker(view.link_surfaces(), view.labels())
+        if graph is None:
+            return cached_linker(view)
+        return cached_linker(view, graph.digest, graph.cache_path.parent)
 
     def _graph_changed(self) -> None:
         self.graph.invalidate()

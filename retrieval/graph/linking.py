@@ -11,17 +11,24 @@ leftmost-longest.
 
 from __future__ import annotations
 
+import os
+import pickle
 import re
+import tempfile
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import ahocorasick
 
 from retrieval.index.analysis import CJK, ENGLISH_STOPWORDS, fold_accents, normalize_text
 from retrieval.types import Mention
 
-__all__ = ["EntityLinker", "EntityMatcher", "MatchedSurface"]
+__all__ = ["LINKER_CACHE", "EntityLinker", "EntityMatcher", "MatchedSurface", "cached_linker"]
+
+LINKER_CACHE = "linker.cache"
+_LINKER_FORMAT = 1  # bump when EntityLinker/EntityMatcher change what they hold or how surfaces are keyed
 
 _WORDCHAR = re.compile(r"[A-Za-z0-9_]")
 # Surfaces made only of letters (words, not identifiers such as LORA-02 or max_threads) are
@@ -193,6 +200,9 @@ class EntityLinker:
         self.matcher = EntityMatcher(surfaces)
         self._nlp = None
 
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_nlp": None}  # the spaCy pipeline is rebuilt on demand, never pickled
+
     @property
     def nlp(self):
         """The spaCy pipeline (blank multilingual, our tokenizer, the linker component), built on first use."""
@@ -249,6 +259,56 @@ class EntityLinker:
             for _, component in nlp.pipeline:
                 doc = component(doc)
             yield _map_back(text, self._mentions(doc), origin)
+
+
+def cached_linker(view, digest: str = "", folder: Path | None = None) -> EntityLinker:
+    """The linker of a graph view. With the content hash of the graph.ttl it was derived from (`digest`)
+    and the data dir (`folder`), it is unpickled from `linker.cache` when that was built from the same
+    content (tens of milliseconds, where building the automaton over ~67k labels took most of a cold
+    `kg query`), else built and saved there for the next process. A graph change changes the hash, so a
+    stale cache is never read; one that cannot be read or written only costs the build."""
+    path = Path(folder) / LINKER_CACHE if digest and folder is not None else None
+    if path is not None:
+        linker = _read_linker(path, digest)
+        if linker is not None:
+            return linker
+    linker = EntityLinker(view.link_surfaces(), view.labels())
+    if path is not None:
+        _write_linker(path, digest, linker)
+    return linker
+
+
+def _read_linker(path: Path, digest: str) -> EntityLinker | None:
+    import gc
+
+    try:
+        with path.open("rb") as fh:
+            # The cache is this data dir's own file, written by kgrag (see _write_linker).
+            fmt, cached_digest = pickle.load(fh)  # noqa: S301
+            if fmt != _LINKER_FORMAT or cached_digest != digest:
+                return None
+            gc.disable()  # many small objects: the collector would rescan them while they load
+            try:
+                linker = pickle.load(fh)  # noqa: S301
+            finally:
+                gc.enable()
+    except Exception:  # missing, cut short, from another version: build instead
+        return None
+    return linker if isinstance(linker, EntityLinker) else None
+
+
+def _write_linker(path: Path, digest: str, linker: EntityLinker) -> None:
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".linker-", dir=path.parent)
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump((_LINKER_FORMAT, digest), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(linker, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except (OSError, pickle.PicklingError, RecursionError):
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def _map_back(text: str, mentions: list[Mention], origin: list[int] | None) -> list[Mention]:
