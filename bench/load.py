@@ -1,13 +1,17 @@
-"""Load on the real server: concurrent query clients over loopback in, latency percentiles, throughput and error counts out, idle and while a `kg ingest` of ~4,000 chunks writes the same data dir (bench/RESULTS-load.md).
+"""Load on the real server: concurrent query clients over loopback in, latency percentiles, throughput and error counts out, idle, while a `kg ingest` of ~4,000 chunks writes the same data dir (1 and 2 workers) and while one API post of ~1,100 chunks is committed (bench/RESULTS-load.md).
 
-    python bench/load.py [--clients 50] [--seconds 60] [--out bench/RESULTS-load.json]
+    nice -n 10 python bench/load.py [--clients 50] [--seconds 60] [--out bench/RESULTS-load.json]
 
-Phases, each against a `kg serve` process of its own: (1) idle; (2) the same clients while a CLI
+Phases, each against a `kg serve` process of its own (1 worker, then 2): (1) idle; (2) the same clients
+while one `POST /documents` of ~1,100 chunks is ingested and committed by the server itself
+(`during_api_post`: the queries sent while the post ran, against idle); (3) the clients while a CLI
 `kg ingest` (another process) adds ~4,000 chunks and the server itself takes a POST /documents every
 second: every error, 5xx and CLI traceback is counted, and the CLI's documents must answer through
 the server on its next query (the phase lasts at least --seconds; `while_the_ingest_ran` gives the
 percentiles of the queries sent while the CLI ingest was running, the stricter comparison with idle);
-(3) idle with 2 workers. The corpus is synthetic: mixed Chinese/English words with Zipf frequencies.
+(4) idle with 2 workers; (5) 2 workers while another `kg ingest` of ~4,000 chunks runs. A failed request
+(a connection reset, a refused or dropped connection) is an error. Loopback only, every loop bounded.
+The corpus is synthetic: mixed Chinese/English words with Zipf frequencies.
 """
 
 from __future__ import annotations
@@ -170,6 +174,81 @@ def stop(proc: subprocess.Popen, log: Path) -> dict:
     return {"tracebacks": text.count("Traceback"), "error_lines": errors[:5]}
 
 
+def big_document(sections: int, seed: int = 5) -> str:
+    """One Markdown document of `sections` sections of ~one chunk each (what a pasted handbook or table is)."""
+    rng = random.Random(seed)
+    words, weights = vocabulary()
+    lines = ["# handbook posted", ""]
+    for s in range(sections):
+        lines += [f"## {rng.choice(ZH)} part {s}", "", f"posted{s} " + " ".join(rng.choices(words, weights, k=120)) + "。", ""]
+    return "\n".join(lines)
+
+
+def during_api_post(port: int, n_clients: int, sections: int) -> dict:
+    """The clients while the server ingests and commits one large POST /documents."""
+    clients, done, out = Clients(port, n_clients), threading.Event(), {}
+
+    def post() -> None:
+        time.sleep(3)  # the clients are running first
+        body = json.dumps({"text": big_document(sections), "source": "handbook"})
+        started = time.perf_counter()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1800)
+        try:
+            conn.request("POST", "/documents", body=body, headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            out.update(status=response.status, report=json.loads(response.read()))
+        except OSError as e:
+            out["status"] = type(e).__name__
+        out["window"] = (started, time.perf_counter())
+        out["seconds"] = round(out["window"][1] - started, 1)
+        time.sleep(3)
+        done.set()
+
+    threading.Thread(target=post, daemon=True).start()
+    result = clients.run(until=done)
+    window = out.pop("window", None)
+    result["while_the_post_ran"] = clients.window(*window) if window else None
+    report = out.pop("report", {}) or {}
+    result["post"] = {**out, "chunks_indexed": report.get("chunks_indexed")}
+    return result
+
+
+def during_cli_ingest(port: int, n_clients: int, folder: Path, data_dir: Path, env: dict, seconds: float,
+                      server_writes: bool) -> tuple[dict, dict, dict]:
+    """The clients while a `kg ingest` process writes the data dir (and, when asked, the server takes a
+    POST /documents a second); returns the clients' summary, the CLI's outcome and the server writes."""
+    done, writes = threading.Event(), {}
+    clients = Clients(port, n_clients)
+    cli_result: dict = {}
+
+    def ingest() -> None:
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "kg.cli", "ingest", str(folder), "--data-dir",
+                               str(data_dir), "--json", "-q"], env=env, capture_output=True, text=True, timeout=3600)
+        cli_result["window"] = (started, time.perf_counter())
+        cli_result.update(exit_code=proc.returncode, seconds=round(time.perf_counter() - started, 1),
+                          traceback="Traceback" in proc.stderr, stderr_tail=proc.stderr[-300:])
+        if proc.returncode == 0:
+            report = json.loads(proc.stdout)
+            cli_result["report"] = {k: report.get(k) for k in ("added", "chunks_indexed", "skipped")}
+        time.sleep(max(0.0, seconds - (time.perf_counter() - started)))  # at least --seconds of load
+        done.set()
+
+    writer = threading.Thread(target=_server_writer, args=(port, done, writes), daemon=True)
+    threading.Thread(target=ingest, daemon=True).start()
+    if server_writes:
+        writer.start()
+    result = clients.run(until=done)
+    if server_writes:
+        writer.join(900)
+    result["while_the_ingest_ran"] = clients.window(*cli_result.pop("window"))
+    return result, cli_result, writes
+
+
+def _ratio(busy, idle):
+    return round(busy / idle, 2) if idle and busy else None
+
+
 def _server_writer(port: int, stop_event: threading.Event, out: dict) -> None:
     """A POST /documents every second while the CLI ingests: server writes wait for the CLI's lock."""
     n = 0
@@ -193,6 +272,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--ingest-docs", type=int, default=800, help="Documents of 5 sections (~5 chunks) each.")
     parser.add_argument("--base-docs", type=int, default=400)
+    parser.add_argument("--post-sections", type=int, default=1100, help="Sections (~chunks) of the one API post.")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "RESULTS-load.json")
     parser.add_argument("--keep-logs", action="store_true", help="Copy the servers' logs next to --out.")
     args = parser.parse_args()
@@ -203,6 +283,7 @@ def main() -> None:
         root = Path(tmp)
         write_corpus(root / "base", args.base_docs, 5, seed=1, tag="base")
         write_corpus(root / "new", args.ingest_docs, 5, seed=2, tag="fresh")
+        write_corpus(root / "more", args.ingest_docs, 5, seed=4, tag="more")
         data_dir = root / "kb"
         subprocess.run([sys.executable, "-m", "kg.cli", "ingest", str(root / "base"), "--data-dir", str(data_dir), "-q"],
                        env=env, check=True, capture_output=True)
@@ -211,28 +292,10 @@ def main() -> None:
         server, port = serve(data_dir, 1, env, log1)
         try:
             results["idle_1_worker"] = Clients(port, args.clients).run(args.seconds)
-            done, writes = threading.Event(), {}
-            clients = Clients(port, args.clients)
-            cli_result: dict = {}
-
-            def ingest() -> None:
-                started = time.perf_counter()
-                proc = subprocess.run([sys.executable, "-m", "kg.cli", "ingest", str(root / "new"), "--data-dir",
-                                       str(data_dir), "--json", "-q"], env=env, capture_output=True, text=True)
-                cli_result["window"] = (started, time.perf_counter())
-                cli_result.update(exit_code=proc.returncode, seconds=round(time.perf_counter() - started, 1),
-                                  traceback="Traceback" in proc.stderr, stderr_tail=proc.stderr[-300:])
-                if proc.returncode == 0:
-                    cli_result["report"] = json.loads(proc.stdout)
-                time.sleep(max(0.0, args.seconds - (time.perf_counter() - started)))  # at least --seconds of load
-                done.set()
-
-            writer = threading.Thread(target=_server_writer, args=(port, done, writes), daemon=True)
-            threading.Thread(target=ingest, daemon=True).start()
-            writer.start()
-            results["during_ingest_1_worker"] = clients.run(until=done)
-            writer.join(900)
-            results["during_ingest_1_worker"]["while_the_ingest_ran"] = clients.window(*cli_result.pop("window"))
+            results["during_api_post_1_worker"] = during_api_post(port, args.clients, args.post_sections)
+            during, cli_result, writes = during_cli_ingest(port, args.clients, root / "new", data_dir, env,
+                                                           args.seconds, server_writes=True)
+            results["during_ingest_1_worker"] = during
             results["cli_ingest"] = cli_result
             results["server_writes"] = writes
             # The CLI's documents answer through the running server on its next query.
@@ -244,16 +307,24 @@ def main() -> None:
         finally:
             results["server_log_1_worker"] = stop(server, log1)
         idle = results["idle_1_worker"]["p95_ms"]
-        busy = results["during_ingest_1_worker"]["p95_ms"]
-        results["p95_ratio_ingest_vs_idle"] = round(busy / idle, 2) if idle and busy else None
-        running = results["during_ingest_1_worker"]["while_the_ingest_ran"]["p95_ms"]
-        results["p95_ratio_while_the_ingest_ran_vs_idle"] = round(running / idle, 2) if idle and running else None
+        results["p95_ratio_ingest_vs_idle"] = _ratio(results["during_ingest_1_worker"]["p95_ms"], idle)
+        results["p95_ratio_while_the_ingest_ran_vs_idle"] = _ratio(
+            results["during_ingest_1_worker"]["while_the_ingest_ran"]["p95_ms"], idle)
+        posted = results["during_api_post_1_worker"]["while_the_post_ran"] or {}
+        results["p95_ratio_while_the_api_post_ran_vs_idle"] = _ratio(posted.get("p95_ms"), idle)
 
         server, port = serve(data_dir, 2, env, log2)
         try:
             results["idle_2_workers"] = Clients(port, args.clients).run(args.seconds)
+            during, cli_result, _ = during_cli_ingest(port, args.clients, root / "more", data_dir, env, args.seconds,
+                                                      server_writes=False)
+            results["during_ingest_2_workers"] = during
+            results["cli_ingest_2_workers"] = cli_result
         finally:
             results["server_log_2_workers"] = stop(server, log2)
+        results["failed_requests"] = {phase: results[phase]["errors"] for phase in (
+            "idle_1_worker", "during_api_post_1_worker", "during_ingest_1_worker", "idle_2_workers",
+            "during_ingest_2_workers")}
         if args.keep_logs:
             for log in (log1, log2):
                 (args.out.parent / log.name).write_text(log.read_text(errors="replace"))

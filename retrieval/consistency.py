@@ -21,13 +21,15 @@ class CheckReport:
     problems: list[str] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    recovered: list[str] = field(default_factory=list)  # what opening the knowledge base rolled forward first
 
     @property
     def clean(self) -> bool:
         return not self.problems
 
     def to_json(self) -> dict:
-        return {"clean": self.clean, "problems": self.problems, "repaired": self.repaired, "counts": self.counts}
+        return {"clean": self.clean, "problems": self.problems, "repaired": self.repaired, "counts": self.counts,
+                "recovered": self.recovered}
 
 
 def _temp_files(kb) -> list:
@@ -92,6 +94,7 @@ def inspect(kb) -> tuple[CheckReport, dict]:
 def check(kb, repair_problems: bool = False, progress=None) -> CheckReport:
     """`progress(n)`: n more chunks indexed again, when the repair writes the text index anew."""
     report, found = inspect(kb)
+    report.recovered = list(kb.commits.recovered)
     if repair_problems and not report.clean:
         report.repaired = _repair(kb, report, found, rebuild=True, progress=progress)
     return report

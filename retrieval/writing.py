@@ -55,6 +55,7 @@ class Commits:
         self._op: str | None = None
         self._steps: list[str] = []
         self.follower: Follower | None = None
+        self.recovered: list[str] = []  # commits a killed process left half done, finished by this one (kg check says so)
 
     # -- writes --------------------------------------------------------------------------------
     @contextmanager
@@ -141,10 +142,12 @@ class Commits:
             finally:
                 self.flock.release()
             return
-        if commit.pending_journal(kb.root) is not None:
+        if (journal := commit.pending_journal(kb.root)) is not None:
             from retrieval.consistency import repair
 
-            repair(kb)
+            done = repair(kb)
+            self.recovered.append(f"finished the '{journal.get('op')}' commit a killed process left half done"
+                                  + (f" ({'; '.join(done)})" if done else ""))
         if self.needs_relink():
             from retrieval.write_path import relink, sync_index_words
 

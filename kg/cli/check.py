@@ -50,9 +50,13 @@ def check(repair: bool, data_dir: Path | None, as_json: bool, quiet: bool) -> No
     else:
         for problem in report.problems:
             click.echo(f"problem: {problem}")
+        for line in report.recovered:  # done on open, before the check looked: not "clean" as found
+            click.echo(f"recovered: {line}")
         for line in report.repaired:
             click.echo(f"repaired: {line}")
         counts = ", ".join(f"{v} {k}" for k, v in report.counts.items())
-        click.echo(("clean: " if report.clean else "repaired: " if report.repaired else "not clean: ") + counts)
+        status = "clean: " if report.clean and not report.recovered else "recovered, now clean: " if report.clean else \
+            "repaired: " if report.repaired else "not clean: "
+        click.echo(status + counts)
     if not report.clean and not report.repaired:
         raise SystemExit(1)

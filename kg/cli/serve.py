@@ -35,10 +35,12 @@ def _is_loopback(host: str) -> bool:
 @click.option("--allow-open-writes", is_flag=True,
               help="Serve on a non-loopback address without KG_API_TOKEN (anyone who can reach it can write).")
 @click.option("--no-access-log", is_flag=True, help="Do not log every request (under load the log costs CPU).")
+@click.option("--keep-alive", "keep_alive", type=click.IntRange(1, 3600), default=300, show_default=True,
+              help="Seconds an idle connection stays open (uvicorn's 5 s closed busy clients' connections mid-request).")
 @click.option("--demo", is_flag=True, help="Serve the bundled demo knowledge base (./.kgrag-demo, or --data-dir; "
               "built first when it is not there).")
 @data_dir_option
-def serve(host: str, port: int, workers: int, allow_open_writes: bool, no_access_log: bool, demo: bool,
+def serve(host: str, port: int, workers: int, allow_open_writes: bool, no_access_log: bool, keep_alive: int, demo: bool,
           data_dir: Path | None) -> None:
     """Serve the HTTP API (OpenAPI docs at /docs). Set KG_API_TOKEN to protect write endpoints.
 
@@ -67,14 +69,15 @@ def serve(host: str, port: int, workers: int, allow_open_writes: bool, no_access
     from api import create_app
 
     if workers == 1:
-        uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=not no_access_log)
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=not no_access_log,
+                    timeout_keep_alive=keep_alive)
         return
     # Worker processes import the app themselves: hand them the settings through the environment.
     os.environ["KG_DATA_DIR"] = str(settings.data_dir.resolve())
     os.environ["KG_BIND_HOST"] = host
     create_app(settings)  # fail here, once, on a bad setting rather than in every worker
     uvicorn.run("api.app:create_app_from_env", factory=True, host=host, port=port, workers=workers, log_level="info",
-                access_log=not no_access_log)
+                access_log=not no_access_log, timeout_keep_alive=keep_alive)
 
 
 def _knowledge_base_or_demo(settings, demo: bool) -> None:
