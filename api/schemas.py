@@ -6,6 +6,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from kg.settings import MAX_K
+
 __all__ = ["ERROR_RESPONSES", "NON_BLANK", "DocumentIn", "ErrorOut", "IngestOut", "QueryIn", "QueryOut", "Text"]
 
 
@@ -58,7 +60,7 @@ AS_OF_PATTERN = r"^[1-9][0-9]{3}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?$
 
 class QueryIn(BaseModel):
     query: Text = Field(..., min_length=1, max_length=4000, pattern=NON_BLANK, description="The question or keywords.")
-    k: int = Field(10, ge=1, le=200, strict=True, description="How many hits to return (a JSON integer: not \"10\", not true).")
+    k: int = Field(10, ge=1, le=MAX_K, strict=True, description=f"How many hits to return, 1 to {MAX_K} (a JSON integer: not \"10\", not true).")
     mode: str = Field("full", pattern="^(full|bm25|graph)$", description="full, bm25 (text only) or graph only.")
     types: list[Annotated[Text, Field(max_length=200)]] | None = Field(
         None, max_length=50, description="Expand only to entities of these classes (or subclasses); blank names are ignored."

@@ -9,7 +9,11 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings", "get_settings"]
+__all__ = ["MAX_K", "Settings", "get_settings"]
+
+# The most hits one query returns, everywhere (kg query -k, POST /query k, MCP search, KG_DEFAULT_K): one limit,
+# so a k that works on the command line works over HTTP. kg ask has its own, smaller one (KG_ANSWER_PASSAGES).
+MAX_K = 200
 
 
 class Settings(BaseSettings):
@@ -19,7 +23,7 @@ class Settings(BaseSettings):
     api_token: str | None = Field(
         None, description="Bearer token required by the API's write endpoints when set (KG_API_TOKEN)."
     )
-    default_k: int = Field(10, ge=1, le=200, description="Hits returned by a query when k is not given.")
+    default_k: int = Field(10, ge=1, le=MAX_K, description="Hits returned by a query when k is not given.")
     title_boost: float = Field(1.0, ge=0, description="Weight of a word in the document title against one in the body.")
     gram_weight: float = Field(0.5, ge=0, description="Weight of Chinese character-pair matches against word matches (0 = off).")
     max_df_ratio: float = Field(0.1, gt=0, le=1, description="Query words in more than this share of chunks are skipped (speed).")

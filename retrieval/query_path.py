@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 
 from kg.errors import InputError, NotFoundError
+from kg.settings import MAX_K
 from retrieval.catalog.anchors import anchors_about, chunk_parents
 from retrieval.catalog.docstore import DocStore
 from retrieval.catalog.timewords import as_of_day
@@ -68,8 +69,8 @@ class QueryPath:
             raise InputError("the query is empty: ask a question or give a few words")
         if k is None:
             k = self.settings.default_k
-        if k < 1 or k > 1000:
-            raise InputError(f"k must be between 1 and 1000, got {k}")
+        if k < 1 or k > MAX_K:
+            raise InputError(f"k must be between 1 and {MAX_K} (the most hits a query returns), got {k}")
         timings: dict[str, float] = {}
         day, as_of_from = as_of_day(text, as_of, self.today(), self.settings.time_words)
         with self.reading():

@@ -17,7 +17,7 @@ from kg.cli.base import (
 
 @cli.command()
 @click.argument("text")
-@click.option("-k", type=int, default=None, help="How many hits (default 10).")
+@click.option("-k", type=int, default=None, help="How many hits, 1 to 200 (default 10, KG_DEFAULT_K).")
 @click.option("--mode", type=click.Choice(["full", "bm25", "graph"]), default="full", show_default=True,
               help="full = text + graph; bm25 = text only; graph = graph only.")
 @click.option("--type", "types", multiple=True, help="Expand only to entities of this class or its subclasses (repeatable).")
