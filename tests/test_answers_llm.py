@@ -215,7 +215,7 @@ def test_post_ask_returns_the_answer_record(client):
     assert response.status_code == 200
     record = response.json()
     assert set(record) == {"question", "answer", "found", "language", "path", "path_reason", "sentences", "citations",
-                           "rounds", "rewrites", "packs_used", "timings_ms", "llm_calls"}
+                           "rounds", "rewrites", "packs_used", "timings_ms", "llm_calls", "facts"}
     assert record["path"] == "llm" and record["language"] == "zh" and record["found"] is True
     assert set(record["citations"][0]) == {"n", "chunk_id", "doc_id", "title", "source", "section", "lines", "page",
                                            "version", "text"}

@@ -56,7 +56,7 @@ def print_answer(answer, streamed: bool = False) -> None:
         if streamed:
             click.echo(click.style("checked:", bold=True))
         for s in answer.sentences:
-            marks = "".join(f"[{n}]" for n in s.citations)
+            marks = "".join([f"[{k}]" for k in s.facts] + [f"[{n}]" for n in s.citations])
             flag = click.style(" (!) weakly supported", fg="yellow") if s.flagged else ""
             click.echo(f"{s.text}{marks}{flag}")
         if not answer.sentences:

@@ -17,7 +17,8 @@ from retrieval.answer.terms import support, units
 __all__ = ["check_answer", "check_units", "number_hits", "render"]
 
 _NUMS = r"\d{1,3}(?:\s*[,，、]\s*\d{1,3})*"
-_MARK = re.compile(rf"\[\s*({_NUMS})\s*\]|【\s*({_NUMS})\s*】|\[\s*(未知|unknown)\s*\]|【\s*(未知|unknown)\s*】", re.IGNORECASE)
+_MARK = re.compile(rf"\[\s*({_NUMS})\s*\]|【\s*({_NUMS})\s*】|\[\s*(未知|unknown)\s*\]|【\s*(未知|unknown)\s*】|"
+                   r"\[\s*(R\d{1,2})\s*\]|【\s*(R\d{1,2})\s*】", re.IGNORECASE)
 # "根据材料 2" / "see passage 2": a number named in words is a citation too.
 _NAMED = re.compile(r"(材料|段落|passage|source)\s*(\d{1,3})", re.IGNORECASE)
 _END = "。！？!?；;"
@@ -50,9 +51,13 @@ def _named(m: re.Match, by_n: dict, cited: list[int], removed: list[int]) -> str
     return m.group(1)
 
 
-def check_answer(text: str, citations: Sequence[Citation], threshold: float, language: str) -> tuple[str, list[AnswerSentence]]:
+def check_answer(text: str, citations: Sequence[Citation], threshold: float, language: str,
+                 facts: Sequence = ()) -> tuple[str, list[AnswerSentence]]:
+    """`facts` (`retrieval.answer.facts.Fact`) are the graph's evidence [R1].., checked like passages."""
     by_n = {c.n: c for c in citations}
+    by_r = {f.key.upper(): f for f in facts}
     passage_units = {c.n: units(f"{c.title}\n{c.section}\n{c.text}") for c in citations}
+    fact_units = {k: units(f.text()) for k, f in by_r.items()}
     text = _AFTER_STOP.sub(lambda m: m.group(2) + m.group(1), text or "")
     sentences: list[AnswerSentence] = []
     for piece in _SPLIT.split(text):
@@ -60,10 +65,18 @@ def check_answer(text: str, citations: Sequence[Citation], threshold: float, lan
             continue
         cited: list[int] = []
         removed: list[int] = []
+        cited_facts: list[str] = []
         unknown = False
         for m in _MARK.finditer(piece):
             if m.group(3) or m.group(4):
                 unknown = True
+                continue
+            if m.group(5) or m.group(6):
+                key = (m.group(5) or m.group(6)).upper()
+                if key in by_r:
+                    cited_facts.append(key)
+                else:  # an invented fact number is dropped like an invented passage number
+                    removed.append(int(key[1:]))
                 continue
             for n in _numbers(m.group(1) or m.group(2)):
                 (cited if n in by_n else removed).append(n)
@@ -74,12 +87,15 @@ def check_answer(text: str, citations: Sequence[Citation], threshold: float, lan
         if not re.search(r"[\w\u3400-\u9fff]", clean):
             continue  # a bare marker or punctuation
         cited = list(dict.fromkeys(cited))
+        cited_facts = list(dict.fromkeys(cited_facts))
         score = 0.0
-        if cited:
-            joined = units("\n".join(f"{by_n[n].title}\n{by_n[n].section}\n{by_n[n].text}" for n in cited))
-            score = max([support(clean, passage_units[n]) for n in cited] + [support(clean, joined)])
-        sentences.append(AnswerSentence(clean, cited, score, unknown or not cited or score < threshold,
-                                        list(dict.fromkeys(removed)), unknown))
+        if cited or cited_facts:
+            joined = units("\n".join([f"{by_n[n].title}\n{by_n[n].section}\n{by_n[n].text}" for n in cited]
+                                     + [by_r[k].text() for k in cited_facts]))
+            score = max([support(clean, passage_units[n]) for n in cited] + [support(clean, fact_units[k]) for k in cited_facts]
+                        + [support(clean, joined)])
+        sentences.append(AnswerSentence(clean, cited, score, unknown or not (cited or cited_facts) or score < threshold,
+                                        list(dict.fromkeys(removed)), unknown, cited_facts))
     return render(sentences, language), sentences
 
 
@@ -88,7 +104,7 @@ def render(sentences: Sequence[AnswerSentence], language: str) -> str:
     unknown = "[未知]" if language == "zh" else "[unknown]"
     parts = []
     for s in sentences:
-        marks = "".join(f"[{n}]" for n in s.citations) or (unknown if s.unknown else "")
+        marks = "".join([f"[{k}]" for k in s.facts] + [f"[{n}]" for n in s.citations]) or (unknown if s.unknown else "")
         parts.append(f"{s.text}{marks}" if language == "zh" else f"{s.text} {marks}".rstrip())
     return ("" if language == "zh" else " ").join(parts)
 
@@ -97,13 +113,13 @@ class CheckedStream:
     """Checks a streamed answer sentence by sentence, so that what reaches the user has already lost its
     invented numbers: `feed` returns the rendered sentences completed so far, `flush` the rest."""
 
-    def __init__(self, citations: Sequence[Citation], threshold: float, language: str) -> None:
-        self.citations, self.threshold, self.language = citations, threshold, language
+    def __init__(self, citations: Sequence[Citation], threshold: float, language: str, facts: Sequence = ()) -> None:
+        self.citations, self.threshold, self.language, self.facts = citations, threshold, language, facts
         self.buffer = ""
         self.sent = 0
 
     def _emit(self, text: str) -> str:
-        rendered, sentences = check_answer(text, self.citations, self.threshold, self.language)
+        rendered, sentences = check_answer(text, self.citations, self.threshold, self.language, self.facts)
         if not sentences:
             return ""
         sep = "" if self.language == "zh" or not self.sent else " "

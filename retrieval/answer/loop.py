@@ -15,12 +15,12 @@ queries, its synonym groups and entity surfaces), so it sits below `retrieval.pi
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from retrieval.answer.cite import CheckedStream, check_answer, number_hits
-from retrieval.answer.extractive import extract_answer
+from retrieval.answer.facts import facts_block
 from retrieval.answer.judge import (
     VERDICT_SCHEMA,
     Verdict,
@@ -32,6 +32,13 @@ from retrieval.answer.llm import LlmClient, LlmUnavailable
 from retrieval.answer.prompts import answer_messages, judge_messages, rewrite_messages
 from retrieval.answer.record import NOT_FOUND, Answer, Round, detect_language
 from retrieval.answer.rewrite import parse_rewrites, rule_rewrites
+from retrieval.answer.rules import (
+    ANSWER_COVERAGE,
+    CLOSEST,
+    CLOSEST_COVERAGE,
+    language_note,
+    rules_answer,
+)
 from retrieval.answer.terms import contains_name
 
 __all__ = ["AskOptions", "MAX_ROUNDS", "ask_events", "answer_question"]
@@ -61,6 +68,7 @@ class AskOptions:
     filters: dict = field(default_factory=dict)  # as_of / packs, passed to query() when given
     synonym_groups: Sequence[Sequence[str]] = ()
     surfaces: Sequence[str] = ()
+    facts: Callable | None = None  # `retrieval.answer.facts.FactFinder`: the graph's facts a question asks for
 
 
 @dataclass
@@ -103,11 +111,14 @@ def _known(kb: Searcher, name: str) -> bool:
     return any(contains_name(f"{h.title}\n{h.section}\n{h.text}".lower(), name) for h in result.hits)
 
 
-def _judge(question: str, hits: Sequence, entities: Sequence[dict], notes: _Notes, k: int, last: bool) -> Verdict:
+def _judge(question: str, hits: Sequence, entities: Sequence[dict], notes: _Notes, k: int, last: bool,
+           facts: Sequence = ()) -> Verdict:
     """The rules' verdict, unless they find the passages short and a further round could follow: then the model's.
     When the rules already find them sufficient the answer call is the judge too (its prompt says to tell when the
     passages do not answer), and after the last round a verdict changes nothing: so at most one judge call a question."""
     rules = rules_verdict(question, hits[:JUDGE_PASSAGES], entities)
+    if facts:  # the relation table answers the relation asked about: nothing to search for
+        return Verdict(True, [], "", "rules", rules.coverage)
     if notes.usable() and hits and not rules.sufficient and not last:
         try:
             # The judge sees the passages the answer will see, numbered alike: one shared prompt prefix.
@@ -148,6 +159,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
     timings["rewrite"] = (time.perf_counter() - t) * 1e3
 
     rounds: list[Round] = []
+    facts: list = []
     hits: list = []
     entities: list[dict] = []
     packs_used: list = []
@@ -158,6 +170,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
         results = [kb.query(q, k=SEARCH_DEPTH, mode=options.mode, **options.filters) for q in queries]
         if number == 1:
             entities = list(results[0].entities)
+            facts = options.facts(question, entities) if options.facts and entities else []
             packs_used = list(getattr(results[0], "packs_used", None) or [])
             fresh = _fuse([(r.hits, 1.0 if i == 0 else REWRITE_WEIGHT) for i, r in enumerate(results)], SEARCH_DEPTH)
             added = len(fresh)
@@ -173,7 +186,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
             added = len({h.chunk_id for h in fresh[: options.k]} - before)
             entities += [e for e in results[0].entities if e["id"] not in {x["id"] for x in entities}]
         hits = fresh
-        verdict = _judge(question, hits, entities, notes, options.k, last=number == MAX_ROUNDS)
+        verdict = _judge(question, hits, entities, notes, options.k, last=number == MAX_ROUNDS, facts=facts)
         rounds.append(Round(number, query_text, [e["label"] for e in results[0].entities], added, verdict.to_json(),
                             (time.perf_counter() - t) * 1e3))
         yield "round", rounds[-1]
@@ -189,27 +202,25 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
     evidence = evidence_of(question, top[:JUDGE_PASSAGES], entities)
     evidence.unknown_names = [n for n in evidence.missing_names if not _known(kb, n)]
     base = {"question": question, "language": language, "rounds": rounds, "packs_used": packs_used, "rewrites": rewrites}
-    if not top or not evidence.found:
+    if not facts and (not top or not evidence.found):
         why = ("no passage matched" if not top else
                f"no document mentions {', '.join(evidence.unknown_names)}" if evidence.unknown_names else
                f"the passages hold {evidence.coverage:.0%} of the question's key words")
-        answer = Answer(answer=NOT_FOUND[language], found=False, path="rules",
-                        path_reason=f"nothing relevant in the knowledge base ({why}); no model was called", **base)
-        yield "delta", answer.answer
-        timings["total"] = (time.perf_counter() - started) * 1e3
-        answer.timings_ms = timings
-        answer.llm_usage = list(llm.usage) if llm else []
-        yield "answer", answer
+        yield from _not_found(base, f"nothing relevant in the knowledge base ({why}); no model was called",
+                              timings, started, llm)
         return
 
     citations = number_hits(top)
+    if facts:  # numbered again, with the passages that state them
+        facts = options.facts(question, entities, citations)
+    block = facts_block(facts, language)
     t = time.perf_counter()
     text, path = None, "rules"
     if notes.usable():
         pieces: list[str] = []
-        checked = CheckedStream(citations, options.citation_support, language)
+        checked = CheckedStream(citations, options.citation_support, language, facts)
         try:
-            for piece in notes.llm.stream("answer", answer_messages(question, citations, language)):
+            for piece in notes.llm.stream("answer", answer_messages(question, citations, language, block)):
                 pieces.append(piece)
                 ready = checked.feed(piece)
                 if ready:
@@ -227,15 +238,49 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
                 yield "delta", "\n\n"  # what streamed so far is replaced by the extractive answer below
     streamed = text is not None
     if text is None:
-        text = extract_answer(question, citations, language, options.synonym_groups)
-    rendered, sentences = check_answer(text, citations, options.citation_support, language)
+        # A linked entity's label is another wording of what the question called it (心跳间隔 -> heartbeat_interval).
+        groups = [*options.synonym_groups,
+                  *([e["surface"], e["label"]] for e in entities if e.get("surface") and e["surface"] != e.get("label"))]
+        ruled = rules_answer(question, citations, language, groups, facts)
+        if ruled.coverage <= ANSWER_COVERAGE:
+            # Quoting sentences that miss the question's point as its answer would be a confident wrong answer.
+            held = f"{ruled.coverage:.0%} of the question's key words" + (
+                f" (not: {', '.join(ruled.missing[:4])})" if ruled.missing else "")
+            reason = "; ".join(notes.reasons + [f"the passages' best sentences hold only {held}: no answer rather than a wrong one"])
+            if ruled.coverage < CLOSEST_COVERAGE:
+                yield from _not_found(base, reason, timings, started, llm)
+                return
+            rendered, sentences = check_answer(ruled.text, citations, options.citation_support, language, facts)
+            for s in sentences:
+                s.flagged = True
+            closest = f"{NOT_FOUND[language]}{CLOSEST[language]}\n{rendered}"
+            yield "delta", closest
+            timings["total"] = (time.perf_counter() - started) * 1e3
+            yield "answer", Answer(answer=closest, found=False, path="rules", path_reason=reason, sentences=sentences,
+                                   citations=citations, timings_ms=timings, llm_usage=list(llm.usage) if llm else [],
+                                   **base)
+            return
+        text = ruled.text
+    rendered, sentences = check_answer(text, citations, options.citation_support, language, facts)
     if not streamed:
+        note = language_note(rendered, language)
+        if note:  # the sources speak another language than the question: say so, then quote them
+            rendered = f"{note}\n{rendered}"
         yield "delta", rendered
     timings["answer"] = (time.perf_counter() - t) * 1e3
     timings["total"] = (time.perf_counter() - started) * 1e3
     yield "answer", Answer(answer=rendered, found=True, path=path, path_reason=_path_reason(path, llm, notes),
                            sentences=sentences, citations=citations, timings_ms=timings,
-                           llm_usage=list(llm.usage) if llm else [], **base)
+                           llm_usage=list(llm.usage) if llm else [], facts=facts, **base)
+
+
+def _not_found(base: dict, reason: str, timings: dict, started: float, llm: LlmClient | None):
+    answer = Answer(answer=NOT_FOUND[base["language"]], found=False, path="rules", path_reason=reason, **base)
+    yield "delta", answer.answer
+    timings["total"] = (time.perf_counter() - started) * 1e3
+    answer.timings_ms = timings
+    answer.llm_usage = list(llm.usage) if llm else []
+    yield "answer", answer
 
 
 def _path_reason(path: str, llm: LlmClient | None, notes: _Notes) -> str:

@@ -58,9 +58,13 @@ class AnswerSentence:
     flagged: bool  # weakly supported, cites nothing, or marked unknown
     removed: list[int] = field(default_factory=list)  # cited numbers that do not exist (dropped)
     unknown: bool = False  # the model marked it [未知] / [unknown]
+    facts: list[str] = field(default_factory=list)  # graph facts cited: "R1", ...
 
     def to_json(self) -> dict:
-        return {"text": self.text, "citations": self.citations, "support": round(self.support, 3), "flagged": self.flagged}
+        out = {"text": self.text, "citations": self.citations, "support": round(self.support, 3), "flagged": self.flagged}
+        if self.facts:
+            out["facts"] = self.facts
+        return out
 
 
 @dataclass
@@ -92,6 +96,7 @@ class Answer:
     timings_ms: dict = field(default_factory=dict)
     rewrites: list[str] = field(default_factory=list)
     llm_usage: list[dict] = field(default_factory=list)  # one entry a model call: task, prompt/completion tokens, ms
+    facts: list = field(default_factory=list)  # `retrieval.answer.facts.Fact`: the graph's evidence [R1]..
 
     @property
     def removed_citations(self) -> list[int]:
@@ -103,6 +108,7 @@ class Answer:
             "path": self.path, "path_reason": self.path_reason,
             "sentences": [s.to_json() for s in self.sentences],
             "citations": [c.to_json() for c in self.citations],
+            "facts": [f.to_json() for f in self.facts],
             "rounds": [r.to_json() for r in self.rounds], "rewrites": self.rewrites,
             "packs_used": self.packs_used,
             "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
@@ -112,4 +118,7 @@ class Answer:
     def sources_text(self) -> str:
         """The cited passages as numbered lines, for plain-text front ends."""
         used = {n for s in self.sentences for n in s.citations}
-        return "\n".join(f"[{c.n}] {c.where()}" for c in self.citations if c.n in used)
+        cited = {k for s in self.sentences for k in s.facts}
+        lines = [f"[{f.key}] {f.source}" + (f" (stated in [{'], ['.join(map(str, f.passages))}])" if f.passages else "")
+                 for f in self.facts if f.key in cited]
+        return "\n".join(lines + [f"[{c.n}] {c.where()}" for c in self.citations if c.n in used])

@@ -36,9 +36,15 @@ def ask_options(kb, k: int | None, mode: str, as_of=None, packs=None) -> AskOpti
     for name in filters:
         if name not in accepted:
             raise InputError(f"'{name}' is not supported by this knowledge base's search (leave it out)")
+    facts = None
+    if hasattr(kb, "_relation_matcher"):  # a knowledge base with a graph: its facts are evidence
+        from retrieval.answer.facts import FactFinder
+
+        matcher = kb._relation_matcher()
+        facts = FactFinder(kb.graph.view, kb.graph.vocab, lambda text: set(matcher.find_names(text)))
     return AskOptions(k=k, mode=mode, citation_support=settings.citation_support, rewrites=settings.llm_rewrites,
                       filters=filters, synonym_groups=kb.synonyms.groups,
-                      surfaces=[s for s, _ in kb.graph.view.surfaces()])
+                      surfaces=[s for s, _ in kb.graph.view.surfaces()], facts=facts)
 
 
 def ask(kb, question: str, *, k: int | None = None, mode: str = "full", as_of=None, packs=None,

@@ -203,6 +203,8 @@
     box.replaceChildren(h("h2", {}, t("answer")));
     var byN = {};
     (ans.citations || []).forEach(function (c) { byN[c.n] = c; });
+    var byR = {};
+    (ans.facts || []).forEach(function (f) { byR[f.key] = f; });
     var opened = h("div", { "class": "opened" });
     function cite(n) {
       return h("button", { type: "button", "class": "cite", "data-n": n, onclick: function () {
@@ -220,7 +222,10 @@
       ans.sentences.forEach(function (s) {
         var sentence = h("span", { "class": "sentence" + (s.flagged ? " flagged" : ""), title: s.flagged ? t("unsupported") : null },
           s.text.replace(/\s*\[\d+\]/g, ""));
-        text.append.apply(text, [sentence].concat((s.citations || []).map(cite), [" "]));  // append() does not flatten arrays
+        var facts = (s.facts || []).map(function (k) {  // a graph fact [R1]: its source is in the list below
+          return h("span", { "class": "cite fact", title: (byR[k] || {}).source || "" }, k);
+        });
+        text.append.apply(text, [sentence].concat(facts, (s.citations || []).map(cite), [" "]));  // append() does not flatten arrays
       });
     } else {
       (ans.answer || "").split(/(\[\d+\])/).forEach(function (part) {
@@ -229,6 +234,9 @@
       });
     }
     box.append(text, opened);
+    if (ans.facts && ans.facts.length) {
+      box.append(h("ul", { "class": "facts" }, ans.facts.map(function (f) { return h("li", {}, "[" + f.key + "] " + f.source); })));
+    }
     if (ans.citations && ans.citations.length) {
       box.append(h("details", { "class": "sources" }, h("summary", {}, t("citations")),
         h("ol", {}, ans.citations.map(function (c) { return h("li", { value: c.n }, c.title + (c.section ? " § " + c.section : "")); }))));

@@ -1,0 +1,142 @@
+"""A question, the entities it links and the graph in -> the relation facts it asks for out, numbered [R1].. as evidence beside the passages.
+
+When a question asks along a relation (依赖 / 影响 / 谁负责 / 属于 / 配置项, depends on / what breaks /
+who owns / configured by: the property labels and cue words the query path matches, see
+`ontology/kgrag.ttl`), the relation table's edges of a linked entity along that relation answer it
+better than any sentence: "redis-cluster 宕机会影响哪些服务？" is answered by the five services whose
+`dependsOn redis-cluster` rows the table holds, which no single document lists. One fact groups an
+entity's edges along one relation; it cites its source, the asserted triples (as the relation
+table wrote them), and the passages that state one of them, where any does. The rules path answers
+from the facts; the model gets them in its prompt, before the passages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from retrieval.answer.record import Citation
+
+__all__ = ["MAX_FACTS", "MAX_OTHERS", "Fact", "FactFinder", "facts_block", "stating_passages"]
+
+MAX_FACTS = 4  # (entity, relation) groups: a question names one or two of each
+MAX_OTHERS = 12  # entities listed in one fact; the rest are counted
+# Relations that say what a question asks about in general, not along one edge ("related to", "mentions").
+_VAGUE = {"relatedTo", "mentions", "mentionedBy", "documents", "documentedIn"}
+
+_ZH = {
+    "dependsOn": "{e} 依赖：{o}", "requiredBy": "{e} 被以下对象依赖：{o}", "runtimeDependsOn": "{e} 运行时依赖：{o}",
+    "ownedBy": "{e} 的负责团队：{o}", "owns": "{e} 负责：{o}", "partOf": "{e} 属于：{o}", "hasPart": "{e} 包含：{o}",
+    "runsOn": "{e} 运行于：{o}", "hosts": "{e} 上运行着：{o}", "configuredBy": "{e} 的配置项：{o}",
+    "configures": "{e} 配置：{o}", "affects": "{e} 影响：{o}", "affectedBy": "{e} 受以下对象影响：{o}",
+    "causes": "{e} 导致：{o}", "causedBy": "{e} 由以下原因引起：{o}", "connectsTo": "{e} 连接：{o}",
+    "monitoredBy": "{e} 由以下对象监控：{o}", "monitors": "{e} 监控：{o}",
+    "replacedBy": "{e} 被以下对象替代：{o}", "replaces": "{e} 替代：{o}",
+}
+_EN = {
+    "dependsOn": "{e} depends on {o}", "requiredBy": "{e} is required by {o}",
+    "runtimeDependsOn": "{e} depends at run time on {o}", "ownedBy": "{e} is owned by {o}", "owns": "{e} owns {o}",
+    "partOf": "{e} is part of {o}", "hasPart": "{e} has the parts {o}", "runsOn": "{e} runs on {o}",
+    "hosts": "{e} hosts {o}", "configuredBy": "{e} is configured by {o}", "configures": "{e} configures {o}",
+    "affects": "{e} affects {o}", "affectedBy": "{e} is affected by {o}", "causes": "{e} causes {o}",
+    "causedBy": "{e} is caused by {o}", "connectsTo": "{e} connects to {o}", "monitoredBy": "{e} is monitored by {o}",
+    "monitors": "{e} monitors {o}", "replacedBy": "{e} is replaced by {o}", "replaces": "{e} replaces {o}",
+}
+
+
+@dataclass(frozen=True)
+class Fact:
+    """[R<n>]: an entity's edges along one relation, with the triples as the relation table asserted them."""
+
+    key: str  # "R1"
+    entity: str  # the linked entity's label
+    relation: str  # as walked from the entity (requiredBy for the rows "X dependsOn entity")
+    others: tuple[str, ...]  # the labels at the other end, in the table's order of weight
+    triples: tuple[str, ...]  # "order-service dependsOn redis-cluster", as asserted
+    passages: tuple[int, ...] = ()  # passages [n] that state one of the triples
+
+    def sentence(self, language: str) -> str:
+        shown = list(self.others[:MAX_OTHERS])
+        more = len(self.others) - len(shown)
+        if language == "zh":
+            names = "、".join(shown) + (f" 等 {len(self.others)} 个" if more else "")
+            template = _ZH.get(self.relation, "{e} " + self.relation + "：{o}")
+        else:
+            names = ", ".join(shown) + (f" and {more} more" if more else "")
+            template = _EN.get(self.relation, "{e} " + self.relation + " {o}")
+        return template.format(e=self.entity, o=names)
+
+    @property
+    def source(self) -> str:
+        return "relation table: " + "; ".join(self.triples)
+
+    def text(self) -> str:
+        """What the citation check compares a sentence citing [Rn] with: both languages' wording and the triples."""
+        return "\n".join([self.sentence("zh"), self.sentence("en"), *self.triples])
+
+    def to_json(self) -> dict:
+        return {"key": self.key, "entity": self.entity, "relation": self.relation, "others": list(self.others),
+                "source": self.source, "triples": list(self.triples), "passages": list(self.passages),
+                "text": {"zh": self.sentence("zh"), "en": self.sentence("en")}}
+
+
+def _surfaces(view, iri: str) -> list[str]:
+    entity = view.entities.get(iri)
+    if entity is None:
+        return []
+    return [s.lower() for s in (entity.label, *entity.aliases) if len(s) >= 2]
+
+
+def stating_passages(view, source: str, target: str, citations: Sequence[Citation]) -> list[int]:
+    """The passages naming both ends of an edge (by label or alias): where the documents state it."""
+    a, b = _surfaces(view, source), _surfaces(view, target)
+    out = []
+    for c in citations:
+        text = f"{c.title}\n{c.section}\n{c.text}".lower()
+        if any(s in text for s in a) and any(s in text for s in b):
+            out.append(c.n)
+    return out
+
+
+class FactFinder:
+    """The facts a question asks for, from a knowledge base's graph view, vocabulary and relation matcher.
+    `relations_in(question)` gives the property names the question's words name (the query path's matcher)."""
+
+    def __init__(self, view, vocab, relations_in: Callable[[str], set[str]]) -> None:
+        self.view, self.vocab, self.relations_in = view, vocab, relations_in
+
+    def __call__(self, question: str, entities: Sequence[dict], citations: Sequence[Citation] = ()) -> list[Fact]:
+        asked = {n for n in self.relations_in(question) if n not in _VAGUE}
+        if not asked:
+            return []
+        wanted: set[str] = set()
+        for name in asked:
+            wanted |= set(self.vocab.sub_properties(name))
+        facts: list[Fact] = []
+        for e in entities:
+            groups: dict[str, list] = {}
+            for edge in self.view.neighbours(e["id"]):
+                if edge.relation in wanted and edge.target in self.view.entities:
+                    groups.setdefault(edge.relation, []).append(edge)
+            for relation, edges in groups.items():
+                edges.sort(key=lambda x: -x.edge_weight)
+                label = self.view.entities[e["id"]].label
+                others = tuple(dict.fromkeys(self.view.entities[x.target].label for x in edges))
+                triples = tuple(
+                    f"{label} {x.asserted} {self.view.entities[x.target].label}" if x.forward
+                    else f"{self.view.entities[x.target].label} {x.asserted} {label}" for x in edges)
+                stated = sorted({n for x in edges for n in stating_passages(self.view, e["id"], x.target, citations)})
+                facts.append(Fact(f"R{len(facts) + 1}", label, relation, others, triples, tuple(stated)))
+                if len(facts) == MAX_FACTS:
+                    return facts
+        return facts
+
+
+def _defuse(text: str) -> str:
+    return text.replace("<", "[").replace(">", "]")
+
+
+def facts_block(facts: Sequence[Fact], language: str) -> str:
+    """The facts as quoted evidence for the model's prompt, before the passages."""
+    return "\n".join(f'<fact n="{f.key}" source="{_defuse(f.source)[:300]}">\n{_defuse(f.sentence(language))}\n</fact>'
+                     for f in facts)

@@ -1,0 +1,60 @@
+"""Graph facts as evidence: a question along a relation gets the relation table's edges as [R1].., on the rules
+path as the answer's first sentences and on the model path in the prompt; a model's invented [R9] is removed."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import CROSS_DOC_QUERY, build_kb, make_settings
+from fake_llm import FakeLLM, task_of
+
+from retrieval.answer.cite import check_answer
+from retrieval.answer.facts import Fact
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    root = tmp_path_factory.mktemp("answers-facts")
+    build_kb(root).close()
+    return root / "kb"
+
+
+def _kb(data_dir, **overrides):
+    from retrieval.pipeline import KnowledgeBase
+
+    return KnowledgeBase(make_settings(data_dir, **overrides))
+
+
+def test_a_relation_question_is_answered_from_the_table_with_its_source(shared):
+    with _kb(shared) as kb:
+        answer = kb.ask(CROSS_DOC_QUERY, llm=None)  # 订单服务依赖哪些组件？
+    [fact] = [f for f in answer.facts if f.relation == "dependsOn"]
+    assert fact.entity == "order-service" and "mysql-core" in fact.others
+    assert all(t.startswith("order-service dependsOn ") for t in fact.triples)
+    first = answer.sentences[0]
+    assert first.facts == [fact.key] and first.text.startswith("order-service 依赖：") and not first.flagged
+    assert f"[{fact.key}] relation table: order-service dependsOn" in answer.sources_text()
+    assert answer.to_json()["facts"][0]["key"] == fact.key
+
+
+def test_a_question_along_no_relation_has_no_facts(shared):
+    with _kb(shared) as kb:
+        assert kb.ask("LORA-02 的心跳间隔是多少？", llm=None).facts == []
+
+
+def test_the_model_gets_the_facts_first_and_an_invented_fact_number_is_removed(shared):
+    with FakeLLM() as fake:
+        fake.replies["answer"] = "order-service 依赖 mysql-core[R1][R9]。"
+        with _kb(shared, llm_model="openai/test-model", llm_base_url=fake.base_url) as kb:
+            answer = kb.ask(CROSS_DOC_QUERY)
+        prompt = next(b for b in fake.requests if task_of(b) == "answer")["messages"][1]["content"]
+    assert prompt.index('<fact n="R1"') < prompt.index("<passage")
+    assert answer.path == "llm" and answer.sentences[0].facts == ["R1"] and answer.removed_citations == [9]
+    assert "[R9]" not in answer.answer and "[R1]" in answer.answer
+
+
+def test_a_sentence_citing_a_fact_is_checked_against_it():
+    fact = Fact("R1", "redis-cluster", "requiredBy", ("order-service", "user-service"),
+                ("order-service dependsOn redis-cluster", "user-service dependsOn redis-cluster"))
+    _, [good, bad] = check_answer("redis-cluster 被 order-service 和 user-service 依赖[R1]。天气很好[R1]。", [], 0.35, "zh", [fact])
+    assert good.facts == ["R1"] and not good.flagged
+    assert bad.flagged
