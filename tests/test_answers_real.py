@@ -23,3 +23,56 @@ def test_the_local_server_answers_through_litellm_whole_and_streamed(local_llm):
     assert whole.strip()
     assert len(pieces) > 1  # streamed as generated, not one block
     assert llm.calls == 2 and llm.tasks == ["answer", "answer"]
+
+
+# ---------------------------------------------------------------- the whole loop, end to end, with the real model
+
+import pytest  # noqa: E402
+from conftest import build_kb, make_settings  # noqa: E402
+
+SHORT = "LORA-02 的心跳间隔和固件签名算法是什么？"  # the rules find its passages short: the model judges
+
+
+@pytest.fixture(scope="module")
+def fixture_kb(tmp_path_factory):
+    root = tmp_path_factory.mktemp("answers-real")
+    build_kb(root).close()
+    return root / "kb"
+
+
+def _kb(data_dir, server, **overrides):
+    from retrieval.pipeline import KnowledgeBase
+
+    settings = {"llm_model": "openai/smollm2", "llm_base_url": server.base_url, "llm_timeout": 300, "llm_max_tokens": 120}
+    return KnowledgeBase(make_settings(data_dir, **{**settings, **overrides}))
+
+
+def test_the_loop_runs_end_to_end_with_a_real_model(fixture_kb, local_llm):  # noqa: F811
+    with _kb(fixture_kb, local_llm) as kb:
+        events = list(kb.ask(SHORT, stream=True))
+    answer = events[-1][1]
+    calls = answer.to_json()["llm_calls"]
+    tasks = [c["task"] for c in calls]
+    assert tasks[0] == "rewrite" and "judge" in tasks and len(tasks) <= 3  # at most three model calls a question
+    assert answer.rounds[0].verdict["by"] == "llm"  # the json_schema verdict parsed
+    assert 1 <= len(answer.rounds) <= 2
+    assert all(c["prompt_tokens"] <= 1600 for c in calls)  # the prompt stays bounded (estimate: ~1,500)
+    assert not any(c.get("estimated") for c in calls if c["task"] == "judge")  # the server counted its tokens
+    # whatever it wrote, what reached the user cites only passages that exist
+    shown = "".join(v for k, v in events if k == "delta")
+    existing = {c.n for c in answer.citations}
+    assert all(set(s.citations) <= existing for s in answer.sentences)
+    for n in answer.removed_citations:
+        assert f"[{n}]" not in shown or n in existing
+    if answer.path == "llm":
+        assert shown == answer.answer and answer.sentences
+    else:  # a small model's empty or unusable answer: the rules answered, and said why
+        assert "the rules path completed the request" in answer.path_reason
+
+
+def test_a_timeout_against_the_real_model_falls_back_to_the_rules(fixture_kb, local_llm):  # noqa: F811
+    with _kb(fixture_kb, local_llm, llm_timeout=0.01) as kb:
+        answer = kb.ask(SHORT)
+    assert answer.path == "rules" and "timed out" in answer.path_reason
+    assert len(answer.to_json()["llm_calls"]) == 0  # the first call timed out; no further call was made
+    assert answer.found or answer.answer.startswith("知识库中暂无相关信息")
