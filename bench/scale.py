@@ -170,8 +170,8 @@ def kg(*args: str, data_dir: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KG_DATA_DIR": str(data_dir), "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, check=False)
     line = [x for x in done.stderr.splitlines() if x.startswith("@@")]
-    if not line:
-        raise RuntimeError(done.stderr[-2000:])
+    if not line or "error:" in done.stderr:
+        raise RuntimeError(f"kg {' '.join(args)}: {done.stderr[-2000:]}")
     cpu_s, rss, wall = json.loads(line[-1][2:])
     return {"cpu_s": round(cpu_s, 3), "peak_rss_mb": round(rss), "wall_s": round(wall, 3)}
 
@@ -236,9 +236,13 @@ def relation_table(path: Path, rows: int, base: list[tuple[str, str]]) -> None:
     with path.open("w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["source", "relation", "target"])
-        for _ in range(rows):
+        seen: set[tuple[str, str, str]] = set()
+        while len(seen) < rows:  # a duplicate row is an error for kg import
             a, b = rng.sample(names, 2)
-            w.writerow([a, rng.choice(RELATIONS), b])
+            row = (a, rng.choice(RELATIONS), b)
+            if row not in seen:
+                seen.add(row)
+                w.writerow(row)
 
 
 # -- the run ----------------------------------------------------------------------------------------------------
@@ -374,13 +378,42 @@ def relations_run(work: Path, rows: int) -> dict:
     return out
 
 
+def render(work: Path) -> str:
+    """The tables of RESULTS-scale.md from the saved checkpoints (the prose around them is written by hand)."""
+    results = json.loads((work / "results.json").read_text())
+    rows = results["checkpoints"]
+    out = ["| chunks | segments | ingest ms CPU/chunk (since last) | FTS5 | tantivy | kg / FTS5 | peak RSS MB | disk MB (B/chunk) | "
+           "FTS5 MB | tantivy MB |", "|" + "---|" * 10]
+    for r in rows:
+        out.append(f"| {r['chunks']:,} | {r['segments']} | {r['ingest_ms_per_chunk']} | {r['fts5_ms_per_chunk']} | "
+                   f"{r.get('tantivy_ms_per_chunk', '-')} | {r['ingest_ms_per_chunk'] / r['fts5_ms_per_chunk']:.1f}x | "
+                   f"{r['ingest_peak_rss_mb']} | {r['disk_mb']} ({r['kg_bytes_per_chunk']:,}) | {r['fts5_disk_mb']} | "
+                   f"{r.get('tantivy_disk_mb', '-')} |")
+    out += ["", "| chunks | full p50/p95 ms CPU | bm25 p50/p95 | FTS5 p50/p95 | tantivy p50/p95 | full / FTS5 (p50) | "
+            "cold `kg query` CPU s (wall) | edit CPU s (wall) | unchanged folder CPU s (wall) | `kg serve` to /health "
+            "CPU s (wall) | serve RSS MB |", "|" + "---|" * 11]
+    for r in rows:
+        def pair(q):
+            return f"{q['p50_ms']} / {q['p95_ms']}" if q else "-"
+        e, u, sv, c = r["edit"]["edit"], r["edit"]["unchanged"], r["serve"], r["kg_query_cold"]
+        out.append(f"| {r['chunks']:,} | {pair(r['query_full'])} | {pair(r['query_bm25'])} | {pair(r['query_fts5'])} | "
+                   f"{pair(r.get('query_tantivy'))} | {r['query_full']['p50_ms'] / r['query_fts5']['p50_ms']:.1f}x | "
+                   f"{c['cpu_s']} ({c['wall_s']}) | {e['cpu_s']} ({e['wall_s']}) | {u['cpu_s']} ({u['wall_s']}) | "
+                   f"{sv['to_health_cpu_s']} ({sv['to_health_wall_s']}) | {sv['rss_after_queries_mb']} |")
+    return "\n".join(out) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, required=True, help="where the knowledge bases and partial results go")
     parser.add_argument("--steps", default="2000,10000,50000,100000")
     parser.add_argument("--relations", type=int, default=0, help="also measure a relation table of this many rows")
     parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--render", action="store_true", help="print the tables of the saved checkpoints")
     args = parser.parse_args()
+    if args.render:
+        print(render(args.work))
+        return
     if not (SHARED / "ops_dev_zh" / "corpus.jsonl").exists():
         sys.exit("bench/scale.py needs the shared benchmark sets in ../shared/bench")
     if args.relations:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kg.errors import InputError, TooLargeError
 from kg.relations.aliases import import_alias_table, is_alias_table
-from retrieval.catalog import commit
+from retrieval.catalog import commit, filestats
 from retrieval.graph.anchors import anchor_document
 from retrieval.graph.seeds import fold_label
 from retrieval.index.analysis import (
@@ -64,8 +64,21 @@ def ingest_paths(kb, paths: Sequence[Path], progress: Progress | None = None, *,
     if effective is not None:
         effective = parse_effective(effective, "--effective")
     skipped = list(found.skipped)
-    sources = read_sources(found.files, skipped, strict=strict, progress=progress, doc_key=doc_id, effective=effective)
-    return ingest_documents(kb, sources, progress, strict=strict, skipped=skipped)
+    # Stat before reading: a file written while it is read keeps a stamp that no longer matches.
+    stamps = {filestats.source_of(f): filestats.file_stamp(f) for f in found.files}
+    known = {} if doc_id or effective else filestats.unchanged(kb.store.db, stamps)
+    to_read = [f for f in found.files if filestats.source_of(f) not in known]
+    sources = read_sources(to_read, skipped, strict=strict, progress=progress, doc_key=doc_id, effective=effective)
+    report = ingest_documents(kb, sources, progress, strict=strict, skipped=skipped)
+    report.unchanged += len(known)  # neither read nor hashed: same size, mtime and inode as when ingested
+    report.doc_ids += list(known.values())
+    if progress and known:
+        progress(len(known))
+    failed = {s.path for s in report.skipped} | {filestats.source_of(Path(s.path)) for s in report.skipped}
+    with kb.store.transaction():
+        filestats.record(kb.store.db, {s: st for s, st in stamps.items() if s not in known and s not in failed},
+                         filestats.context_of(kb.root) if index_recipe(kb) >= INDEX_RECIPE else "stale")
+    return report
 
 
 def ingest_documents(kb, sources: Iterable[SourceDocument], progress: Progress | None = None, *,

@@ -47,7 +47,10 @@ def ingest(paths: tuple[Path, ...], strict: bool, sync_: bool, doc_id: str | Non
     """
     from retrieval.ingest.readers import find_files
 
-    files = find_files(paths).files
+    found = find_files(paths)
+    files = found.files
+    if not (sync_ or watch or doc_id or effective or as_json or found.skipped) and _nothing_changed(data_dir, files):
+        return
     with open_kb(data_dir, create=True) as kb:
         with Progress(len(files), "ingesting", quiet or as_json) as bar:
             report = kb.ingest_paths(list(paths), progress=bar, strict=strict, doc_id=doc_id, effective=effective)
@@ -56,6 +59,18 @@ def ingest(paths: tuple[Path, ...], strict: bool, sync_: bool, doc_id: str | Non
         _print_report(report, as_json)
         if watch:
             _watch(kb, list(paths), interval, strict, as_json)
+
+
+def _nothing_changed(data_dir: Path | None, files: list[Path]) -> bool:
+    """Every file as it was ingested (stat against the catalog): say so without opening the knowledge base."""
+    from retrieval.catalog.filestats import unchanged_folder
+    from retrieval.ingest.report import IngestReport
+
+    n = unchanged_folder(data_dir or Path(".kgrag"), files)
+    if n is None:
+        return False
+    click.echo(IngestReport(unchanged=n).summary())
+    return True
 
 
 def _merge_sync(report, synced) -> None:
