@@ -48,6 +48,14 @@ def documents_by_pack(db: sqlite3.Connection) -> dict[str | None, int]:
     return dict(db.execute("SELECT pack, COUNT(*) FROM documents GROUP BY pack"))
 
 
+def pack_titles(db: sqlite3.Connection) -> dict[str, list[str]]:
+    """pack -> the titles of its documents (routing: a question that names one is about that pack)."""
+    out: dict[str, list[str]] = {}
+    for pack, title in db.execute("SELECT pack, title FROM documents WHERE pack IS NOT NULL AND title != '' ORDER BY pack, title"):
+        out.setdefault(pack, []).append(title)
+    return out
+
+
 def entity_packs(db: sqlite3.Connection, entities: Sequence[str]) -> dict[str, dict[str, int]]:
     """Entity IRI -> {pack: chunks of that pack that mention the entity or belong to a document about it}."""
     if not entities:

@@ -209,6 +209,12 @@ def surface_words(terms: Iterable[str], *texts: str) -> list[str]:
     return [spelled.get(term, term) for term in terms]
 
 
+def dictionary_words(word: str) -> list[str]:
+    """A Chinese word cut by jieba's dictionary alone, stop words dropped: the question's `要炖`, which jieba's
+    HMM made up from two characters it had not seen together, is `炖` as the documents around it were cut."""
+    return [w for w in _jieba().cut(word, HMM=False) if w not in CHINESE_STOPWORDS and w.strip()]
+
+
 def split_runs(text: str) -> tuple[list[str], list[str]]:
     """(the terms of `text`'s non-Chinese runs, its Chinese runs uncut). Together with `cjk_terms` of
     each run these are `query_terms(text)`'s terms: a caller that only asks whether some words are

@@ -20,8 +20,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from retrieval.index.analysis import cjk_bigrams, idf_weights, query_terms
+from retrieval.index.analysis import cjk_bigrams, dictionary_words, idf_weights, query_terms
 from retrieval.packs.card import PackCard
 from retrieval.packs.registry import RegistryRow
 
@@ -88,8 +89,9 @@ class Evidence:
     question: str
     entity_packs: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # entity label -> {pack: weight}
     probe: Sequence[tuple[str | None, Sequence[str]]] = ()  # best-first BM25 hits: (pack, matched terms)
-    doc_frequency: Callable[[str], int] | None = None  # chunks of the knowledge base that hold a word
+    doc_frequency: Callable[..., int] | None = None  # (word, field="body") -> chunks of the knowledge base that hold it
     chunks: int = 0  # chunks in the knowledge base
+    titles: Mapping[str, Sequence[str]] = field(default_factory=dict)  # pack -> the titles of its documents
 
 
 def units(text: str) -> set[str]:
@@ -106,13 +108,18 @@ def share(question: set[str], profile: set[str]) -> float:
     return sum(weight(u) for u in question & profile) / total
 
 
+@lru_cache(maxsize=100_000)
+def _item_units(item: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(words, ASCII words, Chinese character pairs) of a card item or a document title, cut once."""
+    words = frozenset(query_terms(item))
+    return words, frozenset(w for w in words if w.isascii()), frozenset(cjk_bigrams(item))
+
+
 def matched_item(question_units: set[str], items: Sequence[str]) -> str | None:
     """The first item the question says: all of its ASCII words, and all of its Chinese words or ≥ 80% of
     their character pairs (jieba may cut the question differently from the item)."""
     for item in items:
-        words = set(query_terms(item))
-        ascii_words = {w for w in words if w.isascii()}
-        grams = set(cjk_bigrams(item))
+        words, ascii_words, grams = _item_units(item)
         if not words or not ascii_words <= question_units:
             continue
         if words <= question_units or (grams and len(grams & question_units) >= 0.8 * len(grams)):
@@ -151,6 +158,13 @@ def route(
         if hit:
             reasons[pack].append(f"card covers '{_short(hit)}'")
 
+    # A question that says a document's title is about that document: never out of scope (below). It adds no
+    # score: where the title's words are, the index signal already points (a weight here would push a second
+    # pack that a relation table names out of the round).
+    titled = _named_titles(q, evidence.titles, packs)
+    for pack, title in titled.items():
+        reasons[pack].append(f"names its document '{_short(title)}'")
+
     for label, by_pack in evidence.entity_packs.items():
         if DOCUMENTED in by_pack.values():  # `label documentedIn pack:ID`, said by a person: it decides like an example
             for pack in by_pack:
@@ -182,6 +196,7 @@ def route(
     # passage holds much of it either.
     excluded = [(p, item) for p, card in cards.items() if (item := matched_item(q, card.does_not_cover))]
     named = [(p, item) for p, card in cards.items() for item in (card.key_terms + card.covers) if matched_item(q, [item])]
+    named += list(titled.items())
     registry_hit = any(signals[p].get("example") for p in packs)
     if excluded:
         outside = units(excluded[0][1])
@@ -223,6 +238,25 @@ def next_pack(routing: Routing, question: str | None = None) -> Routing | None:
     return Routing(chosen=chosen[:MAX_PACKS], scores=routing.scores, path=routing.path, round=routing.round + 1)
 
 
+def _named_titles(q: set[str], titles: Mapping[str, Sequence[str]], packs: Sequence[str]) -> dict[str, str]:
+    """pack -> the longest title of its documents the question says (as `matched_item` reads a card's items).
+    A title documents of two packs share names neither; a one-character title names nothing."""
+    holders: dict[str, set[str]] = {}
+    for pack in packs:
+        for title in titles.get(pack, ()):
+            holders.setdefault(" ".join(title.split()).casefold(), set()).add(pack)
+    out: dict[str, str] = {}
+    for pack in packs:
+        for title in sorted(titles.get(pack, ()), key=len, reverse=True):
+            if len(title.strip()) < 2 or len(holders[" ".join(title.split()).casefold()]) > 1:
+                continue
+            words, _, grams = _item_units(title)
+            if (words & q or grams & q) and matched_item(q, [title]):
+                out[pack] = title
+                break
+    return out
+
+
 def _index_shares(probe: Sequence[tuple[str | None, Sequence[str]]], packs: Sequence[str], depth: int) -> dict[str, float]:
     """Rank-discounted share of the best BM25 passages that each pack holds."""
     mass = {p: 0.0 for p in packs}
@@ -235,26 +269,43 @@ def _index_shares(probe: Sequence[tuple[str | None, Sequence[str]]], packs: Sequ
     return {p: (m / total if total else 0.0) for p, m in mass.items()}
 
 
+def _held(evidence: Evidence) -> dict[str, int]:
+    """The question's words as the packs hold them, each with the chunks that hold it in their text or their
+    document's title (a document titled 红烧肉 holds 红烧肉 even where its text never repeats it). A Chinese word
+    no chunk holds that jieba's HMM made up for the question (`要炖`) counts as its dictionary words (`炖`),
+    cut the way the documents around them were."""
+    frequency = evidence.doc_frequency
+    df: dict[str, int] = {}
+    for word in query_terms(evidence.question):
+        count = max(frequency(word), frequency(word, "title"))
+        if count == 0 and not word.isascii() and len(word) > 1:
+            pieces = [p for p in dictionary_words(word) if p != word]
+            if pieces:
+                for piece in pieces:
+                    df.setdefault(piece, max(frequency(piece), frequency(piece, "title")))
+                continue
+        df.setdefault(word, count)
+    return df
+
+
 def _known_share(evidence: Evidence) -> float:
     """The share of the question's word weight (idf) carried by words the knowledge base holds: a
     question whose most specific words no document ever uses has no basis here."""
-    words = set(query_terms(evidence.question))
-    if not words or evidence.doc_frequency is None:
+    if evidence.doc_frequency is None or not query_terms(evidence.question):
         return 1.0
-    n = max(evidence.chunks, 1)
-    df = {w: evidence.doc_frequency(w) for w in words}
-    idf = idf_weights(df, n)
+    df = _held(evidence)
+    idf = idf_weights(df, max(evidence.chunks, 1))
     return sum(v for w, v in idf.items() if df[w] > 0) / sum(idf.values())
 
 
 def _coverage(evidence: Evidence, top: int = 3) -> float:
     """The largest share of the question's word weight (idf) that one of the best passages matched."""
-    words = set(query_terms(evidence.question))
-    if not words or not evidence.probe:
+    if not query_terms(evidence.question) or not evidence.probe:
         return 0.0
     n = max(evidence.chunks, 1)
-    df = evidence.doc_frequency or (lambda _: 0)
-    idf = idf_weights({w: df(w) for w in words}, n)
+    df = _held(evidence) if evidence.doc_frequency else dict.fromkeys(query_terms(evidence.question), 0)
+    words = set(df)
+    idf = idf_weights(df, n)
     total = sum(idf.values())
     return max(sum(idf[w] for w in words & set(terms)) / total for _, terms in evidence.probe[:top])
 

@@ -24,6 +24,7 @@ from retrieval.catalog.packs import (
     documents_by_pack,
     entity_packs,
     pack_documents,
+    pack_titles,
     set_pack,
 )
 from retrieval.packs.card import CARD_FILE, PackCard, read_card, valid_pack_id
@@ -184,7 +185,8 @@ class PackShelf:
         where = chunk_packs(self.kb.store.db, [h.chunk_id for h in probe[: (rules or RoutingRules()).probe_depth]])
         evidence = Evidence(question, self.entity_evidence(mentions),
                             probe=[(where.get(h.chunk_id), h.terms) for h in probe],
-                            doc_frequency=self.kb.index.doc_frequency, chunks=self.kb.index.doc_count())
+                            doc_frequency=self.kb.index.doc_frequency, chunks=self.kb.index.doc_count(),
+                            titles=pack_titles(self.kb.store.db))
         routing = route(evidence, cards, self.registry.rows, rules)
         if llm is not None:
             from retrieval.packs.llm import choose_packs
