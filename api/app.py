@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.docs_pages import add_docs_pages
 from api.guards import AskGuard, BodyLimit, HostAllowList, PageHeaders, SameOrigin, allowed_hosts
-from api.routes import admin, ask, documents, entities, health, openai_compat, query, web
+from api.routes import admin, ask, documents, entities, graph, health, openai_compat, query, web
 from api.schemas import ERROR_RESPONSES
 from kg.errors import AuthError, BusyError, ConfigError, KgError
 from kg.settings import Settings, get_settings
@@ -108,7 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         body = {"error": {"type": "InternalError", "message": f"internal error ({type(exc).__name__}); see the server log"}}
         return JSONResponse(body, status_code=500)
 
-    for module in (health, query, documents, entities, ask, openai_compat, admin, web):
+    for module in (health, query, documents, entities, graph, ask, openai_compat, admin, web):
         app.include_router(module.router, responses=ERROR_RESPONSES)
     _document_class_names(app)
     # Outermost first: refuse a foreign Host, a cross-site write, an unauthorised or too frequent question,

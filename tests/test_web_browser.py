@@ -1,9 +1,12 @@
 """The page as a person uses it: a real headless Chromium against a real `kg serve` on the demo knowledge base.
 
-Asks a Chinese and an English question, reads hits and why, opens a passage (a citation where
-answers exist), follows the graph drawing to an entity, uploads a file by drag and drop (with the
-API token asked for), imports a bad relation table and reads its errors by line. Screenshots are saved
-(to docs/screenshots/ when WEB_SCREENSHOTS_DIR says so). Skips where no Chromium is installed (`.ci/run` installs Debian's).
+Asks a Chinese and an English question, reads hits and why, opens a passage and a citation, follows
+the graph drawing to an entity, uploads a file by drag and drop (with a UTF-8 API token asked for),
+imports a bad relation table and reads its errors by line. The server's answers come from a local
+OpenAI-compatible endpoint (tests/fake_llm.py) through litellm, so that they stream in many pieces;
+The conversation, the graph explorer, the document viewer and the home page follow. Screenshots are
+saved (to docs/screenshots/ when WEB_SCREENSHOTS_DIR says so). Skips where no Chromium is installed
+(`.ci/run` installs Debian's).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 import pytest
 from chromium_cdp import Chromium, find_chromium, free_port, wait_for_http
 from conftest import kg_in_new_process
+from fake_llm import FakeLLM, passages_of
 
 from kg.cli.base import DEMO_DIR
 
@@ -31,7 +35,7 @@ pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (Deb
 #   WEB_SCREENSHOTS_DIR=docs/screenshots python -m pytest tests/test_web_browser.py
 # otherwise they go to a temporary folder, so that a test run leaves the work tree as it was.
 SCREENSHOTS_ENV = "WEB_SCREENSHOTS_DIR"
-TOKEN = "browser-test-token"
+TOKEN = "令牌-browser-test-ключ"  # a token in any script works: the page sends its UTF-8 bytes
 EN_QUESTION = "what breaks if redis-cluster goes down?"
 ZH_QUESTION = "订单服务依赖哪些组件？"
 
@@ -48,11 +52,26 @@ def demo_dir(tmp_path_factory) -> Path:
     return data
 
 
+def cited_answer(body: dict) -> str:
+    """A Markdown answer citing the first passage that names mysql-core or redis-cluster (else passage 1)."""
+    passages = passages_of(body)
+    n = next((n for n, text in passages.items() if "mysql-core" in text or "redis-cluster" in text), 1)
+    return f"The **impact** of the failure: `redis-cluster` clients fail over to the database [{n}]."
+
+
 @pytest.fixture(scope="module")
-def server(demo_dir) -> str:
+def llm():
+    with FakeLLM() as fake:
+        fake.replies["answer"] = cited_answer
+        fake.replies["rewrite"] = "1. redis-cluster impact\n2. order-service dependencies"
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def server(demo_dir, llm) -> str:
     port = free_port()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("KG_")}, "KG_API_TOKEN": TOKEN,
-           "PYTHONPATH": os.pathsep.join(sys.path)}
+           "KG_LLM_MODEL": "openai/test-model", "KG_LLM_BASE_URL": llm.base_url, "PYTHONPATH": os.pathsep.join(sys.path)}
     process = subprocess.Popen(
         [sys.executable, "-m", "kg.cli", "serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(demo_dir)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -119,8 +138,11 @@ def test_an_english_question(browser, server, shots):
     relations = [h["why"]["graph"]["path"].split(" → ")[1] for h in expected["hits"]
                  if "graph" in h["why"] and h["why"]["graph"]["path"].count(" → ") >= 3]
     assert relations, "the demo question reaches documents through relations"
+    # Relations are named by their rdfs:label in the page's language (an edge walked backwards with an arrow).
+    labels = {r["name"]: r["label"] for r in api_get(server, "/graph?lang=en&limit=1")["relations"]}
+    name = relations[0].lstrip("^")
     drawn = browser.evaluate("Array.from(document.querySelectorAll('.graph-path svg .edge')).map(e => e.dataset.relation)")
-    assert relations[0] in drawn
+    assert (labels[name] if name == relations[0] else "← " + labels[name]) in drawn
     assert browser.evaluate("document.querySelector('.graph-path svg .node.center').dataset.label") == "redis-cluster"
     browser.resize(1440, 1400)  # tall enough to show hits reached through a relation
     browser.evaluate("window.scrollTo(0, 0)")
@@ -148,7 +170,7 @@ def test_a_chinese_question_after_switching_language(browser, server):
     # the page must draw the typed arrow to one of them (the demo's relation table lists them).
     rows = (DEMO_DIR / "relations.csv").read_text(encoding="utf-8").splitlines()
     depends_on = {r.split(",")[2] for r in rows if r.startswith("order-service,dependsOn,")}
-    assert "dependsOn" in drawn and depends_on & set(labels)
+    assert "依赖" in drawn and depends_on & set(labels)
     assert "<mark>订单服务</mark>" in browser.evaluate("document.querySelector('#results').innerHTML")
 
 
@@ -185,20 +207,21 @@ def test_an_answer_record_renders_with_citations_that_open(browser, server, shot
               "sentences": [{"text": "订单服务依赖 mysql-core [1]。", "citations": [1], "support": 0.9, "flagged": False},
                             {"text": "也依赖 redis-cluster [2]。", "citations": [2], "support": 0.2, "flagged": True}],
               "citations": citations, "rounds": [], "packs_used": [], "timings_ms": {}}
-    browser.evaluate(f"Kg.renderAnswer({json.dumps(record, ensure_ascii=False)})")
-    assert texts(browser, "#answer .sentence") == ["订单服务依赖 mysql-core。", "也依赖 redis-cluster。"]
-    assert texts(browser, "#answer .cite") == ["1", "2"]
-    assert browser.evaluate("document.querySelectorAll('#answer .sentence.flagged').length") == 1
-    browser.click('#answer .cite[data-n="1"]')
-    card = browser.evaluate("document.querySelector('#answer .passage[data-cite=\"1\"]').textContent")
-    assert "2024 修订版" in card and "2024-03-01" in card and first["title"] in card and first["text"][:40] in card
-    browser.click('#answer .cite[data-n="2"]')
-    card = browser.evaluate("document.querySelector('#answer .passage[data-cite=\"2\"]').textContent")
+    browser.evaluate(f"Kg.renderAnswer({json.dumps(record, ensure_ascii=False)}).closest('.turn').id = 'record-turn'")
+    assert texts(browser, "#record-turn .sentence") == ["订单服务依赖 mysql-core。", "也依赖 redis-cluster。"]
+    assert texts(browser, "#record-turn .cite") == ["1", "2"]
+    assert browser.evaluate("document.querySelectorAll('#record-turn .sentence.flagged').length") == 1
+    browser.click('#record-turn .cite[data-n="1"]')
+    card = browser.evaluate("document.querySelector('#record-turn .passage[data-cite=\"1\"]').textContent")
+    assert "2024 修订版" in card and "2024-03-01" in card and first["title"] in card
+    assert browser.evaluate("document.querySelector('#record-turn .passage[data-cite=\"1\"] .md').textContent").strip()[:20] in first["text"]
+    browser.click('#record-turn .cite[data-n="2"]')
+    card = browser.evaluate("document.querySelector('#record-turn .passage[data-cite=\"2\"]').textContent")
     assert "页 3" in card and f"行 {second['lines'][0]}–{second['lines'][1]}" in card
     browser.screenshot(shots / "answer-layout-zh-1440.png", full_page=False)
-    browser.click('#answer .cite[data-n="1"]')  # a second click closes it
-    assert browser.evaluate("document.querySelector('#answer .passage[data-cite=\"1\"]') === null")
-    browser.evaluate("document.querySelector('#answer').hidden = true")
+    browser.click('#record-turn .cite[data-n="1"]')  # a second click closes it
+    assert browser.evaluate("document.querySelector('#record-turn .passage[data-cite=\"1\"]') === null")
+    browser.evaluate("document.querySelector('#record-turn').remove()")
 
 
 def test_the_entity_panel_draws_its_neighbours(browser, server, shots):
@@ -257,6 +280,8 @@ def test_upload_by_drag_and_drop_asks_for_the_token(browser, server, tmp_path):
     browser.click("#token-ok")
     browser.wait_for("document.querySelector('#upload-log li.ok')", timeout=60)
     assert texts(browser, "#upload-log li.ok")[0].startswith("backup-policy.md: 1 added")
+    assert browser.evaluate("document.querySelector('#upload-progress').value") == 1
+    assert not [line for line in browser.console if "TypeError" in line]
     assert api_get(server, "/stats")["documents"] == before + 1
     browser.goto(server + "/?lang=en")
     ask(browser, "quokkabackup")
@@ -290,3 +315,200 @@ def test_search_without_javascript(server):
         plain.wait_for("document.readyState === 'complete' && document.querySelectorAll('li.hit').length > 0", timeout=60)
         assert plain.evaluate("document.querySelectorAll('.hit .why li').length") > 0
         assert plain.evaluate("document.querySelector('noscript') !== null")
+
+
+# ---- the conversation, Markdown, the explorer, the document viewer, the home page ----------------
+
+FOLLOW_UP = "那 order-service 呢？"
+
+
+def test_a_two_turn_conversation_streams_its_answers(browser, server, llm, shots):
+    browser.goto(server + "/?lang=zh")
+    browser.evaluate("Kg.chat.clear()")
+    # What the page sends to /ask, recorded in the page (the server's side is the fake LLM's requests).
+    browser.evaluate("window.__asked = []; window.__fetch = window.fetch; window.fetch = function (url, o) {"
+                     " if (url === '/ask') window.__asked.push(JSON.parse(o.body)); return window.__fetch(url, o); }")
+    ask(browser, "redis-cluster 宕机会影响哪些服务？")
+    turn = "#thread .turn:nth-child(1)"
+    browser.wait_for(f"document.querySelector('{turn} .copy')", timeout=60)
+    # Streamed: the answer's text arrived as `delta` events before its record (how many pieces is the
+    # server's business), drawn as Markdown (bold, code) with its citation a button that opens the passage.
+    assert int(browser.evaluate(f"document.querySelector('{turn}').dataset.deltas")) >= 1
+    assert browser.evaluate("Kg.timings.filter(t => t.kind === 'ask')[0].first_delta_ms") is not None
+    assert browser.evaluate(f"document.querySelector('{turn} .answer-text strong').textContent") == "impact"
+    assert browser.evaluate(f"document.querySelector('{turn} .answer-text code').textContent") == "redis-cluster"
+    assert browser.evaluate(f"document.querySelector('{turn} .answer-text').textContent").count("*") == 0
+    browser.click(f"{turn} .cite")
+    browser.wait_for(f"document.querySelector('{turn} .passage')")
+    # The loop's path and rounds, on demand.
+    browser.click(f"{turn} details.loop summary")
+    assert browser.evaluate(f"document.querySelectorAll('{turn} .rounds li').length") >= 1
+    assert "test-model" in browser.evaluate(f"document.querySelector('{turn} details.loop').textContent")
+    # Copy with sources.
+    browser.click(f"{turn} .copy")
+    copied = browser.wait_for("Kg.lastCopied")
+    record = browser.evaluate("Kg.chat.turns()[0].record")
+    cited = record["citations"][0]
+    assert copied.startswith("redis-cluster 宕机会影响哪些服务？\n\nThe **impact**")
+    assert f"[{cited['n']}] {cited['title']}" in copied
+    # The follow-up: asked from the conversation, with the turn before it as context.
+    browser.type_text("#followup-q", FOLLOW_UP)
+    browser.click("#followup-form button")
+    browser.wait_for("document.querySelectorAll('#thread .turn').length === 2"
+                     " && document.querySelector('#thread .turn:nth-child(2) .copy')", timeout=60)
+    sent = browser.evaluate("window.__asked")
+    assert sent[0]["stream"] is True and "history" not in sent[0]
+    if browser.evaluate("Kg.features.ask_history"):
+        assert sent[1]["question"] == FOLLOW_UP and sent[1]["history"][0]["content"] == "redis-cluster 宕机会影响哪些服务？"
+    else:
+        assert sent[1]["question"] == "redis-cluster 宕机会影响哪些服务？\n" + FOLLOW_UP
+        assert browser.evaluate("document.querySelector('#thread .turn:nth-child(2) .note').textContent").startswith("已连同上一个问题")
+    assert any(FOLLOW_UP in json.dumps(r, ensure_ascii=False) for r in llm.requests)
+    browser.screenshot(shots / "conversation-zh-1440.png", full_page=False)
+    # Kept in this browser: a reload shows both turns; clearing empties it.
+    browser.goto(server + "/?lang=zh")
+    assert texts(browser, "#thread .turn .question") == ["问redis-cluster 宕机会影响哪些服务？", "问" + FOLLOW_UP]
+    browser.click("#clear-conversation")
+    assert browser.evaluate("document.querySelectorAll('#thread .turn').length + localStorage.getItem('kg-conversation').length") == 2
+
+
+def test_a_markdown_table_in_a_passage_is_a_table(browser, server):
+    browser.goto(server + "/?lang=zh")
+    browser.evaluate("document.querySelector('#with-answer').checked = false")
+    ask(browser, "redis-cluster 故障处理手册 影响面速查")
+    heads = browser.evaluate("Array.from(document.querySelectorAll('#results .hit .md table th')).map(e => e.textContent)")
+    assert "使用方" in heads and "缓存不可用时的表现" in heads
+    assert browser.evaluate("document.querySelector('#results .hit .md table td').textContent") == "order-service"
+    assert "|---|" not in browser.evaluate("document.querySelector('#results').textContent")
+    # The matched words are marked inside the rendered Markdown.
+    assert browser.evaluate("document.querySelectorAll('#results .hit .md mark').length") > 0
+
+
+def test_html_in_a_document_does_not_run(browser, server, tmp_path):
+    note = tmp_path / "hostile.md"
+    note.write_text("# 恶意文档 zorbleflux\n\nzorbleflux 的说明。\n\n<script>window.__pwned = 1</script>\n\n"
+                    '<img src="x" onerror="window.__pwned = 2"> <a href="javascript:window.__pwned = 3">link</a>\n\n'
+                    "| a | b |\n|---|---|\n| <b onmouseover=\"window.__pwned = 4\">x</b> | y |\n", encoding="utf-8")
+    browser.goto(server + "/?lang=en#documents")
+    browser.wait_for("document.querySelector('#documents-list table')")
+    browser.set_files("#upload-input", [note])  # the token is in this tab's session already, or asked for
+    done = "document.querySelector('#upload-log li[data-file=\"hostile.md\"]:not(.busy)')"
+    browser.wait_for(f"document.querySelector('#token-dialog').open || {done}", timeout=60)
+    if browser.evaluate("document.querySelector('#token-dialog').open"):
+        browser.type_text("#token-input", TOKEN)
+        browser.click("#token-ok")
+    browser.wait_for("document.querySelector('#upload-log li[data-file=\"hostile.md\"].ok')", timeout=60)
+    browser.goto(server + "/?lang=en")
+    browser.evaluate("document.querySelector('#with-answer').checked = false")
+    ask(browser, "zorbleflux")
+    browser.evaluate("document.querySelectorAll('#results .hit .open-passage').forEach(b => b.click())")
+    browser.evaluate("document.querySelectorAll('#results b, #results img, #results a').forEach(e => e.dispatchEvent(new MouseEvent('mouseover')))")
+    assert browser.evaluate("window.__pwned === undefined")
+    assert browser.evaluate("document.querySelectorAll('#results script, #results [onerror], #results [onmouseover]').length") == 0
+    assert browser.evaluate("Array.from(document.querySelectorAll('#results a')).every(a => !a.href.startsWith('javascript:'))")
+    # And in the document viewer.
+    browser.click("#results .hit .open-doc")
+    browser.wait_for("document.body.dataset.docShown")
+    assert browser.evaluate("document.querySelector('#doc-view h2').textContent") == "恶意文档 zorbleflux"
+    assert browser.evaluate("window.__pwned === undefined && document.querySelectorAll('#doc-view script, #doc-view [onerror]').length === 0")
+
+
+def test_the_graph_explorer_filters_and_opens_an_entity(browser, server, shots):
+    browser.goto(server + "/?lang=zh#graph")
+    browser.wait_for("document.querySelector('#graph-canvas').dataset.drawn === '1'", timeout=60)
+    whole = api_get(server, "/graph?lang=zh")
+    assert browser.evaluate("KgExplore.state.cy.nodes().length") == len(whole["nodes"])
+    # Relation and class names in the UI's language (the ontology's @zh labels).
+    options = texts(browser, "#graph-relation option")
+    assert any(o.startswith("依赖 (dependsOn)") for o in options), options
+    browser.screenshot(shots / "graph-zh-1440.png", full_page=False)
+    # Filter by class: only databases (and nothing else) are drawn.
+    browser.evaluate("var s = document.querySelector('#graph-class'); s.value = 'Database'; s.dispatchEvent(new Event('change'))")
+    browser.wait_for("document.querySelector('#graph-canvas').dataset.drawn === '2'", timeout=60)
+    databases = api_get(server, "/graph?class=Database")["nodes"]
+    drawn = browser.evaluate("KgExplore.state.cy.nodes().map(n => n.data('label'))")
+    assert sorted(drawn) == sorted(n["label"] for n in databases) and "mysql-core" in drawn
+    # A relation filter and a search: order-service's dependencies.
+    browser.evaluate("var s = document.querySelector('#graph-class'); s.value = ''; var r = document.querySelector('#graph-relation');"
+                     " r.value = 'dependsOn'; document.querySelector('#graph-q').value = 'order-service'")
+    browser.click("#graph-form button[type=submit]")
+    browser.wait_for("document.querySelector('#graph-canvas').dataset.drawn === '3'", timeout=60)
+    edges = browser.evaluate("KgExplore.state.cy.edges().map(e => e.data('relation'))")
+    assert edges and set(edges) == {"dependsOn"}
+    assert browser.evaluate("KgExplore.state.cy.nodes('[matched = 1]').map(n => n.data('label'))") == ["order-service"]
+    # A real click on a node opens its panel; a fact's source is one click away from there.
+    x, y = browser.evaluate("KgExplore.nodePoint('mysql-core')")
+    for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+        browser.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+    browser.wait_for("document.querySelector('#panel h2') && document.querySelector('#panel h2').textContent === 'mysql-core'")
+    assert "被依赖: " in texts(browser, "#panel .facts li b")  # requiredBy, by its Chinese label
+    browser.click('#panel .facts li[data-relation="requiredBy"] .source')
+    browser.wait_for("document.querySelector('#panel pre.turtle .fact-row')")
+    fact_rows = texts(browser, "#panel pre.turtle .fact-row")
+    assert any("mysql-core" in row for row in fact_rows) and any(":dependsOn" in row for row in fact_rows)
+    assert "graph.ttl" in browser.evaluate("document.querySelector('#panel .fact-box').textContent")
+
+
+def test_the_document_viewer(browser, server, shots):
+    docs = api_get(server, "/documents")["documents"]
+    doc = next(d for d in docs if d["source"].endswith("redis-cluster-failure.md"))
+    outline = api_get(server, f"/documents/{doc['doc_id']}/outline")
+    target = outline["chunks"][-1]["chunk_id"]
+    browser.goto(server + "/?lang=zh#documents")
+    browser.wait_for("document.querySelector('#documents-list table a')")
+    browser.evaluate(f"location.hash = {json.dumps('doc=' + doc['doc_id'] + '&chunk=' + target)}")
+    browser.wait_for("document.body.dataset.docShown && document.body.dataset.docShown.endsWith(':' + " + json.dumps(target) + ")")
+    assert browser.evaluate("document.querySelector('#doc-view h2').textContent") == doc["title"]
+    assert texts(browser, "#doc-view .toc a") == [s["section"] for s in outline["sections"]]
+    assert browser.evaluate("document.querySelectorAll('#doc-view .chunk').length") == len(outline["chunks"])
+    assert browser.evaluate("document.querySelector('#doc-view .chunk.target').dataset.chunk") == target
+    assert browser.evaluate("document.querySelector('#doc-view .chunk .md table') !== null")
+    about = [a["label"] for c in outline["chunks"] for a in c["about"]]
+    assert about and about[0] in texts(browser, "#doc-view .about .chip")
+    assert len(texts(browser, "#doc-version option")) == doc["versions"]
+    browser.screenshot(shots / "document-zh-1440.png", full_page=False)
+    browser.resize(360, 780)
+    try:
+        browser.evaluate("window.scrollTo(0, 0)")
+        assert browser.evaluate("document.documentElement.scrollWidth") <= 360
+        browser.screenshot(shots / "document-zh-360.png", full_page=False)
+        browser.goto(server + "/?lang=zh#documents")
+        browser.wait_for("document.querySelector('#documents-list table')")
+        # The list scrolls sideways inside its box; no column is squeezed to one character a line.
+        assert browser.evaluate("document.documentElement.scrollWidth") <= 360
+        narrowest = browser.evaluate("Math.min(...Array.from(document.querySelectorAll('#documents-list td')).filter(td => td.textContent.length > 2).map(td => td.getBoundingClientRect().width))")
+        assert narrowest >= 50
+    finally:
+        browser.resize(1440, 900)
+
+
+def test_the_home_page(browser, server, shots):
+    browser.goto(server + "/?lang=zh")
+    browser.evaluate("Kg.chat.clear()")
+    browser.goto(server + "/?lang=zh")
+    browser.wait_for("document.querySelector('#home .counts')")
+    stats = api_get(server, "/stats")
+    assert browser.evaluate("document.querySelector('[data-count=documents] b').textContent") == str(stats["documents"])
+    examples = texts(browser, "#home .example")
+    assert examples and any("order-service" in e or "redis-cluster" in e for e in examples)
+    assert browser.evaluate("document.querySelectorAll('#home .recent li').length") > 0
+    browser.screenshot(shots / "home-zh-1440.png", full_page=False)
+    browser.resize(360, 780)
+    try:
+        assert browser.evaluate("document.documentElement.scrollWidth") <= 360
+        browser.screenshot(shots / "home-zh-360.png", full_page=False)
+    finally:
+        browser.resize(1440, 900)
+    browser.click("#home .example")
+    browser.wait_for("document.querySelectorAll('#results .hit').length > 0", timeout=60)
+    assert browser.evaluate("document.querySelector('#home').hidden")
+
+
+def test_favicon_and_no_request_leaves_the_server(browser, server):
+    with urllib.request.urlopen(server + "/favicon.ico") as response:
+        assert response.headers["Content-Type"].startswith("image/svg+xml")
+    # Every script and style the page loads is its own (nothing from another host, nothing inline).
+    sources = browser.evaluate("Array.from(document.querySelectorAll('script[src], link[href]')).map(e => e.src || e.href)")
+    assert sources and all(s.startswith(server + "/") for s in sources)
+    assert browser.evaluate("Array.from(document.scripts).filter(s => !s.src && s.type !== 'application/json').length") == 0
+    assert browser.evaluate("document.querySelectorAll('[onclick], [onload], [onerror], [onsubmit]').length") == 0

@@ -1,4 +1,5 @@
-"""GET / (the page: search rendered on the server, the rest by app.js against the JSON API) and GET /web/{asset}."""
+"""GET / (the page: search rendered on the server, the rest by its scripts against the JSON API), GET /web/{asset}
+(the page's files and vendored libraries: nothing is fetched from another host) and /favicon.ico."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
 from api.deps import knowledge_base
+from api.web.explore import vocabulary_labels
 from api.web.render import STATIC_DIR, highlight, messages, path_steps, pick_language, why_in_words
 from kg.errors import KgError, NotFoundError
 
 router = APIRouter(include_in_schema=False)
 
 _TEMPLATES = Path(__file__).parent.parent / "web" / "templates"
-_MEDIA_TYPES = {".js": "text/javascript", ".css": "text/css", ".json": "application/json", ".svg": "image/svg+xml"}
+_MEDIA_TYPES = {".js": "text/javascript", ".css": "text/css", ".json": "application/json", ".svg": "image/svg+xml",
+                ".txt": "text/plain; charset=utf-8", ".md": "text/markdown; charset=utf-8"}
+_FOLDERS = ("", "vendor/")
 MODES = ("full", "bm25", "graph")
 
 # What each part of the page needs: (path with its parameters blanked, method). A part whose
@@ -30,6 +34,11 @@ FEATURES = {
     "upload": ("/documents", "POST"),
     "import": ("/import", "POST"),
     "ontology_check": ("/ontology/check", "GET"),
+    "graph": ("/graph", "GET"),
+    "outline": ("/documents/{}/outline", "GET"),
+    "overview": ("/overview", "GET"),
+    "packs": ("/packs", "GET"),
+    "check": ("/check", "GET"),
 }
 
 
@@ -51,14 +60,16 @@ def features(request: Request) -> dict[str, bool]:
     found = {name: need in served for name, need in FEATURES.items()}
     found["token"] = bool(request.app.state.settings.api_token)
     # "in force on" a date: where POST /query takes `as_of` (the documents work adds it).
-    found["as_of"] = "as_of" in _query_fields(request.app)
+    found["as_of"] = "as_of" in _body_fields(request.app, "/query")
+    # A conversation's earlier turns go to POST /ask where it takes them (else the page asks a follow-up with the question before it).
+    found["ask_history"] = "history" in _body_fields(request.app, "/ask")
     return found
 
 
-def _query_fields(app) -> set[str]:
+def _body_fields(app, path: str) -> set[str]:
     try:
         schema = app.openapi()
-        body = schema["paths"]["/query"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        body = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
         name = body.get("$ref", "").rsplit("/", 1)[-1]
         return set(schema["components"]["schemas"][name]["properties"]) if name else set(body.get("properties", {}))
     except (KeyError, TypeError, ValueError):
@@ -100,6 +111,8 @@ def page(
             error = exc.message
     with kb.lock:
         classes = sorted(kb.graph.vocab.classes)
+        vocab = {code: dict(zip(("classes", "relations"), vocabulary_labels(kb, code), strict=True)) for code in ("en", "zh")}
+        vocab["inverse"] = {name: info.inverse for name, info in kb.graph.vocab.properties.items() if info.inverse}
     hits = [_hit_view(hit, language) for hit in (result or {}).get("hits", [])]
     html = _environment().get_template("index.html").render(
         lang=language,
@@ -116,7 +129,7 @@ def page(
         as_of=as_of,
         features=found,
         boot=_script_json({"lang": language, "messages": {code: messages(code) for code in ("en", "zh")},
-                           "features": found, "result": result}),
+                           "features": found, "result": result, "vocab": vocab}),
     )
     response = HTMLResponse(html)
     if lang == language:
@@ -124,12 +137,19 @@ def page(
     return response
 
 
-@router.get("/web/{name}")
+@router.get("/web/{name:path}")
 def asset(name: str) -> FileResponse:
+    folder, _, file = name.rpartition("/")
     path = STATIC_DIR / name
-    if "/" in name or name.startswith(".") or path.suffix not in _MEDIA_TYPES or not path.is_file():
+    if folder + "/" * bool(folder) not in _FOLDERS or not file or file.startswith(".") or path.suffix not in _MEDIA_TYPES \
+            or not path.is_file():
         raise NotFoundError(f"no page asset '{name}'")
     return FileResponse(path, media_type=_MEDIA_TYPES[path.suffix], headers={"Cache-Control": "max-age=3600"})
+
+
+@router.get("/favicon.ico")
+def favicon() -> FileResponse:
+    return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
 
 
 def _hit_view(hit: dict, lang: str) -> dict:

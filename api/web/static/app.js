@@ -1,6 +1,6 @@
 /* kgrag page, part 1: shared helpers (text, DOM, the JSON API with the token) and the search:
-   hits with highlighted terms, why in words, graph paths drawn, the answer with citations.
-   Hand-written, no library; exposes window.Kg for panels.js. */
+   hits rendered as Markdown with the matched words marked, why in words, graph paths drawn.
+   Exposes window.Kg for chat.js (the conversation), panels.js, docs.js and explore.js. */
 (function () {
   "use strict";
   var boot = JSON.parse(document.getElementById("kg-boot").textContent);
@@ -33,6 +33,11 @@
   };
   var h = Kg.h, t = Kg.t;
   Kg.$ = function (sel) { return document.querySelector(sel); };
+  /* box.replaceChildren(...) without the nulls of parts not shown (the DOM would write them as "null"). */
+  Kg.fill = function (box) {
+    box.replaceChildren.apply(box, Array.prototype.slice.call(arguments, 1).filter(function (c) { return c != null && c !== false; }));
+    return box;
+  };
   Kg.sep = function () { return Kg.lang === "zh" ? "、" : ", "; };
 
   /* ---- the API; writes carry the token (asked for once per tab when the server has one) ---- */
@@ -63,7 +68,7 @@
     }
     var headers = { Accept: "application/json" };
     if (body != null && !(body instanceof FormData)) headers["Content-Type"] = "application/json";
-    if (opts.write && token) headers.Authorization = "Bearer " + token;
+    if (opts.write && token) headers.Authorization = "Bearer " + Kg.headerBytes(token);
     var res = await fetch(path, { method: method, headers: headers,
       body: body == null ? undefined : body instanceof FormData ? body : JSON.stringify(body) });
     var data = null;
@@ -76,43 +81,55 @@
     }
     return { status: res.status, data: data };
   };
+  /* A header value is bytes: a token in any script is sent as its UTF-8 bytes (which the server
+     compares as sent); fetch() itself refuses characters above U+00FF with a TypeError. */
+  Kg.headerBytes = function (text) {
+    return Array.from(new TextEncoder().encode(text), function (b) { return String.fromCharCode(b); }).join("");
+  };
   Kg.errorText = function (data) {
     var e = (data && data.error) || {};
-    return e.message || (data && data.detail) || "?";
+    var text = e.message || (data && data.detail) || "?";
+    return e.problems && e.problems.length ? text + " (" + e.problems.join("; ") + ")" : text;
   };
   Kg.missing = function (status) { return status === 404 || status === 405; };
 
   /* ---- words and marks ---- */
-  function termRegex(term) {
-    var esc = term.replace(/[.*+?^${}()|[\]\\\-]/g, "\\$&");
-    // Index terms are stemmed ("redi"): mark the word the stem begins, at most 4 letters longer.
-    return /^[\w.\-]+$/.test(term) ? "(?<![A-Za-z0-9_])" + esc + "[A-Za-z]{0,4}(?![A-Za-z0-9_])" : esc;
-  }
   /* Each index term as the passage writes it ("redi" -> "Redis"). */
   Kg.shownTerms = function (text, terms) {
     var shown = [];
     terms.forEach(function (term) {
       if (!term.trim()) return;
-      var m = new RegExp(termRegex(term), "i").exec(text), word = m ? m[0] : term;
+      var m = new RegExp(KgMd.termRegex(term), "i").exec(text), word = m ? m[0] : term;
       if (!shown.some(function (w) { return w.toLowerCase() === word.toLowerCase(); })) shown.push(word);
     });
     return shown;
   };
-  Kg.highlight = function (text, terms) {
-    var alts = terms.filter(function (x) { return x && x.trim(); })
-      .sort(function (a, b) { return b.length - a.length; }).map(termRegex);
-    var p = h("p", { "class": "text" });
-    if (!alts.length) { p.textContent = text; return p; }
-    var re = new RegExp(alts.join("|"), "gi"), last = 0, m;
-    while ((m = re.exec(text))) {
-      if (!m[0]) { re.lastIndex++; continue; }
-      p.appendChild(document.createTextNode(text.slice(last, m.index)));
-      p.appendChild(h("mark", { text: m[0] }));
-      last = m.index + m[0].length;
-    }
-    p.appendChild(document.createTextNode(text.slice(last)));
-    return p;
+  /* A passage's Markdown, rendered safely, with the matched words marked; long ones folded. */
+  Kg.markdown = function (text, terms, fold) {
+    var box = KgMd.render(text, terms, { className: "text" });
+    if (!fold || text.length < 600) return box;
+    box.classList.add("folded");
+    var more = h("button", { type: "button", "class": "link more", onclick: function () {
+      box.classList.toggle("folded"); more.textContent = t(box.classList.contains("folded") ? "more" : "less");
+    } }, t("more"));
+    return h("div", {}, box, more);
   };
+  Kg.relLabel = function (name) {
+    var vocab = (boot.vocab || {})[Kg.lang] || {}, rels = vocab.relations || {};
+    if (name && name.charAt(0) === "^") return "← " + (rels[name.slice(1)] || name.slice(1));
+    return rels[name] || name;
+  };
+  Kg.classLabel = function (name) { return (((boot.vocab || {})[Kg.lang] || {}).classes || {})[name] || name; };
+  /* "order-service dependsOn redis-cluster" -> [source, relation, target], the relation found among the ontology's names. */
+  Kg.splitTriple = function (triple) {
+    var names = Object.keys((((boot.vocab || {}).en) || {}).relations || {});
+    for (var i = 0; i < names.length; i++) {
+      var at = triple.indexOf(" " + names[i] + " ");
+      if (at > 0) return [triple.slice(0, at), names[i], triple.slice(at + names[i].length + 2)];
+    }
+    return null;
+  };
+  Kg.inverseOf = function (name) { return (((boot.vocab || {}).inverse) || {})[name]; };
   Kg.pathSteps = function (path) {
     var parts = path.replace(/^query:/, "").split("→").map(function (s) { return s.trim(); });
     var end = parts[parts.length - 1] === "document about it" ? "about" : "mention";
@@ -149,11 +166,21 @@
     if (c.page != null) where.push(t("page") + " " + c.page);
     if (c.lines) where.push(t("lines") + " " + c.lines[0] + "–" + c.lines[1]);
     row(t("page") + " / " + t("lines"), where.join(", "));
-    var box = h("div", { "class": "passage", "data-chunk": c.chunk_id }, dl, h("p", { "class": "text", text: c.text }));
+    var box = h("div", { "class": "passage", "data-chunk": c.chunk_id }, dl, Kg.markdown(c.text, c.terms || [], false));
+    if (Kg.features.outline && c.doc_id) {
+      box.append(h("a", { "class": "small open-doc", href: "#" + Kg.docHash(c.doc_id, c.chunk_id, v && v.version_id) }, t("open_in_document")));
+    }
     if (c.parent && c.parent.text && c.parent.text !== c.text) {
       box.append(h("details", {}, h("summary", { text: t("context") }), h("p", { "class": "parent", text: c.parent.text })));
     }
     return box;
+  };
+
+  Kg.docHash = function (docId, chunkId, versionId) {
+    var p = new URLSearchParams({ doc: docId });
+    if (chunkId) p.set("chunk", chunkId);
+    if (versionId) p.set("v", versionId);
+    return p.toString();
   };
 
   /* ---- search ---- */
@@ -169,18 +196,18 @@
         hit.section ? h("span", { "class": "section" }, "§ " + hit.section) : null,
         hit.version && hit.version.label ? h("span", { "class": "section" }, hit.version.label) : null,
         h("span", { "class": "where" }, (hit.source || hit.doc_id).split("/").pop() + ":" + hit.lines[0] + "–" + hit.lines[1]), open),
-      Kg.highlight(hit.text.length > 420 ? hit.text.slice(0, 420) + "…" : hit.text, terms),
+      Kg.markdown(hit.text, terms, true),
       h("ul", { "class": "why", "aria-label": t("why") }, Kg.whyWords(why, [hit.title, hit.section, hit.text].join("\n")).map(function (w) { return h("li", { text: w }); })));
     if (why.graph) {
       var s = Kg.pathSteps(why.graph.path || "");
       var width = Math.max(260, (Kg.$("#results").clientWidth || 600) - 30);
-      var svg = KgGraph.path(s.nodes, s.relations, t(s.end === "about" ? "end_about" : "end_mention"), width, Kg.openEntity);
+      var svg = KgGraph.path(s.nodes, s.relations.map(Kg.relLabel), t(s.end === "about" ? "end_about" : "end_mention"), width, Kg.openEntity);
       li.append(h("div", { "class": "graph-path", title: t("graph_path") }, svg));
     }
     var card = null;
     open.addEventListener("click", function () {
       if (card) { card.remove(); card = null; open.textContent = t("show_passage"); return; }
-      card = Kg.passage(hit); li.append(card); open.textContent = t("hide_passage");
+      card = Kg.passage(Object.assign({ terms: terms }, hit)); li.append(card); open.textContent = t("hide_passage");
     });
     return li;
   }
@@ -197,85 +224,43 @@
     box.append(h("ol", { "class": "hits" }, result.hits.map(renderHit)));
   };
 
-  Kg.renderAnswer = function (ans) {
-    var box = Kg.$("#answer");
-    box.hidden = false;
-    box.replaceChildren(h("h2", {}, t("answer")));
-    var byN = {};
-    (ans.citations || []).forEach(function (c) { byN[c.n] = c; });
-    var byR = {};
-    (ans.facts || []).forEach(function (f) { byR[f.key] = f; });
-    var opened = h("div", { "class": "opened" });
-    function cite(n) {
-      return h("button", { type: "button", "class": "cite", "data-n": n, onclick: function () {
-        var shown = opened.querySelector('[data-cite="' + n + '"]');
-        if (shown) { shown.remove(); return; }
-        if (!byN[n]) return;
-        var card = Kg.passage(byN[n]); card.dataset.cite = n;
-        card.prepend(h("strong", {}, "[" + n + "] "));
-        opened.append(card);
-      } }, String(n));
-    }
-    var text = h("p", { "class": "answer-text" });
-    if (!ans.found) text.append(h("span", { "class": "muted" }, t("no_answer") + " "));
-    if (ans.sentences && ans.sentences.length) {
-      ans.sentences.forEach(function (s) {
-        var sentence = h("span", { "class": "sentence" + (s.flagged ? " flagged" : ""), title: s.flagged ? t("unsupported") : null },
-          s.text.replace(/\s*\[\d+\]/g, ""));
-        var facts = (s.facts || []).map(function (k) {  // a graph fact [R1]: its source is in the list below
-          return h("span", { "class": "cite fact", title: (byR[k] || {}).source || "" }, k);
-        });
-        text.append.apply(text, [sentence].concat(facts, (s.citations || []).map(cite), [" "]));  // append() does not flatten arrays
-      });
-    } else {
-      (ans.answer || "").split(/(\[\d+\])/).forEach(function (part) {
-        var m = /^\[(\d+)\]$/.exec(part);
-        text.append(m ? cite(Number(m[1])) : document.createTextNode(part));
-      });
-    }
-    box.append(text, opened);
-    if (ans.facts && ans.facts.length) {
-      box.append(h("ul", { "class": "facts" }, ans.facts.map(function (f) { return h("li", {}, "[" + f.key + "] " + f.source); })));
-    }
-    if (ans.citations && ans.citations.length) {
-      box.append(h("details", { "class": "sources" }, h("summary", {}, t("citations")),
-        h("ol", {}, ans.citations.map(function (c) { return h("li", { value: c.n }, c.title + (c.section ? " § " + c.section : "")); }))));
-    }
-    box.append(h("p", { "class": "note" }, t(ans.path === "llm" ? "answer_path_llm" : "answer_path_rules") + (ans.path_reason ? " · " + ans.path_reason : "")));
-  };
-
-  function nextPaint() {
+  Kg.nextPaint = function () {
     return new Promise(function (resolve) { requestAnimationFrame(function () { setTimeout(resolve, 0); }); });
-  }
+  };
   var latest = 0;
-  Kg.search = async function (q, mode, type) {
+  /* The passages for a question (POST /query) and, with answers on, the answer streamed into the
+     conversation (chat.js). `retrieval` is the text searched: the question, or with the one before
+     it when the server does not take a conversation's history. */
+  Kg.search = async function (q, mode, type, opts) {
+    opts = opts || {};
     var mine = ++latest;  // an answer to an older search that arrives late is dropped
-    var withAnswer = Kg.features.ask && Kg.$("#with-answer").checked;
-    var body = { query: q, mode: mode, types: type ? [type] : null }, asOf = Kg.$("#as-of");
-    if (asOf && asOf.value) body.as_of = asOf.value;
+    Kg.searching = mine;
+    var withAnswer = Kg.features.ask && Kg.$("#with-answer").checked && !opts.noAnswer;
+    var asOf = Kg.$("#as-of"), as_of = asOf && asOf.value ? asOf.value : null;
+    var turn = withAnswer ? Kg.chat.begin(q, { mode: mode, as_of: as_of, followup: opts.followup }) : null;
+    var retrieval = turn ? turn.retrieval : q;
+    var body = { query: retrieval, mode: mode, types: type ? [type] : null };
+    if (as_of) body.as_of = as_of;
     Kg.$("#results").setAttribute("aria-busy", "true");
-    Kg.$("#answer").hidden = true;
+    Kg.$("#home").hidden = true;
     var params = { q: q, mode: mode, type: type || "" };
-    if (body.as_of) params.as_of = body.as_of;
-    history.replaceState(null, "", "/?" + new URLSearchParams(params).toString() + location.hash);
+    if (as_of) params.as_of = as_of;
+    history.replaceState(null, "", "/?" + new URLSearchParams(params).toString() + (location.hash.indexOf("#search") === 0 ? "" : location.hash));
     var started = performance.now();
-    var asking = withAnswer ? Kg.api("POST", "/ask", Object.assign({ question: q, mode: mode }, body.as_of ? { as_of: body.as_of } : {})) : null;
+    var answering = turn ? Kg.chat.run(turn, function () { return mine === latest; }) : null;
     var res = await Kg.api("POST", "/query", body);
     var answered = performance.now();
     if (mine !== latest) return;
     if (res.status !== 200) Kg.$("#results").replaceChildren(h("p", { "class": "error" }, t("error", { message: Kg.errorText(res.data) })));
     else Kg.renderResult(res.data);
-    await nextPaint();
+    await Kg.nextPaint();
     Kg.timings.push({ kind: "query", api_ms: answered - started, render_ms: performance.now() - answered });
     Kg.$("#results").removeAttribute("aria-busy");
-    if (asking) {
-      var ans = await asking, got = performance.now();
+    if (answering) {
+      var got = await answering;
       if (mine !== latest) return;
-      if (Kg.missing(ans.status)) { Kg.features.ask = false; Kg.$("#answer-toggle").hidden = true; }
-      else if (ans.status !== 200) { var box = Kg.$("#answer"); box.hidden = false; box.replaceChildren(h("p", { "class": "error" }, t("error", { message: Kg.errorText(ans.data) }))); }
-      else Kg.renderAnswer(ans.data);
-      await nextPaint();
-      Kg.timings.push({ kind: "ask", api_ms: got - started, render_ms: performance.now() - got });
+      await Kg.nextPaint();
+      if (got) Kg.timings.push({ kind: "ask", api_ms: got.api_ms, first_delta_ms: got.first_delta_ms, render_ms: performance.now() - got.done });
     }
     document.body.dataset.searched = String(Kg.timings.length);
   };
@@ -286,9 +271,13 @@
       var q = Kg.$("#q").value.trim();
       if (q) Kg.search(q, Kg.$("#mode").value, Kg.$("#type").value);
     });
+    Kg.chat.restore();
     if (boot.result) {
       Kg.renderResult(boot.result);  // the server's rendering, redrawn with graphs and buttons
-      if (Kg.features.ask && Kg.$("#with-answer").checked) Kg.search(boot.result.query, Kg.$("#mode").value, Kg.$("#type").value);
+      Kg.$("#home").hidden = true;
+      if (Kg.features.ask && Kg.$("#with-answer").checked && !Kg.chat.has(boot.result.query)) {
+        Kg.search(boot.result.query, Kg.$("#mode").value, Kg.$("#type").value);
+      } else document.body.dataset.searched = String(Kg.timings.length);  // its answer is the conversation's last turn
     }
     Kg.start();
   });

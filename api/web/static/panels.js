@@ -1,5 +1,6 @@
-/* kgrag page, part 2: the entity panel, documents (list, versions, delete, upload by drag and
-   drop), import with its errors by line, the ontology check, views and the language toggle. */
+/* kgrag page, part 2: the entity panel (relations by their labels, each fact's source), documents
+   (list, versions, delete, upload by drag and drop with progress), import with its errors by line,
+   packs, the ontology and consistency checks, views and the language toggle. */
 (function () {
   "use strict";
   var Kg = window.Kg, h = Kg.h, t = Kg.t, $ = Kg.$, F = Kg.features;
@@ -23,22 +24,29 @@
     if (res.status !== 200) { panel.replaceChildren(head, h("p", { "class": "error" }, Kg.errorText(res.data))); return; }
     var e = res.data, flat = [];
     Object.keys(e.neighbours || {}).sort().forEach(function (rel) {
-      e.neighbours[rel].forEach(function (n) { flat.push({ label: n.label, relation: rel, asserted: n.asserted }); });
+      e.neighbours[rel].forEach(function (n) { flat.push({ label: n.label, relation: Kg.relLabel(rel), asserted: n.asserted }); });
     });
     panel.replaceChildren(head, h("p", { "class": "muted" }, e.id));
-    panel.append(h("h3", {}, t("types")), h("p", {}, (e.types || []).join(Kg.sep()) || "–"));
+    panel.append(h("h3", {}, t("types")), h("p", {}, (e.types || []).map(Kg.classLabel).join(Kg.sep()) || "–"));
     panel.append(h("h3", {}, t("aliases")), h("p", {}, (e.aliases || []).join(Kg.sep()) || "–"));
     panel.append(h("h3", {}, t("neighbours")));
     // A phone shows fewer neighbours in the drawing, so that its labels stay readable; all are listed below.
     if (flat.length) panel.append(h("div", { "class": "entity-graph" }, KgGraph.star(e.label, flat, Kg.openEntity, panel.clientWidth < 500 ? 8 : 16, panel.clientWidth)));
-    panel.append(h("ul", {}, Object.keys(e.neighbours || {}).sort().map(function (rel) {
-      return h("li", {}, h("b", {}, rel + ": "), e.neighbours[rel].map(function (n) {
-        return h("button", { type: "button", "class": "chip", onclick: function () { Kg.openEntity(n.label); } }, n.label);
+    panel.append(h("ul", { "class": "facts" }, Object.keys(e.neighbours || {}).sort().map(function (rel) {
+      return h("li", { "data-relation": rel }, h("b", { title: rel }, Kg.relLabel(rel) + ": "), e.neighbours[rel].map(function (n) {
+        // The fact as asserted: this entity -rel-> n, or n -inverse-> this entity when walked backwards.
+        var back = !n.asserted, asserted = rel.charAt(0) === "^" ? rel.slice(1) : back ? (Kg.inverseOf(rel) || rel) : rel;
+        var src = h("button", { type: "button", "class": "link source", title: t("fact_source"), onclick: function () {
+          Kg.openFact(back ? n.id : e.id, asserted, back ? e.id : n.id);
+        } }, "ⓘ");
+        return h("span", { "class": "fact" }, h("button", { type: "button", "class": "chip", onclick: function () { Kg.openEntity(n.label); } }, n.label), src);
       }));
     })));
+    panel.append(h("div", { "class": "fact-box" }));
     if (e.sections_about) {
       panel.append(h("h3", {}, t("sections_about")), h("ul", {}, e.sections_about.map(function (s) {
-        return h("li", {}, s.title + (s.section ? " § " + s.section : ""), s.reason ? h("span", { "class": "muted" }, " · " + s.reason) : null);
+        var name = s.title + (s.section ? " § " + s.section : "");
+      return h("li", {}, F.outline ? h("a", { href: "#" + Kg.docHash(s.doc_id, s.chunk_id) }, name) : name, s.reason ? h("span", { "class": "muted" }, " · " + s.reason) : null);
       })));
     }
     panel.append(h("h3", {}, t("documents_about")), h("ul", {}, (e.documents_about || []).map(function (d) {
@@ -48,6 +56,31 @@
       return h("li", {}, m.title + " ", h("span", { "class": "muted" }, t("mentions", { n: m.mentions })));
     })));
     if (window.innerWidth < 1000) panel.scrollIntoView({ block: "start" });
+  };
+  /* Where a fact is written: its lines in the graph file, the relation's definition. */
+  Kg.openFact = async function (source, relation, target) {
+    var panel = $("#panel"), box = panel.querySelector(".fact-box");
+    if (!box || panel.hidden) {
+      panel.hidden = false; $(".layout").classList.add("with-panel");
+      box = h("div", { "class": "fact-box" });
+      panel.replaceChildren(h("div", { "class": "panel-head" }, h("h2", {}, t("fact_source")),
+        h("button", { type: "button", "class": "small secondary", onclick: closePanel }, t("close"))), box);
+    }
+    box.replaceChildren(h("p", { "class": "muted" }, t("loading")));
+    var res = await Kg.api("GET", "/graph/fact?" + new URLSearchParams({ source: source, relation: relation, target: target, lang: Kg.lang }).toString());
+    if (res.status !== 200) { box.replaceChildren(h("p", { "class": "error" }, Kg.errorText(res.data))); return; }
+    var f = res.data, st = f.statement;
+    Kg.fill(box, h("h3", {}, t("fact_source")),
+      h("p", { "class": "fact-line" }, h("b", {}, f.source.label), " —", h("span", { "class": "rel", title: f.relation }, f.relation_label), "→ ", h("b", {}, f.target.label),
+        f.weight !== 1 ? h("span", { "class": "muted" }, " · " + t("weight") + " " + f.weight) : null),
+      st ? h("p", { "class": "muted" }, t("written_in", { file: st.file, line: st.line })) : h("p", { "class": "muted" }, t("not_in_file")),
+      st ? h("pre", { "class": "turtle" }, st.lines.map(function (l) {
+        return h("span", { "class": l.fact ? "fact-row" : null }, String(l.n).padStart(5, " ") + "  " + l.text + "\n");
+      })) : null,
+      f.definition ? h("details", {}, h("summary", {}, t("relation_defined", { file: f.definition.file, line: f.definition.line })),
+        h("pre", { "class": "turtle" }, f.definition.text)) : null,
+      h("p", { "class": "note" }, t("fact_note")));
+    if (window.innerWidth < 1000) box.scrollIntoView({ block: "start" });
   };
 
   /* ---- documents ---- */
@@ -64,9 +97,10 @@
         actions.append(h("button", { type: "button", "class": "small secondary", onclick: function () { showVersions(d, versionsBox); } }, t("versions")), " ");
       }
       if (F.document_delete) {
-        actions.append(h("button", { type: "button", "class": "small danger", onclick: function () { deleteDocument(d); } }, t("delete")));
+        actions.append(h("button", { type: "button", "class": "small danger", onclick: function () { Kg.deleteDocument(d); } }, t("delete")));
       }
-      return [h("span", {}, d.title, d.pack ? h("span", { "class": "muted" }, " · " + t("col_pack") + " " + d.pack) : null, versionsBox), (d.source || "").split("/").pop(), d.format || "", String(d.chunks),
+      var title = F.outline ? h("a", { href: "#" + Kg.docHash(d.doc_id) }, d.title) : d.title;
+      return [h("span", {}, title, d.pack ? h("span", { "class": "muted" }, " · " + t("col_pack") + " " + d.pack) : null, versionsBox), (d.source || "").split("/").pop(), d.format || "", String(d.chunks),
         d.version ? (d.version.label || d.version.version_id) + (d.version.effective_from ? " · " + d.version.effective_from : "") : "–",
         String(d.versions == null ? 1 : d.versions), actions];
     });
@@ -81,13 +115,15 @@
         (v.effective_to ? " · " + t("until") + " " + v.effective_to : ""));
     })));
   }
-  async function deleteDocument(doc) {
+  Kg.deleteDocument = async function (doc, then) {
     if (!window.confirm(t("confirm_delete", { title: doc.title }))) return;
     var res = await Kg.api("DELETE", "/documents/" + encodeURIComponent(doc.doc_id), null, { write: true });
     var log = $("#upload-log");
-    log.prepend(h("li", { "class": res.status < 300 ? "ok" : "error" }, res.status < 300 ? t("deleted", { title: doc.title }) : Kg.errorText(res.data)));
+    log.prepend(h("li", { "class": res.status < 300 ? "ok" : "error" }, res.status < 300 ? t("deleted", { title: doc.title })
+      : t("delete_failed", { title: doc.title, message: Kg.errorText(res.data) })));
+    if (res.status < 300 && then) then();
     loadDocuments();
-  }
+  };
 
   var FORMATS = { md: "md", markdown: "md", txt: "txt", text: "txt", html: "html", htm: "html", pdf: "pdf" };
   function readFile(file, binary) {
@@ -98,21 +134,35 @@
       if (binary) reader.readAsDataURL(file); else reader.readAsText(file);
     });
   }
-  /* Reads each file and POSTs /documents: text formats as text, PDF as content_base64. */
+  /* Reads each file and POSTs /documents (text formats as text, PDF as content_base64), one at a
+     time, with a bar over all of them and a line per file that says what happened or why not. */
   Kg.upload = async function (files) {
-    var log = $("#upload-log");
-    for (var i = 0; i < files.length; i++) {
+    var log = $("#upload-log"), bar = $("#upload-progress"), total = files.length, failed = 0;
+    bar.hidden = false; bar.max = total; bar.value = 0;
+    for (var i = 0; i < total; i++) {
       var file = files[i], ext = (file.name.split(".").pop() || "").toLowerCase(), format = FORMATS[ext] || "txt";
-      var body = { source: "upload:" + file.name, format: format };
-      if (format === "pdf") { body.content_base64 = await readFile(file, true); body.filename = file.name; }
-      else body.text = await readFile(file, false);
-      var res = await Kg.api("POST", "/documents", body, { write: true });
+      var line = h("li", { "class": "busy", "data-file": file.name }, t("upload_busy", { name: file.name, i: i + 1, n: total }));
+      log.prepend(line);
+      var res;
+      try {
+        var body = { source: "upload:" + file.name, format: format };
+        if (format === "pdf") { body.content_base64 = await readFile(file, true); body.filename = file.name; }
+        else body.text = await readFile(file, false);
+        res = await Kg.api("POST", "/documents", body, { write: true });
+      } catch (e) {
+        res = { status: 0, data: { error: { message: String(e && e.message || e) } } };
+      }
       var d = res.data || {};
-      log.prepend(h("li", { "class": res.status < 300 ? "ok" : "error", "data-file": file.name }, res.status < 300
+      line.className = res.status && res.status < 300 ? "ok" : "error";
+      line.textContent = res.status && res.status < 300
         ? t("uploaded", { name: file.name, added: d.added, updated: d.updated, unchanged: d.unchanged, chunks: d.chunks_indexed })
-        : t("upload_failed", { name: file.name, message: Kg.errorText(d) + ((d.error && d.error.problems) ? " (" + d.error.problems.join("; ") + ")" : "") })));
+        : t("upload_failed", { name: file.name, message: Kg.errorText(d) });
+      if (line.className === "error") failed++;
+      bar.value = i + 1;
     }
+    $("#upload-summary").textContent = t("upload_done", { n: total - failed, failed: failed });
     if (F.documents_list) loadDocuments();
+    $("#home").dataset.loaded = "";
   };
   function dropZone(zone, input, onFiles) {
     ["dragenter", "dragover"].forEach(function (name) {
@@ -126,7 +176,8 @@
   /* ---- import and check ---- */
   Kg.importFile = async function (file) {
     var box = $("#import-result");
-    if (!file) return;
+    if (!file) { message(box, "error", t("choose_file_first")); return; }
+    message(box, "muted busy", t("importing", { name: file.name }));
     var form = new FormData();
     form.append("file", file, file.name);
     form.append("dry_run", $("#dry-run").checked ? "true" : "false");
@@ -154,19 +205,50 @@
     }
   }
 
+  async function runConsistency() {
+    var box = $("#consistency-result");
+    message(box, "muted", t("loading"));
+    var res = await Kg.api("GET", "/check");
+    if (res.status !== 200) { message(box, "error", Kg.missing(res.status) ? t("not_available") : Kg.errorText(res.data)); return; }
+    var r = res.data, counts = Object.keys(r.counts || {}).map(function (k) { return k + " " + r.counts[k]; }).join(" · ");
+    Kg.fill(box, h("p", { "class": r.clean ? "ok" : "error" }, r.clean ? t("consistent") : t("inconsistent", { n: r.problems.length })),
+      counts ? h("p", { "class": "muted" }, counts) : null,
+      r.problems.length ? h("ul", {}, r.problems.map(function (p) { return h("li", {}, p); })) : null,
+      r.problems.length ? h("p", { "class": "note" }, t("repair_hint")) : null);
+  }
+  async function loadPacks() {
+    var box = $("#packs-list");
+    if (!F.packs) { message(box, "muted", t("not_available")); return; }
+    var res = await Kg.api("GET", "/packs");
+    if (res.status !== 200) { message(box, "error", Kg.errorText(res.data)); return; }
+    if (!res.data.packs.length) { message(box, "muted", t("no_packs")); return; }
+    box.replaceChildren(h("div", { "class": "cards" }, res.data.packs.map(function (p) {
+      function row(label, items) { return items && items.length ? h("p", {}, h("b", {}, label + ": "), items.join(Kg.sep())) : null; }
+      return h("article", { "class": "card pack", "data-pack": p.id }, h("h3", {}, p.title || p.id, h("span", { "class": "muted" }, " · " + p.id)),
+        h("p", { "class": "muted" }, t("pack_counts", { documents: p.documents, rows: p.registry_rows }) + (p.language ? " · " + p.language : "") + (p.origin ? " · " + p.origin : "")),
+        row(t("covers"), p.covers), row(t("does_not_cover"), p.does_not_cover), row(t("key_terms"), p.key_terms), row(t("entry_files"), p.entry_files));
+    })));
+  }
+
   /* ---- views, language ---- */
+  var VIEWS = ["search", "graph", "documents", "doc", "import"];
   function show(view) {
-    ["search", "documents", "import"].forEach(function (name) {
+    VIEWS.forEach(function (name) {
       $("#view-" + name).hidden = name !== view;
       var link = document.querySelector('nav a[data-view="' + name + '"]');
-      if (link) link.classList.toggle("active", name === view);
+      if (link) link.classList.toggle("active", name === view || (name === "documents" && view === "doc"));
     });
+    $(".layout").classList.toggle("wide", view === "graph" || view === "doc");
     if (view === "documents") loadDocuments();
+    if (view === "import") loadPacks();
+    if (view === "graph") KgExplore.open();
+    if (view === "search" && !$("#results").children.length && !Kg.chat.turns().length) { $("#home").hidden = false; Kg.loadHome(); }
   }
   function route() {
-    var hash = location.hash.slice(1);
+    var hash = location.hash.slice(1), params = new URLSearchParams(hash);
     if (hash.indexOf("entity=") === 0) { show("search"); Kg.openEntity(decodeURIComponent(hash.slice(7))); return; }
-    show(hash === "documents" || hash === "import" ? hash : "search");
+    if (params.get("doc")) { show("doc"); Kg.openDocument(params); return; }
+    show(VIEWS.indexOf(hash) >= 0 && hash !== "doc" ? hash : "search");
   }
   function applyLanguage() {
     document.documentElement.lang = Kg.lang === "zh" ? "zh-CN" : "en";
@@ -180,7 +262,12 @@
     document.cookie = "kg_lang=" + lang + "; path=/; max-age=31536000; samesite=lax";
     applyLanguage();
     var q = $("#q").value.trim();
-    if (q && document.body.dataset.searched) Kg.search(q, $("#mode").value, $("#type").value);
+    // The passages are redrawn in the new language; the conversation is not asked again.
+    if (q && document.body.dataset.searched) Kg.search(q, $("#mode").value, $("#type").value, { noAnswer: true });
+    if (!$("#home").hidden) Kg.loadHome();
+    if (!$("#view-graph").hidden) KgExplore.redraw();
+    else KgExplore.state.loaded = false;
+    if (!$("#view-doc").hidden) route();
   };
 
   Kg.start = function () {
@@ -190,7 +277,12 @@
     dropZone($("#import-drop"), $("#import-input"), function (files) { $("#import-input").dataset.ready = "1"; Kg.pendingImport = files[0]; });
     $("#import-form").addEventListener("submit", function (ev) { ev.preventDefault(); Kg.importFile(Kg.pendingImport || $("#import-input").files[0]); });
     $("#run-check").addEventListener("click", runCheck);
+    $("#run-consistency").addEventListener("click", runConsistency);
     if (!F.upload) $("#drop").replaceChildren(h("span", {}, t("not_available")));
+    ["graph", "consistency", "packs"].forEach(function (name) {
+      var need = { graph: F.graph, consistency: F.check, packs: F.packs }[name];
+      document.querySelectorAll("[data-needs=" + name + "]").forEach(function (node) { node.hidden = !need; });
+    });
     window.addEventListener("hashchange", route);
     route();
     document.body.dataset.ready = "1";
