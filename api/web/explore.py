@@ -46,9 +46,10 @@ def graph_json(kb, lang: str, *, limit: int = 500, classes: list[str] | None = N
     with kb.reading():
         view = kb.graph.view
         class_labels, relation_labels = vocabulary_labels(kb, lang)
-        unknown = [c for c in classes or [] if c not in class_labels] + [r for r in relations or [] if r not in relation_labels]
+        classes, relations = [c for c in classes or [] if c.strip()], [r for r in relations or [] if r.strip()]
+        unknown = [c for c in classes if c not in class_labels] + [r for r in relations if r not in relation_labels]
         if unknown:
-            raise InputError(f"not in the ontology: {', '.join(unknown)} (see the class and relation lists of GET /graph)")
+            raise NotFoundError(f"not in the ontology: {', '.join(unknown)} (see the class and relation lists of GET /graph)")
         mentions = kb.store.mention_counts()
         edges = [(s, r, t, w) for (s, r, t), w in view._edges.items()]  # noqa: SLF001 - the asserted edges, read-only
     wanted_classes = set(classes or [])
