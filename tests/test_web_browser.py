@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import urllib.parse
@@ -53,10 +54,13 @@ def demo_dir(tmp_path_factory) -> Path:
 
 
 def cited_answer(body: dict) -> str:
-    """A Markdown answer citing the first passage that names mysql-core or redis-cluster (else passage 1)."""
+    """A Markdown answer citing the first passage that names mysql-core or redis-cluster (else passage 1), and
+    the graph fact [R1] in its own words when the server gave one."""
     passages = passages_of(body)
     n = next((n for n, text in passages.items() if "mysql-core" in text or "redis-cluster" in text), 1)
-    return f"The **impact** of the failure: `redis-cluster` clients fail over to the database [{n}]."
+    user = next((m["content"] for m in body.get("messages", []) if m.get("role") == "user"), "")
+    fact = re.search(r'<fact n="R1"[^>]*>\n(.*?)\n</fact>', user, re.DOTALL)
+    return f"The **impact** of the failure: `redis-cluster` clients fail over to the database [{n}]." + (f" {fact.group(1)}[R1]" if fact else "")
 
 
 @pytest.fixture(scope="module")
@@ -338,8 +342,18 @@ def test_a_two_turn_conversation_streams_its_answers(browser, server, llm, shots
     assert browser.evaluate(f"document.querySelector('{turn} .answer-text strong').textContent") == "impact"
     assert browser.evaluate(f"document.querySelector('{turn} .answer-text code').textContent") == "redis-cluster"
     assert browser.evaluate(f"document.querySelector('{turn} .answer-text').textContent").count("*") == 0
-    browser.click(f"{turn} .cite")
+    browser.click(f"{turn} .cite:not(.fact)")
     browser.wait_for(f"document.querySelector('{turn} .passage')")
+    # A graph fact [R1] opens with its triples; each triple's source (its lines in graph.ttl) is one click on.
+    record = browser.evaluate("Kg.chat.turns()[0].record")
+    assert record["facts"] and record["facts"][0]["relation"] == "requiredBy"
+    browser.click(f"{turn} .cite.fact")
+    browser.wait_for(f"document.querySelector('{turn} .fact-card')")
+    assert record["facts"][0]["text"]["zh"] in browser.evaluate(f"document.querySelector('{turn} .fact-card').textContent")
+    browser.click(f"{turn} .fact-card .source")
+    browser.wait_for("document.querySelector('#panel pre.turtle .fact-row')")
+    rows = texts(browser, "#panel pre.turtle .fact-row")
+    assert any(":dependsOn" in row for row in rows) and any("redis-cluster" in row for row in rows)
     # The loop's path and rounds, on demand.
     browser.click(f"{turn} details.loop summary")
     assert browser.evaluate(f"document.querySelectorAll('{turn} .rounds li').length") >= 1
@@ -347,7 +361,6 @@ def test_a_two_turn_conversation_streams_its_answers(browser, server, llm, shots
     # Copy with sources.
     browser.click(f"{turn} .copy")
     copied = browser.wait_for("Kg.lastCopied")
-    record = browser.evaluate("Kg.chat.turns()[0].record")
     cited = record["citations"][0]
     assert copied.startswith("redis-cluster 宕机会影响哪些服务？\n\nThe **impact**")
     assert f"[{cited['n']}] {cited['title']}" in copied
