@@ -27,6 +27,7 @@ EXEMPT = {
     "serve": "a server that runs until stopped: tests/test_web_browser.py and the serve regressions start it",
     "mcp": "JSON-RPC over stdio, no human output: tests/test_mcp.py drives it",
     "llm serve": "a model server that runs until stopped: the real-model tests start it",
+    "migrate": "needs PostgreSQL and a SPARQL store: tests/test_backends_migrate.py runs it as the real CLI and reads its output",
 }
 EXIT_CODES = {"llm check": 1}  # no model is configured here: it says what to set
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -1,0 +1,149 @@
+"""A knowledge base's text index and graph -> the other home (embedded files <-> PostgreSQL + a SPARQL store), copied from the catalog and graph, then checked.
+
+The catalog (SQLite in the data dir) is the truth for chunks, as in `kg check --repair`: the target
+text index is written anew from it through the write path's own `reindex_all`, so the chunks are
+analysed exactly as an ingest analyses them. The graph is split into the base ontology's triples
+(named graph `ontology`) and the user's (`default`). The check afterwards compares chunk ids,
+the graph (triple for triple, numeric literals by value) and the top 10 of a sample of searches
+(each document's title as a question) between the old index and the new one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rdflib import Graph
+
+__all__ = ["MigrationReport", "migrate"]
+
+SAMPLE_QUERIES = 50
+
+
+@dataclass
+class MigrationReport:
+    target: str
+    chunks: int = 0
+    triples: int = 0
+    graphs: list[str] = field(default_factory=list)
+    queries_compared: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict:
+        return {"target": self.target, "chunks": self.chunks, "triples": self.triples, "graphs": self.graphs,
+                "queries_compared": self.queries_compared, "clean": self.clean, "problems": self.problems}
+
+
+def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", graph_store: str | None = None,
+            progress=None) -> MigrationReport:
+    """`target` "postgres+sparql": from the embedded files to PostgreSQL (`dsn`, `schema`) and the SPARQL
+    store `graph_store`; "embedded": from the backends `kb` was opened with to files in its data dir."""
+    from kg.errors import InputError
+    from kg.stores import open_graph_store
+
+    if target == "postgres+sparql":
+        if not dsn or not graph_store or not graph_store.startswith("sparql+"):
+            raise InputError("kg migrate --to postgres+sparql needs a PostgreSQL DSN (--dsn or KG_POSTGRES_DSN) and "
+                             "a SPARQL store (--graph-store sparql+http://HOST:PORT or KG_GRAPH_STORE)")
+        from retrieval.index.postgres_index import PostgresIndex
+
+        new_index = PostgresIndex(dsn, schema, kb.index.field_boosts, max_df_ratio=kb.index.max_df_ratio)
+        store = open_graph_store(graph_store, namespace=schema)
+    elif target == "embedded":
+        if kb.settings.text_backend != "postgres" or not kb.settings.graph_store.startswith("sparql+"):
+            raise InputError("kg migrate --to embedded moves a knowledge base off the backends: open it with "
+                             "KG_TEXT_BACKEND=postgres, KG_POSTGRES_DSN and KG_GRAPH_STORE=sparql+http://... set")
+        from retrieval.index.whoosh_index import WhooshIndex
+
+        new_index = WhooshIndex(kb.root / "index", kb.index.field_boosts, max_df_ratio=kb.index.max_df_ratio)
+        store = open_graph_store(kb.settings.graph_store, namespace=kb.settings.postgres_schema)
+    else:
+        raise InputError(f"unknown migration target '{target}': use postgres+sparql or embedded")
+    report = MigrationReport(target)
+    try:
+        with kb.writing("migrate"):
+            if target == "postgres+sparql":
+                whole = kb.graph.rdf
+                _write_graph(store, whole)
+            else:
+                whole = store.read()
+                if not len(whole):
+                    raise InputError(f"the SPARQL store at {store.url} holds no graph for '{kb.settings.postgres_schema}'")
+                kb.graph.rdf = whole
+                kb.graph.save()
+                kb._graph_changed()
+            kb.linker  # noqa: B018 - teaches jieba the graph's labels and the synonyms, which the chunks were cut with
+            old_index = kb.index
+            kb.index = new_index
+            try:
+                from retrieval.write_path import reindex_all
+
+                report.chunks = reindex_all(kb, progress)
+            finally:
+                kb.index = old_index
+            _verify(kb, old_index, new_index, whole, store, report)
+    finally:
+        new_index.close()
+        store.close()
+    return report
+
+
+def _write_graph(store, whole: Graph) -> None:
+    from kg.stores import DEFAULT, ONTOLOGY
+    from ontology import BASE_ONTOLOGY_PATH, load_rdf
+
+    base = load_rdf(BASE_ONTOLOGY_PATH)
+    ontology_part, user = Graph(), Graph()
+    for triple in whole:
+        (ontology_part if triple in base else user).add(triple)
+    store.replace(ontology_part, ONTOLOGY)
+    store.replace(user, DEFAULT)
+
+
+def _verify(kb, old_index, new_index, whole: Graph, store, report: MigrationReport) -> None:
+    from rdflib.compare import isomorphic
+
+    from kg.stores import canonical
+    from retrieval.index.analysis import query_terms
+
+    catalog = {row[0] for row in kb.store.db.execute("SELECT chunk_id FROM chunks")}
+    indexed = new_index.chunk_ids() if hasattr(new_index, "chunk_ids") else None
+    if indexed is not None and indexed != catalog:
+        report.problems.append(f"{len(catalog - indexed)} chunk(s) missing from the new index, {len(indexed - catalog)} extra")
+    if new_index.doc_count() != len(catalog):
+        report.problems.append(f"the new index holds {new_index.doc_count()} chunks, the catalog {len(catalog)}")
+    copied = store.read()
+    report.graphs, report.triples = store.names(), len(copied)
+    if not isomorphic(canonical(copied), canonical(whole)):
+        report.problems.append(f"the graph read back ({len(copied)} triples) differs from the one written ({len(whole)})")
+    titles = [row[0] for row in kb.store.db.execute(
+        "SELECT DISTINCT title FROM documents WHERE title != '' ORDER BY doc_id LIMIT ?", (SAMPLE_QUERIES,))]
+    for title in titles:
+        terms = [(t, 1.0) for t in query_terms(title)]
+        # Words only: the character pairs re-score the candidates the words chose, and a tie at the
+        # candidates' cut goes to the chunk indexed first, an order a copy cannot keep (whoosh's merges
+        # reorder its segments), so with pairs a tie at the cut can surface as a different hit.
+        a = [(h.chunk_id, h.score) for h in old_index.search(terms, 10)]
+        b = [(h.chunk_id, h.score) for h in new_index.search(terms, 10)]
+        report.queries_compared += 1
+        if not same_within_ties(a, b):
+            report.problems.append(f"the search for '{title}' ranks differently: {[c for c, _ in a[:3]]} vs {[c for c, _ in b[:3]]}")
+
+
+def same_within_ties(a: list[tuple[str, float]], b: list[tuple[str, float]], tolerance: float = 1e-9) -> bool:
+    """Two rankings agree when their scores agree rank by rank and their ids differ only among equal scores
+    (the last group may be cut by the limit differently on each side)."""
+    if len(a) != len(b):
+        return False
+    if any(abs(sa - sb) > tolerance * max(1.0, abs(sa)) for (_, sa), (_, sb) in zip(a, b, strict=True)):
+        return False
+    groups_a: dict[float, set[str]] = {}
+    groups_b: dict[float, set[str]] = {}
+    for ranking, groups in ((a, groups_a), (b, groups_b)):
+        for cid, score in ranking:
+            groups.setdefault(round(score, 9), set()).add(cid)
+    last = round(a[-1][1], 9) if a else None
+    return all(groups_a[s] == groups_b.get(s) for s in groups_a if s != last)
