@@ -1,6 +1,8 @@
 """Answer quality and the loop's guarantees, offline: the demo (with its unanswerable questions), ops_dev_zh and 2wiki_dev -> bench/RESULTS-answers.md.
 
     python bench/answers.py [--bench-dir DIR] [--sets demo,ops_dev_zh,2wiki_dev] [--limit N] [--out FILE]
+    python bench/answers.py --model-run [--llm BASE_URL --llm-model openai/NAME | --serve smollm2|qwen2.5-coder-1.5b]
+                            [--limit N] [--label NAME]     (see bench/answers_model.py)
 
 For every set, `retrieval.eval.answers` asks each question through `KnowledgeBase.ask` (exactly
 what `kg ask` runs) with no model configured, and reports: the share of questions whose
@@ -117,13 +119,100 @@ def targets(summaries: dict, extras: dict) -> list[str]:
     return out
 
 
+def dataset_kb(root: Path, data_dir: Path):
+    """A knowledge base of a benchmark folder, built as `kg eval` builds it (kept in data_dir for reruns)."""
+    from retrieval.eval.datasets import load_dataset
+    from retrieval.pipeline import KnowledgeBase
+    from retrieval.types import SourceDocument
+
+    if data_dir.exists():
+        return KnowledgeBase(Settings(data_dir=data_dir))
+    dataset = load_dataset(root, None)
+    kb = KnowledgeBase(Settings(data_dir=data_dir), create=True)
+    if dataset.ontology_path:
+        kb.import_file(dataset.ontology_path)
+    kb.add_entities(p.title for p in dataset.passages if p.title)
+    if dataset.relations_path:
+        kb.import_file(dataset.relations_path, skip_invalid=True)
+    kb.ingest_documents(SourceDocument(source=f"{dataset.name}:{p.id}", text=p.text or p.title, format="txt",
+                                       title=p.title or None) for p in dataset.passages)
+    return kb
+
+
+def model_run(args) -> None:
+    """No model, or a model at --llm / started with --serve: the demo, ops_dev_zh and the relation questions."""
+    from bench import answers_model as am
+    from retrieval.answer.local_server import LocalServer
+
+    server, base, model = None, args.llm, args.llm_model
+    if args.serve:
+        log = args.kb_cache / f"server-{args.serve}.log" if args.kb_cache else None
+        server = LocalServer(args.serve, threads=args.threads, nice=10, log=log).start()
+        base, model = server.base_url, f"openai/{args.serve}"
+    label = args.label or (model.split("/", 1)[-1] if base else "no model")
+    config = LlmConfig(model=model, base_url=base, timeout=args.timeout, max_tokens=args.max_tokens) if base else None
+    factory = (lambda: LlmClient(config)) if config else (lambda: None)  # noqa: E731
+    relation_questions = [json.loads(line) for line in (REPO_ROOT / "bench" / "relation_questions.jsonl").read_text(
+        encoding="utf-8").splitlines() if line.strip()]
+    cache = args.kb_cache or Path(tempfile.mkdtemp(prefix="kgrag-bench-"))
+    parts: dict = {}
+    try:
+        for name in args.sets.split(","):
+            if name == "demo":
+                kb = build_demo(cache / "demo") if not (cache / "demo").exists() else dataset_kb(Path(), cache / "demo")
+                questions = (read_answer_questions(DEMO_DIR / "questions.jsonl")[: args.limit]
+                             + read_answer_questions(DEMO_DIR / "unanswerable.jsonl")[: args.limit_unanswerable])
+                table_csv = DEMO_DIR / "relations.csv"
+            elif name == "ops_dev_zh":
+                root = args.bench_dir / name
+                kb = dataset_kb(root, cache / name)
+                questions = read_answer_questions(root / "questions.jsonl")[: args.limit]
+                table_csv = root / "relations.csv"
+            else:
+                continue
+            with kb:
+                parts[name] = am.summarize(am.run_questions(kb, questions, factory, f"{label}/{name}"))
+                rel = [q for q in relation_questions if q["set"] == name][: args.limit_relations]
+                parts[f"{name} relations"] = am.summarize(am.run_relations(kb, rel, table_csv, factory, f"{label}/{name}"))
+    finally:
+        if server is not None:
+            server.stop()
+    note = (f"{platform.platform()}; limit {args.limit} answerable, {args.limit_unanswerable} unanswerable, "
+            f"{args.limit_relations} relation questions a set; threads {args.threads}; timeout {args.timeout:g} s")
+    results = am.save(REPO_ROOT / "bench" / "RESULTS-answers-model.json", label, parts, note)
+    section = ["## With a model in the loop (`python bench/answers.py --model-run`)", "", am.table(results), "",
+               *[f"- {k}: {v['_note']}" for k, v in results.items()], ""]
+    text = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    head = text.split("## With a model in the loop")[0].rstrip() + "\n\n" if text else ""
+    rest = text.split("## With a model in the loop", 1)[1].split("\n## ", 1) if "## With a model in the loop" in text else []
+    tail = "## " + rest[1] if len(rest) == 2 else ""
+    args.out.write_text(head + "\n".join(section) + ("\n" + tail if tail else ""), encoding="utf-8")
+    print(am.table(results))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bench-dir", type=Path, default=REPO_ROOT.parent / "shared" / "bench")
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--limit", type=int, default=None, help="Only the first N questions of each benchmark set.")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "RESULTS-answers.md")
+    parser.add_argument("--model-run", action="store_true", help="Measure answers with a model (or none) and their cost.")
+    parser.add_argument("--llm", default=None, help="An OpenAI-compatible base URL (…/v1) to answer with.")
+    parser.add_argument("--llm-model", default="openai/local", help="The model name at --llm (litellm form).")
+    parser.add_argument("--serve", choices=["smollm2", "qwen2.5-coder-1.5b"], default=None,
+                        help="Start this PyPI-packaged model on 127.0.0.1 for the run (retrieval/answer/local_server.py).")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--max-tokens", type=int, default=200)
+    parser.add_argument("--limit-unanswerable", type=int, default=None)
+    parser.add_argument("--limit-relations", type=int, default=None)
+    parser.add_argument("--label", default=None)
+    parser.add_argument("--kb-cache", type=Path, default=None, help="Keep the built knowledge bases here for reruns.")
     args = parser.parse_args()
+    if args.model_run:
+        args.sets = args.sets if args.sets != ",".join(SETS) else "demo,ops_dev_zh"
+        model_run(args)
+        return
     summaries, extras = {}, {}
     for name in args.sets.split(","):
         started = time.perf_counter()

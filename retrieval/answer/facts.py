@@ -110,14 +110,22 @@ class FactFinder:
         if not asked:
             return []
         wanted: set[str] = set()
+        backwards: set[str] = set()  # "which team owns X" names `owns`, and X has `ownedBy` edges
         for name in asked:
             wanted |= set(self.vocab.sub_properties(name))
+            inverse = self.vocab.properties[name].inverse if name in self.vocab.properties else None
+            if inverse:
+                backwards |= set(self.vocab.sub_properties(inverse))
         facts: list[Fact] = []
         for e in entities:
             groups: dict[str, list] = {}
-            for edge in self.view.neighbours(e["id"]):
-                if edge.relation in wanted and edge.target in self.view.entities:
-                    groups.setdefault(edge.relation, []).append(edge)
+            edges = [x for x in self.view.neighbours(e["id"]) if x.target in self.view.entities]
+            for want in (wanted, backwards):
+                for edge in edges:
+                    if edge.relation in want:
+                        groups.setdefault(edge.relation, []).append(edge)
+                if groups:
+                    break
             for relation, edges in groups.items():
                 edges.sort(key=lambda x: -x.edge_weight)
                 label = self.view.entities[e["id"]].label

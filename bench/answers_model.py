@@ -1,0 +1,144 @@
+"""Answer quality and cost with a model in the loop (`python bench/answers.py --llm BASE_URL`): per question and per set, for no model and each model run.
+
+Per question: the reference's key spans in the cited sentences, cited sentences supported by their passages, invented
+citation numbers (removed by the check) and any that reached the user (must be 0), the no-hit answer on unanswerable
+questions, rounds, wall time, model calls and prompt / generated tokens (as the server counted them). Relation
+questions (bench/relation_questions.jsonl, over the demo's and ops_dev_zh's relation tables): the answer names every
+entity the table relates to the asked entity along the asked relation, and each in a sentence citing a graph fact [Rn].
+Each run's summary is kept in bench/RESULTS-answers-model.json under its label, so runs of different models (done at
+different times: a 1.5B model on 2 CPU cores is slow) come together in one table in RESULTS-answers.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import statistics
+import time
+from pathlib import Path
+
+from retrieval.eval.answers import answer_in
+
+INVERSE = {"requiredBy": "dependsOn", "hasPart": "partOf", "hosts": "runsOn", "owns": "ownedBy", "configures": "configuredBy"}
+_MARK = re.compile(r"\[(\d{1,3})\]")
+
+
+def expected_entities(relations_csv: Path, entity: str, relation: str) -> list[str]:
+    """What the relation table relates to `entity` along `relation` (an inverse read backwards), from the CSV itself."""
+    with relations_csv.open(encoding="utf-8-sig", newline="") as f:
+        rows = list(csv.DictReader(f))
+    if relation in INVERSE:
+        return sorted({r["source"] for r in rows if r["relation"] == INVERSE[relation] and r["target"] == entity})
+    return sorted({r["target"] for r in rows if r["relation"] == relation and r["source"] == entity})
+
+
+def ask_row(kb, question: str, llm_factory, threshold: float) -> tuple[dict, object]:
+    started = time.perf_counter()
+    answer = kb.ask(question, llm=llm_factory())
+    ms = (time.perf_counter() - started) * 1e3
+    calls = answer.llm_usage
+    existing = {c.n for c in answer.citations}
+    cited = [s for s in answer.sentences if s.citations or s.facts]
+    row = {
+        "found": answer.found, "path": answer.path, "rounds": len(answer.rounds), "ms": round(ms),
+        "calls": len(calls), "prompt_tokens": sum(c["prompt_tokens"] for c in calls),
+        "completion_tokens": sum(c["completion_tokens"] for c in calls),
+        "max_prompt_tokens": max((c["prompt_tokens"] for c in calls), default=0),
+        "removed": len(answer.removed_citations),
+        "invented_shown": sum(1 for n in _MARK.findall(answer.answer) if int(n) not in existing),
+        "cited_sentences": len(cited), "supported": sum(1 for s in cited if not s.flagged and s.support >= threshold),
+    }
+    return row, answer
+
+
+def run_questions(kb, questions, llm_factory, label: str, log=print) -> list[dict]:
+    rows = []
+    threshold = kb.settings.citation_support
+    for q in questions:
+        row, answer = ask_row(kb, q.question, llm_factory, threshold)
+        cited = "\n".join(s.text for s in answer.sentences if s.citations or s.facts)
+        row.update(id=q.id, unanswerable=q.unanswerable)
+        if q.answer is not None and not q.unanswerable:
+            row["in_cited"] = bool(answer.found and answer_in(q.answer, cited))
+        rows.append(row)
+        log(f"{label} {q.id}: {row['path']} found={row['found']} in_cited={row.get('in_cited')} {row['ms']} ms "
+            f"calls={row['calls']} prompt={row['prompt_tokens']}")
+    return rows
+
+
+def run_relations(kb, questions: list[dict], relations_csv: Path, llm_factory, label: str, log=print) -> list[dict]:
+    rows = []
+    threshold = kb.settings.citation_support
+    for q in questions:
+        want = expected_entities(relations_csv, q["entity"], q["relation"])
+        row, answer = ask_row(kb, q["question"], llm_factory, threshold)
+        text = answer.answer.lower()
+        by_fact = {s_key for s in answer.sentences for s_key in s.facts}
+        facts = [f for f in answer.facts if f.key in by_fact]
+        named = [e for e in want if e.lower() in text]
+        cited = [e for e in want if any(e in f.others for f in facts)
+                 and any(e.lower() in s.text.lower() and s.facts for s in answer.sentences)]
+        row.update(id=q["id"], expected=want, named=len(named), cited_to_row=len(cited),
+                   names_all=bool(want) and len(named) == len(want), cited_all=bool(want) and len(cited) == len(want))
+        rows.append(row)
+        log(f"{label} {q['id']}: {len(named)}/{len(want)} named, {len(cited)} cited to a row, {row['ms']} ms")
+    return rows
+
+
+def _pct(num: int, den: int):
+    return round(100 * num / den, 1) if den else None
+
+
+def summarize(rows: list[dict]) -> dict:
+    answerable = [r for r in rows if not r.get("unanswerable") and "in_cited" in r]
+    unanswerable = [r for r in rows if r.get("unanswerable")]
+    relations = [r for r in rows if "names_all" in r]
+    ms = sorted(r["ms"] for r in rows) or [0]
+    cited = sum(r["cited_sentences"] for r in rows)
+    return {
+        "questions": len(rows),
+        "in_cited_pct": _pct(sum(r["in_cited"] for r in answerable), len(answerable)),
+        "supported_pct": _pct(sum(r["supported"] for r in rows), cited),
+        "invented_removed": sum(r["removed"] for r in rows),
+        "invented_shown": sum(r["invented_shown"] for r in rows),
+        "nohit_unanswerable": f"{sum(not r['found'] for r in unanswerable)}/{len(unanswerable)}" if unanswerable else "-",
+        "relations_all_named": f"{sum(r['names_all'] for r in relations)}/{len(relations)}" if relations else "-",
+        "relations_all_cited": f"{sum(r['cited_all'] for r in relations)}/{len(relations)}" if relations else "-",
+        "llm_path": sum(r["path"] == "llm" for r in rows),
+        "max_rounds": max((r["rounds"] for r in rows), default=0),
+        "calls_per_q": round(statistics.mean(r["calls"] for r in rows), 2) if rows else 0,
+        "max_calls": max((r["calls"] for r in rows), default=0),
+        "prompt_tokens_per_q": round(statistics.mean(r["prompt_tokens"] for r in rows)) if rows else 0,
+        "max_prompt_tokens_per_call": max((r["max_prompt_tokens"] for r in rows), default=0),
+        "completion_tokens_per_q": round(statistics.mean(r["completion_tokens"] for r in rows)) if rows else 0,
+        "p50_s": round(statistics.median(ms) / 1e3, 1), "max_s": round(ms[-1] / 1e3, 1),
+    }
+
+
+COLUMNS = [("questions", "q"), ("in_cited_pct", "ref in cited %"), ("supported_pct", "cited supported %"),
+           ("invented_removed", "invented (removed)"), ("invented_shown", "invented shown"),
+           ("nohit_unanswerable", "no-hit unanswerable"), ("relations_all_named", "relations: all named"),
+           ("relations_all_cited", "relations: all cited to a row"), ("llm_path", "llm path"), ("max_rounds", "max rounds"),
+           ("calls_per_q", "calls/q"), ("max_calls", "max calls"), ("prompt_tokens_per_q", "prompt tok/q"),
+           ("max_prompt_tokens_per_call", "max prompt tok/call"), ("completion_tokens_per_q", "gen tok/q"),
+           ("p50_s", "p50 s"), ("max_s", "max s")]
+
+
+def table(results: dict) -> str:
+    """results: {label: {part: summary}} -> one Markdown table."""
+    head = "| model | part | " + " | ".join(h for _, h in COLUMNS) + " |"
+    lines = [head, "|" + "---|" * (len(COLUMNS) + 2)]
+    for label, parts in results.items():
+        for part, s in parts.items():
+            if part.startswith("_"):
+                continue
+            lines.append(f"| {label} | {part} | " + " | ".join(str(s.get(k, "-")) for k, _ in COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def save(json_path: Path, label: str, parts: dict, note: str) -> dict:
+    results = json.loads(json_path.read_text(encoding="utf-8")) if json_path.exists() else {}
+    results[label] = {**parts, "_note": note}
+    json_path.write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return results
