@@ -116,6 +116,13 @@ class KnowledgeBase(QueryPath):
         with self.writing("check"):
             return check(self, repair_problems=True, progress=progress)
 
+    def optimize(self) -> int:
+        """Merge the text index's segments into one (ingest merges by size tier only); the count before."""
+        from retrieval.write_path import optimize_index
+
+        with self.writing("optimize"):
+            return optimize_index(self)
+
     def __enter__(self) -> KnowledgeBase:
         return self
 

@@ -37,7 +37,7 @@ from retrieval.types import Chunk, SourceDocument
 
 __all__ = [
     "INDEX_RECIPE", "SYNONYMS_FILE", "IngestReport", "add_entities", "delete_documents", "import_file",
-    "index_recipe", "ingest_documents", "ingest_paths", "reindex_all", "relink", "sync", "sync_index_words",
+    "index_recipe", "ingest_documents", "ingest_paths", "optimize_index", "reindex_all", "relink", "sync", "sync_index_words",
 ]
 
 RDF_SUFFIXES = (".ttl", ".owl", ".rdf", ".xml", ".nt", ".jsonld", ".ofn", ".omn", ".owx")
@@ -237,6 +237,20 @@ def reindex_all(kb, progress: Progress | None = None) -> int:
     with kb.store.transaction():
         commit.set_state(kb.store.db, RECIPE_STATE, str(INDEX_RECIPE))
     return done
+
+
+def optimize_index(kb) -> int:
+    """Merge the text index's segments into one (`kg check --repair --optimize`): the segments before, 0 for
+    a backend without segments. Queries go on reading the old segments while the new one is written."""
+    merge = getattr(kb.index, "optimize", None)
+    if merge is None:
+        return 0
+    before = merge()
+    if before > 1:
+        with kb.readers.exclusive():
+            kb.index.commit()
+        kb.commits.mark("optimize", "index")
+    return before
 
 
 def link_document(kb, doc_id: str, title: str, chunks: Sequence[Chunk], linker, about) -> None:

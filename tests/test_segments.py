@@ -87,3 +87,32 @@ def test_a_prepared_commit_rolled_back_leaves_the_index_as_it_was(tmp_path):
         assert index.doc_count() == 20
     finally:
         index.close()
+
+
+def test_kg_check_repair_optimize_merges_the_segments_and_changes_no_answer(tmp_path):
+    from click.testing import CliRunner
+    from conftest import make_settings
+
+    from kg.cli import cli
+    from retrieval.pipeline import KnowledgeBase
+    from retrieval.types import SourceDocument
+
+    rng = random.Random(6)
+    data = tmp_path / "kb"
+    with KnowledgeBase(make_settings(data), create=True) as kb:
+        for i in range(4):  # four ingests of one tier: four segments (the fifth would merge them)
+            kb.ingest_documents([SourceDocument(f"api:b{i}d{j}", f"# note {i} {j}\n\n" + " ".join(rng.choice(WORDS) for _ in range(40)))
+                                 for j in range(8)])
+        assert kb.index.segment_count() == 4
+        before = [(h.chunk_id, round(h.score, 9)) for h in kb.query("w01 w02 缓存", k=20, mode="bm25").hits]
+    refused = CliRunner().invoke(cli, ["check", "--optimize", "--data-dir", str(data)])
+    assert refused.exit_code == 2 and "give it with --repair" in refused.output
+    done = CliRunner().invoke(cli, ["check", "--repair", "--optimize", "--data-dir", str(data)], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    assert "optimized: 4 text index segments merged into one" in done.output
+    with KnowledgeBase(make_settings(data)) as kb:
+        assert kb.index.segment_count() == 1
+        after = [(h.chunk_id, round(h.score, 9)) for h in kb.query("w01 w02 缓存", k=20, mode="bm25").hits]
+    assert sorted(after) == sorted(before)  # the same chunks with the same scores (ties may reorder by docnum)
+    again = CliRunner().invoke(cli, ["check", "--repair", "--optimize", "--data-dir", str(data)], catch_exceptions=False)
+    assert "optimized: the text index is one segment already" in again.output

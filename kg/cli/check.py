@@ -29,24 +29,31 @@ class _LazyBar:
 @cli.command()
 @click.option("--repair", is_flag=True, help="Re-derive what disagrees (text index, mentions) from the catalog and "
               "graph.ttl; an index an older kgrag wrote is written anew.")
+@click.option("--optimize", is_flag=True, help="With --repair: also merge the text index's segments into one "
+              "(ingest keeps a few, merged by size; queries go on meanwhile).")
 @data_dir_option
 @json_option
 @quiet_option
-def check(repair: bool, data_dir: Path | None, as_json: bool, quiet: bool) -> None:
+def check(repair: bool, optimize: bool, data_dir: Path | None, as_json: bool, quiet: bool) -> None:
     """Verify catalog <-> text index <-> graph <-> mentions (exit code 1 when a problem is left).
 
     Opening a knowledge base already finishes a commit that a killed process left half done;
     this looks for everything else (an outside edit not yet linked, orphaned index entries,
     left-over temporary files) and with --repair fixes it under the write lock.
     """
+    if optimize and not repair:
+        raise click.UsageError("--optimize writes the text index anew: give it with --repair")
+    merged = None
     with open_kb(data_dir) as kb:
         bar = _LazyBar(lambda: kb.store.stats()["chunks"], quiet or as_json)
         try:
             report = kb.check(repair=repair, progress=bar)
         finally:
             bar.close()
+        if optimize:
+            merged = kb.optimize()
     if as_json:
-        echo_json(report.to_json())
+        echo_json({**report.to_json(), **({"segments_merged": merged} if merged is not None else {})})
     else:
         for problem in report.problems:
             click.echo(f"problem: {problem}")
@@ -54,6 +61,9 @@ def check(repair: bool, data_dir: Path | None, as_json: bool, quiet: bool) -> No
             click.echo(f"recovered: {line}")
         for line in report.repaired:
             click.echo(f"repaired: {line}")
+        if merged is not None:
+            click.echo(f"optimized: {merged} text index segments merged into one" if merged > 1 else
+                       "optimized: the text index is one segment already")
         counts = ", ".join(f"{v} {k}" for k, v in report.counts.items())
         status = "clean: " if report.clean and not report.recovered else "recovered, now clean: " if report.clean else \
             "repaired: " if report.repaired else "not clean: "

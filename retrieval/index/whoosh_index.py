@@ -175,6 +175,15 @@ class WhooshIndex:
                 self._searcher, self._common_scores = searcher, {}
                 self._lengths, self._chunk_ids = {}, {}
 
+    def optimize(self) -> int:
+        """Merge every segment into one, written before the switch like any commit (`commit()` publishes it);
+        returns how many segments there were (nothing to do for one)."""
+        before = self.segment_count()
+        if before > 1:
+            self._w()
+            self.prepare(optimize=True)
+        return before
+
     def segment_count(self) -> int:
         with self._search_lock:
             return len(self.ix._segments())
