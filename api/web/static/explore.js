@@ -43,7 +43,9 @@
   async function draw() {
     var box = $("#graph-canvas"), info = $("#graph-info");
     info.textContent = t("loading");
+    var started = performance.now();
     var res = await Kg.api("GET", "/graph?" + params().toString());
+    var answered = performance.now();
     if (res.status !== 200) { info.replaceChildren(h("span", { "class": "error" }, t("error", { message: Kg.errorText(res.data) }))); return; }
     try { await loadLibrary(); } catch (e) { info.replaceChildren(h("span", { "class": "error" }, String(e.message))); return; }
     var data = res.data, classes = data.classes.map(function (c) { return c.name; });
@@ -99,6 +101,8 @@
     if (matched.length) state.cy.fit(matched.closedNeighborhood(), 40);
     info.replaceChildren(t("graph_shown", { n: data.nodes.length, total: data.total_nodes, edges: data.edges.length }) +
       (data.truncated ? " " + t("graph_truncated") : ""));
+    await Kg.nextPaint();
+    Kg.timings.push({ kind: "graph", api_ms: answered - started, render_ms: performance.now() - answered, nodes: data.nodes.length, edges: data.edges.length });
     box.dataset.drawn = String(Number(box.dataset.drawn || 0) + 1);
   }
 
