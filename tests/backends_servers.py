@@ -11,6 +11,7 @@ import contextlib
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -29,6 +30,25 @@ class Server:
     url: str  # a psycopg DSN, or the SPARQL endpoint's base URL
     process: subprocess.Popen
     folder: Path
+    command: list[str] | None = None  # how it was started (`start_again` runs it again on the same data)
+
+    def stop(self) -> None:
+        _stop(self.process, self.folder / "data" / "postmaster.pid" if self.command else None)
+
+    def start_again(self) -> None:
+        """Start a stopped server again on the same data and address, and wait until it answers."""
+        self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        import psycopg
+
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                psycopg.connect(self.url, connect_timeout=2).close()
+                return
+            except psycopg.OperationalError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
 
 def _free_port() -> int:
@@ -45,7 +65,14 @@ def _postgres_bin(name: str) -> str | None:
     return candidates[-1] if candidates else None
 
 
-def _stop(process: subprocess.Popen) -> None:
+def _stop(process: subprocess.Popen, pid_file: Path | None = None) -> None:
+    """PostgreSQL: a fast shutdown (SIGINT to the postmaster itself: SIGTERM would wait for every client
+    to leave, and runuser stands between us and it). Others: SIGTERM."""
+    if process.poll() is None and pid_file is not None:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            os.kill(int(pid_file.read_text().split()[0]), signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(20)
     if process.poll() is None:
         process.terminate()
         try:
@@ -86,12 +113,10 @@ def postgres_server() -> Iterator[Server | str]:
             yield f"initdb failed: {made.stderr.strip()[-300:]}"
             return
         port = _free_port()
-        process = subprocess.Popen(
-            [*as_user, postgres, "-D", str(data), "-k", str(folder), "-p", str(port), "-c", "listen_addresses=",
-             "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-             "-c", "shared_buffers=32MB", "-c", "max_connections=40"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )
+        command = [*as_user, postgres, "-D", str(data), "-k", str(folder), "-p", str(port), "-c", "listen_addresses=",
+                   "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+                   "-c", "shared_buffers=32MB", "-c", "max_connections=40"]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         dsn = f"host={folder} port={port} user=postgres dbname=postgres"
         deadline = time.monotonic() + START_TIMEOUT
         while True:
@@ -104,10 +129,12 @@ def postgres_server() -> Iterator[Server | str]:
                     yield f"PostgreSQL did not start: {err.strip()[-300:]}"
                     return
                 time.sleep(0.2)
-        yield Server(dsn, process, folder)
+        server = Server(dsn, process, folder, command)
+        yield server
+        process = server.process  # it may have been started again
     finally:
         if process is not None:
-            _stop(process)
+            _stop(process, data / "postmaster.pid")
         shutil.rmtree(folder, ignore_errors=True)
 
 

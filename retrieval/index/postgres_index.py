@@ -22,11 +22,12 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from whoosh.util.numeric import byte_to_length, length_to_byte
 
-from kg.errors import InputError
+from kg.errors import BusyError, InputError
 from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
 from retrieval.index.whoosh_index import FIELD_BOOSTS, MAX_DF_RATIO, head_then_tail, top_chunks
 from retrieval.types import Chunk, TextHit
@@ -74,10 +75,15 @@ def _connect(dsn: str, **options):
     except ImportError as exc:  # the extra is optional
         raise InputError("the PostgreSQL text backend needs psycopg: pip install 'kgrag[postgres]'") from exc
     try:
-        return psycopg.connect(dsn, autocommit=True, **options)
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=10, **options)
     except psycopg.OperationalError as exc:
-        raise InputError(f"cannot reach PostgreSQL at '{dsn}': {str(exc).strip()} "
-                         "(is the server running? check KG_POSTGRES_DSN)") from exc
+        raise _unreachable(dsn, exc) from exc
+
+
+def _unreachable(dsn: str, exc: Exception) -> BusyError:
+    """PostgreSQL down or restarting: a 503 worth retrying (the next call connects again)."""
+    return BusyError(f"PostgreSQL at '{dsn}' does not answer ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc}): "
+                     "is the server running? check KG_POSTGRES_DSN; kgrag connects again on the next request")
 
 
 def analyze_chunk(chunk: Chunk, section: str) -> list[Counter]:
@@ -105,12 +111,15 @@ class PostgresIndex:
         self._search_lock = threading.Lock()  # one reader connection, one search at a time
         self._closed = False
         self._writer_conn = None
-        self._reader = _connect(dsn)
-        with self._reader.transaction():
-            self._reader.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.ns,))
-            self._reader.execute(_schema_sql(self.ns))
-        self._reader.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        self._reader.read_only = True
+        self._psycopg = psycopg
+        conn = _connect(dsn)
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.ns,))
+                conn.execute(_schema_sql(self.ns))
+        finally:
+            conn.close()
+        self._reader = self._open_reader()
         self._pending: dict[str, tuple[str, list[Counter]]] = {}  # chunk id -> (doc id, term counts)
         self._deleted: set[str] = set()
         self._generation = -1
@@ -121,6 +130,30 @@ class PostgresIndex:
         self._scores: dict[tuple[str, str], dict[int, float]] = {}
         self._chunk_ids: dict[int, str] = {}
         self._scopes: dict[frozenset[str], set[int]] = {}
+
+    def _open_reader(self):
+        reader = _connect(self.dsn)
+        reader.isolation_level = self._psycopg.IsolationLevel.REPEATABLE_READ
+        reader.read_only = True
+        return reader
+
+    @contextmanager
+    def _read(self) -> Iterator[None]:
+        """One search's read transaction (one snapshot), on the one reader connection; a connection
+        that broke (PostgreSQL restarted) fails this call clearly and is opened again by the next."""
+        with self._search_lock:
+            try:
+                if self._reader is None or self._reader.closed:
+                    self._reader = self._open_reader()
+                with self._reader.transaction():
+                    self._follow()
+                    yield
+            except self._psycopg.OperationalError as exc:
+                if self._reader is not None:
+                    self._reader.close()
+                self._reader = None
+                self._generation = -1  # what was cached may be older than what the server holds now
+                raise _unreachable(self.dsn, exc) from exc
 
     # -- writes ------------------------------------------------------------------------------
     def add_chunks(self, chunks: Iterable[Chunk], file_words: Mapping[str, str] | None = None) -> int:
@@ -138,7 +171,7 @@ class PostgresIndex:
         with self._lock:
             ids = list(dict.fromkeys(chunk_ids))
             n = sum(self._pending.pop(cid, None) is not None for cid in ids)
-            with self._search_lock, self._reader.transaction():
+            with self._read():
                 n += self._reader.execute(f"SELECT count(*) FROM {self.ns}.chunks WHERE chunk_id = ANY(%s)",
                                           (ids,)).fetchone()[0]
             self._deleted.update(ids)
@@ -163,10 +196,15 @@ class PostgresIndex:
                     self._writer_conn = _connect(self.dsn)
                 from retrieval.index.postgres_write import write_changes
 
-                write_changes(self._writer_conn, self.ns, self._pending, self._deleted, replace_all)
+                try:
+                    write_changes(self._writer_conn, self.ns, self._pending, self._deleted, replace_all)
+                except self._psycopg.OperationalError as exc:
+                    self._writer_conn.close()
+                    self._writer_conn = None
+                    raise _unreachable(self.dsn, exc) from exc  # the transaction did not commit: nothing written
             self._pending, self._deleted = {}, set()
-        with self._search_lock, self._reader.transaction():
-            self._follow()
+        with self._read():
+            pass
 
     # -- reads -------------------------------------------------------------------------------
     def _follow(self) -> None:
@@ -185,8 +223,7 @@ class PostgresIndex:
                beyond: int = 0) -> list[TextHit]:
         """As `WhooshIndex.search`: the rare terms choose the candidates, the common terms and the
         character pairs add to their scores (`head_then_tail`)."""
-        with self._search_lock, self._reader.transaction():
-            self._follow()
+        with self._read():
             fields = {f: b for f, b in (fields or self.field_boosts).items() if b > 0}
             rare, common = self.split_by_frequency(terms, self._n, self._doc_frequencies("body", terms))
             if not rare or not fields:
@@ -223,8 +260,7 @@ class PostgresIndex:
         out: dict[int, dict[str, float]] = {d: {} for d in docnums}
         if not out:
             return out
-        with self._search_lock, self._reader.transaction():
-            self._follow()
+        with self._read():
             self._load([(f, t) for t, _ in terms for f in fields])
             for term, weight in terms:
                 for field, boost in fields.items():
@@ -300,7 +336,7 @@ class PostgresIndex:
 
     def chunk_ids(self) -> set[str]:
         """Every indexed chunk's id (`kg check` compares them with the catalog)."""
-        with self._search_lock, self._reader.transaction():
+        with self._read():
             return {r[0] for r in self._reader.execute(f"SELECT chunk_id FROM {self.ns}.chunks")}
 
     def scoped(self, doc_ids: frozenset[str]):
@@ -310,19 +346,19 @@ class PostgresIndex:
         return PostgresScope(self, doc_ids)
 
     def doc_count(self) -> int:
-        with self._search_lock, self._reader.transaction():
-            self._follow()
+        with self._read():
             return self._n
 
     def doc_frequency(self, term: str, field: str = "body") -> int:
-        with self._search_lock, self._reader.transaction():
+        with self._read():
             return self._doc_frequencies(field, [(term, 1.0)]).get(term, 0)
 
     def close(self) -> None:
         if self._closed:
             return
         self.rollback()
-        self._reader.close()
+        if self._reader is not None:
+            self._reader.close()
         if self._writer_conn is not None:
             self._writer_conn.close()
         self._closed = True

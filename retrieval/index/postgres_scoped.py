@@ -77,7 +77,7 @@ class PostgresScope:
         if doc_ids is not None and frozenset(doc_ids) != self.doc_ids:
             raise ValueError("a scoped index searches its own documents only")
         ix = self.index
-        with ix._search_lock, ix._reader.transaction():
+        with ix._read():
             self._current()
             fields = {f: b for f, b in (fields or ix.field_boosts).items() if b > 0}
             ix._load([(f, t) for t, _ in terms for f in ("body", *fields)] + [("grams", g) for g, _ in grams])
@@ -101,7 +101,7 @@ class PostgresScope:
         out: dict[int, dict[str, float]] = {d: {} for d in docnums}
         if not out:
             return out
-        with ix._search_lock, ix._reader.transaction():
+        with ix._read():
             self._current()
             ix._load([(f, t) for t, _ in terms for f in fields])
             for term, weight in terms:
@@ -114,11 +114,11 @@ class PostgresScope:
         return out
 
     def doc_frequency(self, term: str, field: str = "body") -> int:
-        with self.index._search_lock, self.index._reader.transaction():
+        with self.index._read():
             self._current()
             return len(self._in_scope(field, term))
 
     def doc_count(self) -> int:
-        with self.index._search_lock, self.index._reader.transaction():
+        with self.index._read():
             self._current()
             return self.n
