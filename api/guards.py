@@ -269,7 +269,9 @@ class PageHeaders:
 
 def bound_question(text: str, settings: Settings, field: str) -> None:
     """A question of more distinct words than KG_MAX_QUERY_TERMS is a 422 naming the limit: each word is a
-    posting list read and scored, so an anonymous 4,000-character question would cost seconds."""
+    posting list read and scored, so an anonymous 4,000-character question cost seconds. The words are
+    counted piece by piece and the count stops at the limit, so a refusal costs a few hundred characters'
+    analysis, not the whole question's (0.5 s for 4,000 Chinese characters on a loaded machine)."""
     from fastapi.exceptions import RequestValidationError
 
     from retrieval.index.analysis import query_terms
@@ -277,8 +279,13 @@ def bound_question(text: str, settings: Settings, field: str) -> None:
     limit = settings.max_query_terms
     if len(text) <= limit:  # a word is one character at least
         return
-    words = len(query_terms(text))
-    if words > limit:
-        raise RequestValidationError([{"type": "value_error", "loc": ("body", field), "input": None,
-                                       "msg": f"{words} distinct words is over the limit of {limit} (KG_MAX_QUERY_TERMS): "
-                                              "ask with fewer words"}])
+    seen: set[str] = set()
+    for start in range(0, len(text), _PIECE):
+        seen.update(query_terms(text[start:start + _PIECE]))  # a word cut at a piece's end counts twice at most
+        if len(seen) > limit:
+            raise RequestValidationError([{"type": "value_error", "loc": ("body", field), "input": None,
+                                           "msg": f"more than {limit} distinct words (KG_MAX_QUERY_TERMS): "
+                                                  "ask with fewer words"}])
+
+
+_PIECE = 200
