@@ -139,3 +139,4 @@ def test_demo_prints_its_tables_on_a_terminal(tmp_path: Path) -> None:
     code, shown = on_a_terminal(["demo", "-k", "1", "--data-dir", str(tmp_path / "demo")], tmp_path)
     assert code == 0 and "Traceback" not in shown, shown[-3000:]
     assert "ingesting demo documents" in shown and "| full " in shown and "why:" in shown
+    assert f"kg serve --data-dir {tmp_path / 'demo'} for the web page" in shown  # the next step, with its data dir

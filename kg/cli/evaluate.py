@@ -42,7 +42,8 @@ def demo(data_dir: Path, k: int, quiet: bool) -> None:
         click.echo("\nself-check on the demo question set (Hit@k and R@k by question kind, text only vs full):")
         summaries = {m: evaluate_kb(kb, DEMO_DIR / "questions.jsonl", mode=m, ks=(1, 5)) for m in ("bm25", "full")}
         click.echo(format_self_check(summaries))
-    click.echo(f"\nThe demo knowledge base is in {data_dir}; try: kg query --data-dir {data_dir} \"订单服务依赖哪些组件？\"")
+    click.echo(f"\nThe demo knowledge base is in {data_dir}; try: kg query --data-dir {data_dir} \"订单服务依赖哪些组件？\"\n"
+               f"and kg serve --data-dir {data_dir} for the web page (http://127.0.0.1:8000/) and the API (/docs)")
 
 
 def build_demo(kb, quiet: bool) -> None:
