@@ -59,15 +59,24 @@ def test_a_killed_ingest_rerun_equals_an_uninterrupted_one(tmp_path):
         kg_in_new_process("import", str(FIXTURE_RELATIONS), "--data-dir", str(data_dir), cwd=tmp_path)
     kg_in_new_process("ingest", str(docs), "--data-dir", str(reference), "-q", cwd=tmp_path)
 
-    killed_mid_way = 0
-    for delay in (0.5, 1.5, 3.0, 5.0):
+    # The first kill waits for the event, not for time: the journal (commit.json) appears when the write
+    # begins, so that kill lands mid-write on any machine. The others land wherever the ingest has got to
+    # after a while (anywhere, or after the end: they add kill points, they assert nothing).
+    journal = crashed / "commit.json"
+    killed_mid_write = 0
+    for delay in (None, 0.5, 1.5, 3.0):
         process = _ingest(crashed, docs, tmp_path)
-        time.sleep(delay)
+        if delay is None:
+            while process.poll() is None and not journal.exists():
+                time.sleep(0.01)
+        else:
+            time.sleep(delay)
         if process.poll() is None:
+            in_flight = journal.exists()
             os.kill(process.pid, signal.SIGKILL)
-            killed_mid_way += 1
+            killed_mid_write += in_flight
         process.wait()
-    assert killed_mid_way >= 1
+    assert killed_mid_write >= 1
     kg_in_new_process("ingest", str(docs), "--data-dir", str(crashed), "-q", cwd=tmp_path)
 
     expected, got = _state(reference), _state(crashed)
