@@ -122,7 +122,7 @@ def _judge(question: str, hits: Sequence, entities: Sequence[dict], notes: _Note
     if notes.usable() and hits and not rules.sufficient and not last:
         try:
             # The judge sees the passages the answer will see, numbered alike: one shared prompt prefix.
-            reply = notes.llm.complete("judge", judge_messages(question, number_hits(hits[:k])), max_tokens=200,
+            reply = notes.llm.complete("judge", judge_messages(question, number_hits(hits[:k])), max_tokens=120,
                                        schema=VERDICT_SCHEMA)
             verdict = parse_verdict(reply)
             if verdict is not None:
@@ -138,7 +138,8 @@ def _judge(question: str, hits: Sequence, entities: Sequence[dict], notes: _Note
 def _rewrites(question: str, language: str, options: AskOptions, notes: _Notes) -> list[str]:
     if notes.usable() and options.rewrites:
         try:
-            return parse_rewrites(notes.llm.complete("rewrite", rewrite_messages(question, language), max_tokens=200), question)
+            # five short keyword lines; a small model left at 200 tokens babbles on (and a CPU writes ~2-9 tokens/s)
+            return parse_rewrites(notes.llm.complete("rewrite", rewrite_messages(question, language), max_tokens=80), question)
         except LlmUnavailable as exc:
             notes.failed("rewrite", exc)
     return rule_rewrites(question, options.synonym_groups, options.surfaces)
