@@ -26,7 +26,6 @@ __all__ = ["ANSWER_COVERAGE", "CLOSEST", "CLOSEST_COVERAGE", "RulesAnswer", "gua
 
 ANSWER_COVERAGE = 0.5  # the quoted sentences (and their headings) must hold more than this share of the question's key words
 CLOSEST_COVERAGE = 0.3  # below ANSWER_COVERAGE, the sentences are still shown as the closest (not the answer) from this share
-MAX_FACT_LINES = 3  # passage lines quoted after the facts, each naming an entity of a fact
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _MARKS = re.compile(r"\[(?:\d{1,3}|R\d{1,2})\]")
 _HOW_MANY = re.compile(r"^[几多][\u3400-\u9fff]{1,2}$")  # 几天, 几秒, 多少钱: the kind of answer, not its subject
@@ -80,9 +79,9 @@ def rules_answer(question: str, citations: Sequence[Citation], language: str,
     extracted = extract_answer(question, citations, language, synonym_groups)
     by_n = {c.n: c for c in citations}
     if facts:
-        names = [n.lower() for f in facts for n in f.others]
-        lines = [ln for ln in extracted.splitlines() if any(n in ln.lower() for n in names)][:MAX_FACT_LINES]
-        return RulesAnswer("\n".join([_fact_line(f, language) for f in facts] + lines), 1.0, [])
+        # The facts first, then what the passages say: a relation word in a question that asks for something else
+        # ("the max-threads setting", "on the edge hosts") brings facts that do not replace the passages' answer.
+        return RulesAnswer("\n".join([_fact_line(f, language) for f in facts] + ([extracted] if extracted else [])), 1.0, [])
     terms = guard_terms(question)
     if not extracted:
         return RulesAnswer("", 0.0, [t.text for t in terms])
