@@ -6,7 +6,8 @@
 
 The scratch folder holds `notes/` and `relations.csv` (SAMPLE below: the quick start's "your own notes") and,
 after the first `kg demo` example, the demo knowledge base in `.kgrag-demo`. A COMMAND is `kg …` (the real CLI,
-one process each) or `cat FILE`. Outputs are shown as a user sees them, with the scratch folder's path and the
+one process each, after `KG_…=value` settings if any) or `cat FILE`; several joined by ` && ` show as a terminal
+shows them. Outputs are shown as a user sees them, with the scratch folder's path and the
 package's demo folder written as relative paths and a duration written as `…`.
 """
 
@@ -32,24 +33,40 @@ SAMPLE = {
                          "If a run stops half way, run it again with `invoicectl rerun --month 2024-05`.\n",
     "notes/oncall.md": "# On-call\n\nPage the platform team first. Escalate to the database owner after 15 minutes.\n",
     "relations.csv": "source,relation,target,source_type,target_type\ninvoice-service,dependsOn,billing-db,Service,Database\n",
+    # Documents and versions: two versions of one document (front matter `id: prd`)
+    "docs/prd-v1.2.md": "---\nid: prd\nversion: v1.2\neffective: 2024-06-01\n---\n# 产品需求说明书\n\n## 范围\n\n"
+                        "订单中心改版，覆盖下单、支付与退款。\n\n## 预算\n\n研发预算 80 万元，测试预算 10 万元。\n",
+    "docs/prd-v1.3.md": "---\nid: prd\nversion: v1.3\neffective: 2025-01-16\n---\n# 产品需求说明书\n\n## 范围\n\n"
+                        "订单中心改版，覆盖下单、支付、退款与发票。\n\n## 预算\n\n研发预算 95 万元，测试预算 12 万元。\n",
 }
 _DURATION = re.compile(r"\b\d+(\.\d+)? (s|ms)\b")
 
 
 def run_example(command: str, workdir: Path) -> str:
+    """One command's output; several joined by ` && ` are shown as a terminal shows them (`$ command`, output)."""
+    if " && " in command:
+        return "".join(f"$ {part}\n" + run_one(part, workdir) for part in command.split(" && "))
+    return run_one(command, workdir)
+
+
+def run_one(command: str, workdir: Path) -> str:
     words = shlex.split(command)
+    env: dict[str, str] = {}
+    while words and re.fullmatch(r"KG_[A-Z_]+=\S*", words[0]):  # `KG_TODAY=2026-02-01 kg query …`
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
     if words[0] == "cat":
         return (workdir / words[1]).read_text(encoding="utf-8")
     if words[0] != "kg":
         raise SystemExit(f"README example {command!r}: only `kg …` and `cat FILE` examples can be run")
     if ".kgrag-demo" in words and not (workdir / ".kgrag-demo").exists():
         _kg(["demo", "--quiet"], workdir)  # the demo knowledge base, built as the README's first command builds it
-    done = _kg(words[1:], workdir)
+    done = _kg(words[1:], workdir, env)
     return _as_a_user_sees_it(done.stdout, workdir)
 
 
-def _kg(args: list[str], workdir: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KG_")}
+def _kg(args: list[str], workdir: Path, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KG_")} | (extra or {})
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     done = subprocess.run([sys.executable, "-m", "kg.cli", *args], cwd=workdir, env=env, capture_output=True,
                           text=True, encoding="utf-8", check=False)
