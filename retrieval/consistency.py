@@ -88,6 +88,9 @@ def inspect(kb) -> tuple[CheckReport, dict]:
             f"{RECIPES[INDEX_RECIPE]}): --repair indexes its {len(catalog)} chunk(s) again")
     report.counts = {"documents": kb.store.stats()["documents"], "chunks": len(catalog), "indexed": len(indexed),
                      "entities": len(entities)}
+    from retrieval.vectors.check import inspect_vectors
+
+    inspect_vectors(kb, report, found)  # the meaning channel's vectors (retrieval/vectors)
     return report, found
 
 
@@ -131,6 +134,9 @@ def _repair(kb, report: CheckReport, found: dict, rebuild: bool = False, progres
         with kb.readers.exclusive():
             kb.index.commit()
         done.append(f"text index: {len(found['orphans'])} orphan(s) removed, {len(missing)} chunk(s) added")
+    from retrieval.vectors.check import repair_vectors
+
+    done += repair_vectors(kb, found)
     kb._index_words_synced = None
     again = sync_index_words(kb)
     if again:

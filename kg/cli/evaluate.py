@@ -70,7 +70,7 @@ def _parse_ks(value: str) -> tuple[int, ...]:
 @click.option("--kb", "kb_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Evaluate an existing knowledge base; TARGET is then its questions.jsonl.")
 @click.option("--k", "ks", default="1,2,5,10", show_default=True, help="Cut-offs for R@k, AR@k, Hit@k.")
-@click.option("--mode", type=click.Choice(["full", "bm25", "graph"]), default="full", show_default=True)
+@click.option("--mode", type=click.Choice(["full", "bm25", "graph", "dense"]), default="full", show_default=True)
 @click.option("--limit", type=int, default=None, help="Only the first N questions.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the results as JSON to this file ('-' for stdout).")

@@ -18,8 +18,9 @@ from kg.cli.base import (
 @cli.command()
 @click.argument("text")
 @click.option("-k", type=int, default=None, help="How many hits, 1 to 200 (default 10, KG_DEFAULT_K).")
-@click.option("--mode", type=click.Choice(["full", "bm25", "graph"]), default="full", show_default=True,
-              help="full = text + graph; bm25 = text only; graph = graph only.")
+@click.option("--mode", type=click.Choice(["full", "bm25", "graph", "dense"]), default="full", show_default=True,
+              help="full = text + graph (+ meaning when vectors exist); bm25 = text only; graph = graph only; "
+                   "dense = meaning only (needs `kg embed`).")
 @click.option("--type", "types", multiple=True, help="Expand only to entities of this class or its subclasses (repeatable).")
 @click.option("--pack", "packs", multiple=True, metavar="ID", help="Search only this knowledge pack (repeatable, at most 2).")
 @click.option("--as-of", "as_of", help="Search the document versions in force on this date (YYYY-MM-DD, YYYY-MM, YYYY).")
@@ -48,6 +49,8 @@ def print_result(result, max_text: int = 160) -> None:
     if result.out_of_scope:
         click.echo(result.out_of_scope)
         return
+    for near in (result.meaning or {}).get("near_labels", []):
+        click.echo(f"near in meaning: {near['label']} ({near['similarity']:.3f})")
     if result.followup:
         click.echo(f"second round: also searched for {', '.join(result.followup['bridge'])} (named by hit 1)")
     if not result.hits:
@@ -67,6 +70,8 @@ def print_result(result, max_text: int = 160) -> None:
         if "graph" in hit.why:
             about = f" ({hit.why['graph']['about']})" if hit.why["graph"].get("about") else ""
             reasons.append(f"graph #{hit.why['graph']['rank']}: {hit.why['graph']['path']}{about}")
+        if "dense" in hit.why:
+            reasons.append(f"meaning #{hit.why['dense']['rank']} (similarity {hit.why['dense']['similarity']:.3f})")
         if "followup" in hit.why:
             reasons.append(f"second round #{hit.why['followup']['rank']} ({', '.join(_words(hit.why['followup'])[:6])})")
         click.echo("    why: " + " | ".join(reasons))

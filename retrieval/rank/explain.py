@@ -20,6 +20,7 @@ def build_hits(
     graph_hits: Sequence[GraphHit],
     followup_hits: Sequence[TextHit] = (),
     question: str = "",
+    dense_sims: Mapping[str, float] | None = None,
 ) -> list[Hit]:
     chunks = store.chunks([f.id for f in fused])
     sources = store.doc_sources([c.doc_id for c in chunks.values()])
@@ -54,6 +55,8 @@ def build_hits(
             t = by_followup[f.id]
             why["followup"] = {"rank": f.ranks["followup"], "score": round(t.score, 3), "terms": list(t.terms),
                                "words": _words(t.terms, chunk, question)}
+        if dense_sims and "dense" in f.ranks:
+            why["dense"] = {"rank": f.ranks["dense"], "similarity": round(dense_sims.get(f.id, 0.0), 4)}
         hits.append(
             Hit(rank, chunk.doc_id, chunk.title, chunk.chunk_id, chunk.text, round(f.score, 5),
                 sources.get(chunk.doc_id, ""), chunk.section, (chunk.line_start, chunk.line_end), why)

