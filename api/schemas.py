@@ -61,7 +61,7 @@ AS_OF_PATTERN = r"^[1-9][0-9]{3}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?$
 class QueryIn(BaseModel):
     query: Text = Field(..., min_length=1, max_length=4000, pattern=NON_BLANK, description="The question or keywords.")
     k: int = Field(10, ge=1, le=MAX_K, strict=True, description=f"How many hits to return, 1 to {MAX_K} (a JSON integer: not \"10\", not true).")
-    mode: str = Field("full", pattern="^(full|bm25|graph)$", description="full, bm25 (text only) or graph only.")
+    mode: str = Field("full", pattern="^(full|bm25|graph|dense)$", description="full, bm25 (text only), graph only or dense (meaning only; needs `kg embed`).")
     types: list[Annotated[Text, Field(max_length=200)]] | None = Field(
         None, max_length=50, description="Expand only to entities of these classes (or subclasses); blank names are ignored."
     )
@@ -99,6 +99,7 @@ class QueryOut(BaseModel):
     packs_used: list[dict] = Field(default_factory=list, description="The knowledge packs searched: [{id, why}] ([] without packs).")
     out_of_scope: str | None = Field(None, description="'没有依据 / no basis in the knowledge base: ...' when no pack covers the question.")
     routing: dict | None = Field(None, description="How the packs were chosen (path, scores, fallback); null without packs.")
+    meaning: dict | None = Field(None, description="The meaning channel: near_labels added to the search, embed_ms; null without vectors.")
 
 
 class DocumentIn(BaseModel):

@@ -41,7 +41,7 @@ def test_query_returns_the_cli_json_shape(client, tmp_path):
     assert response.status_code == 200
     data = response.json()
     assert set(data) == {"query", "mode", "entities", "hits", "followup", "timings_ms", "as_of", "as_of_from", "packs_used",
-                         "out_of_scope", "routing"}
+                         "out_of_scope", "routing", "meaning"}
     assert (data["query"], data["mode"]) == (CROSS_DOC_QUERY, "full")
     assert [e["label"] for e in data["entities"]] == ["order-service"]
     assert 0 < len(data["hits"]) <= 5
@@ -159,8 +159,8 @@ def test_a_query_of_separator_characters_is_refused_by_the_schema_too(client):
         ({}, "body.query: Field required"),
         ({"query": ""}, "body.query: String should have at least 1 character"),
         (
-            {"query": "nginx", "mode": "dense"},
-            "body.mode: String should match pattern '^(full|bm25|graph)$'",
+            {"query": "nginx", "mode": "semantic"},
+            "body.mode: String should match pattern '^(full|bm25|graph|dense)$'",
         ),
         ({"query": "nginx", "k": 0}, "body.k: Input should be greater than or equal to 1"),
     ],

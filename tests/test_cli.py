@@ -15,7 +15,7 @@ from conftest import CROSS_DOC_GOLD, CROSS_DOC_QUERY, HIT_KEYS, copy_fixture_cor
 from kg.cli import cli
 
 COMMANDS = {"init", "ingest", "import", "query", "entity", "stats", "serve", "demo", "eval", "export", "ontology", "mcp", "ask", "check",
-            "delete", "documents", "versions", "pack", "migrate"}
+            "delete", "documents", "versions", "pack", "migrate", "embed"}
 
 
 def kg(*args: str, env: dict | None = None):
@@ -168,7 +168,7 @@ def test_query_json_shape(kb_dir, kb_root):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert set(data) == {"query", "mode", "entities", "hits", "followup", "timings_ms", "as_of", "as_of_from", "packs_used",
-                         "out_of_scope", "routing"}
+                         "out_of_scope", "routing", "meaning"}
     assert (data["query"], data["mode"]) == (CROSS_DOC_QUERY, "full")
     assert {"id", "label", "surface", "start", "end"} <= set(data["entities"][0])
     assert 0 < len(data["hits"]) <= 5

@@ -238,8 +238,8 @@ def test_an_empty_query_is_an_input_error(kb, text):
 
 def test_an_unknown_mode_is_an_input_error(kb):
     with pytest.raises(InputError) as error:
-        kb.query("nginx", mode="dense")
-    assert str(error.value) == "unknown mode 'dense' (use one of: full, bm25, graph)"
+        kb.query("nginx", mode="semantic")
+    assert str(error.value) == "unknown mode 'semantic' (use one of: full, bm25, graph, dense)"
 
 
 @pytest.mark.parametrize("k", [0, -1, 201])

@@ -22,7 +22,7 @@ from retrieval.eval.metrics import QuestionResult, format_table, summarize
 from retrieval.pipeline import KnowledgeBase
 from retrieval.types import Hit
 
-__all__ = ["evaluate_dataset", "evaluate_kb", "format_self_check", "rank_documents", "rank_passages"]
+__all__ = ["evaluate_dataset", "evaluate_kb", "fill_knowledge_base", "format_self_check", "rank_documents", "rank_passages"]
 
 Progress = Callable[[int], None]
 
@@ -57,6 +57,27 @@ def _run(kb: KnowledgeBase, questions: Sequence[Question], passages_of: Callable
     return results
 
 
+def fill_knowledge_base(kb: KnowledgeBase, dataset):
+    """A benchmark set into an empty knowledge base, as a user would: its ontology, entities, relation table and
+    aliases imported, its passages ingested as documents. Returns (the grouped corpus, relation rows rejected)."""
+    if dataset.ontology_path:
+        kb.import_file(dataset.ontology_path)
+    # A Wikipedia-style passage is a document titled with the entity it is about; sections of a
+    # user's document (passages with `doc`) are not entities of their own.
+    kb.add_entities(p.title for p in dataset.passages if p.title and not p.doc)
+    rejected = 0
+    if dataset.relations_path:
+        # Relation tables are exported by hand or by scripts and are imperfect: import the
+        # good rows, as a user would with --skip-invalid, and report how many were not.
+        report = kb.import_file(dataset.relations_path, skip_invalid=True)
+        rejected = len(report["report"]["rejected"])
+    if dataset.aliases_path:
+        kb.import_file(dataset.aliases_path, skip_invalid=True)
+    corpus = group_passages(dataset.name, dataset.passages)
+    kb.ingest_documents(corpus.sources)
+    return corpus, rejected
+
+
 def evaluate_dataset(
     root: Path,
     *,
@@ -66,6 +87,7 @@ def evaluate_dataset(
     settings: Settings | None = None,
     progress: Progress | None = None,
     on_ingested: Callable[[float], None] | None = None,
+    embedder=None,
 ) -> dict:
     dataset = load_dataset(root, limit, drop_empty_gold=True)
     with tempfile.TemporaryDirectory(prefix="kgrag-eval-") as tmp:
@@ -73,22 +95,12 @@ def evaluate_dataset(
         kb_settings = base.model_copy(update={"data_dir": Path(tmp) / "kb"})
         started = time.perf_counter()
         with KnowledgeBase(kb_settings, create=True) as kb:
-            if dataset.ontology_path:
-                kb.import_file(dataset.ontology_path)
-            # A Wikipedia-style passage is a document titled with the entity it is about; sections of a
-            # user's document (passages with `doc`) are not entities of their own.
-            kb.add_entities(p.title for p in dataset.passages if p.title and not p.doc)
-            rejected = 0
-            if dataset.relations_path:
-                # Relation tables are exported by hand or by scripts and are imperfect: import the
-                # good rows, as a user would with --skip-invalid, and report how many were not.
-                report = kb.import_file(dataset.relations_path, skip_invalid=True)
-                rejected = len(report["report"]["rejected"])
-            if dataset.aliases_path:
-                kb.import_file(dataset.aliases_path, skip_invalid=True)
-            corpus = group_passages(dataset.name, dataset.passages)
-            kb.ingest_documents(corpus.sources)
+            corpus, rejected = fill_knowledge_base(kb, dataset)
             ingest_seconds = time.perf_counter() - started
+            embedded = None
+            if embedder is not None:  # the meaning channel: every chunk and label embedded before the questions
+                kb.vectors.use(embedder)
+                embedded = kb.vectors.embed_missing().to_json()
             if on_ingested:
                 on_ingested(ingest_seconds)
             sources = {d.doc_id: d.source for d in kb.store.documents()}
@@ -104,6 +116,7 @@ def evaluate_dataset(
         "mode": mode,
         **summary,
         "ingest_seconds": round(ingest_seconds, 2),
+        **({"embedding": embedded} if embedded else {}),
         "kb": {"documents": stats["documents"], "entities": stats["entities"], "edges": stats["edges"],
                "relation_rows_rejected": rejected},
     }

@@ -70,9 +70,14 @@ class Vectors:
         self.store = VectorStore(kb.root)
         self._matrix: tuple | None = None  # (state key, ChunkMatrix, LabelMatrix)
         self._said: set[str] = set()
+        self._embedder = None
+
+    def use(self, embedder) -> None:
+        """Embed and search with this embedder instead of the configured one (benchmarks: a cached one)."""
+        self._embedder = embedder
 
     def embedder(self):
-        return embedder_for(self.kb.settings)
+        return self._embedder if self._embedder is not None else embedder_for(self.kb.settings)
 
     def _say_once(self, reason: str) -> None:
         if reason not in self._said:
@@ -100,9 +105,7 @@ class Vectors:
         texts = self.needed()
         report.needed = len(texts)
         previous = self.store.model()
-        probe = embedder.embed_passages([next(iter(texts.values()))]) if texts and previous != embedder.model_id else None
-        dim = probe.shape[1] if probe is not None else int(self.store.state("dim", "0") or 0)
-        if self.store.start_model(embedder.model_id, dim):
+        if self.store.start_model(embedder.model_id):
             report.model_changed = previous
         todo = self.store.missing(texts)
         report.reused = len(texts) - len(todo)

@@ -99,23 +99,19 @@ class LiteLLMEmbedder:
     """Any provider litellm speaks (`ollama/bge-m3`, `openai/...`, a local `/v1/embeddings` server). Every call has a
     timeout and no retries; a failure is `EmbedUnavailable` (the query then runs on words alone)."""
 
-    def __init__(self, model: str, base_url: str | None = None, timeout: float = 30.0,
-                 mock_vectors: list[list[float]] | None = None) -> None:
+    def __init__(self, model: str, base_url: str | None = None, timeout: float = 30.0) -> None:
         from retrieval.answer.llm import load_litellm
 
         self._litellm = load_litellm()
         self.model = model
         self.base_url = base_url or None
         self.timeout = timeout
-        self._mock = mock_vectors  # litellm's own mock_response= path (tests, dry runs)
         self.model_id = f"litellm/{model}"
 
     def _call(self, texts: list[str]) -> np.ndarray:
         kwargs = {"model": self.model, "input": texts, "timeout": self.timeout, "max_retries": 0}
         if self.base_url:
             kwargs["api_base"] = self.base_url
-        if self._mock is not None:
-            kwargs["mock_response"] = self._mock
         try:
             response = self._litellm.embedding(**kwargs)
         except Exception as exc:  # litellm raises its own tree (APIConnectionError, Timeout, BadRequest, ...)

@@ -66,7 +66,7 @@ class VectorStore:
         """Bumped by every batch written: a query process rebuilds its matrix when it moves."""
         return int(self.state("version", "0") or 0)
 
-    def start_model(self, model_id: str, dim: int) -> bool:
+    def start_model(self, model_id: str) -> bool:
         """Record the model; a different one than recorded empties the store (its vectors are not comparable).
         True when the store was emptied."""
         db = self.db
@@ -76,8 +76,8 @@ class VectorStore:
             emptied = old is not None and old[0] != model_id
             if emptied:
                 db.execute("DELETE FROM vectors")
-            for key, value in (("model", model_id), ("dim", str(dim))):
-                db.execute("INSERT OR REPLACE INTO vector_state VALUES (?, ?)", (key, value))
+                db.execute("DELETE FROM vector_state WHERE key = 'dim'")
+            db.execute("INSERT OR REPLACE INTO vector_state VALUES ('model', ?)", (model_id,))
             _bump(db)
             db.execute("COMMIT")
         except BaseException:
@@ -104,6 +104,8 @@ class VectorStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+            if rows:  # the model's dimension, from its first vectors
+                db.execute("INSERT OR IGNORE INTO vector_state VALUES ('dim', ?)", (str(len(rows[0][1]) // 2),))
             _bump(db)
             db.execute("COMMIT")
         except BaseException:

@@ -1,0 +1,252 @@
+"""The meaning channel (retrieval/vectors): the dense channel, the graph's semantic fit, nearest-label expansion,
+content-hash reuse, the kill and resume of `kg embed`, and `kg check` on vectors.
+
+The embedder here is a deterministic stub through the same `Embedder` protocol the real ones implement: it maps
+a few phrases of the fixture corpus to shared "concepts", so that a question and a passage can mean the same thing
+without sharing a word (what no rule over words can see). The real model and a real litellm endpoint are in
+tests/test_vectors_embedders.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval.vectors.embedders import HashEmbedder
+
+CONCEPTS = {
+    "backup": ("备份", "backup"),
+    "move": ("挪到另一台", "搬到别的机器", "migrat", "迁移"),
+    "timeout": ("超时", "timeout"),
+}
+
+
+class ConceptEmbedder:
+    """A phrase of a concept adds to that concept's dimension; a hashed remainder keeps vectors apart."""
+
+    def __init__(self) -> None:
+        self.model_id = "concept-stub-1"
+        self.calls = 0
+        self._rest = HashEmbedder(32)
+
+    def _vector(self, text: str) -> np.ndarray:
+        lowered = text.lower()
+        concepts = [float(sum(lowered.count(p) for p in phrases)) for phrases in CONCEPTS.values()]
+        vec = np.concatenate([np.array(concepts, np.float32) * 4.0, 0.3 * self._rest.embed_query(text)])
+        return vec / max(float(np.linalg.norm(vec)), 1e-6)
+
+    def embed_passages(self, texts):
+        self.calls += len(texts)
+        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, 35), np.float32)
+
+    def embed_query(self, text):
+        return self._vector(text)
+
+
+def _with(kb, **settings):
+    kb.settings = kb.settings.model_copy(update=settings)
+    return kb
+
+
+def _embedded(kb, embedder=None):
+    kb.vectors.use(embedder or ConceptEmbedder())
+    kb.vectors.embed_missing()
+    return kb
+
+
+def _rank_of(result, source_end: str, section: str | None = None) -> int | None:
+    for hit in result.hits:
+        if hit.source.endswith(source_end) and (section is None or hit.section == section):
+            return hit.rank
+    return None
+
+
+# -- the dense channel ------------------------------------------------------------------------------
+MOVE_QUESTION = "数据怎么挪到另一台机器上？"
+
+
+def _add_migration_doc(root: Path, kb) -> None:
+    doc = root / "extra" / "region-migration.md"
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text("# Region Migration\n\nRegion Migration moves a region from one datanode to another datanode "
+                   "without downtime.\n", encoding="utf-8")
+    kb.ingest_paths([doc])
+
+
+def test_dense_channel_brings_a_passage_that_shares_no_word(fresh_kb, tmp_path):
+    _add_migration_doc(tmp_path, fresh_kb)
+    without = fresh_kb.query(MOVE_QUESTION, k=5)
+    assert without.meaning is None and _rank_of(without, "region-migration.md") is None
+    assert all("dense" not in h.why for h in without.hits)
+
+    _embedded(fresh_kb)
+    with_meaning = fresh_kb.query(MOVE_QUESTION, k=5)
+    rank = _rank_of(with_meaning, "region-migration.md")
+    assert rank is not None and rank <= 3
+    hit = with_meaning.hits[rank - 1]
+    assert hit.why["dense"]["rank"] == 1 and hit.why["dense"]["similarity"] > 0.5
+    assert with_meaning.meaning["candidates"] > 0
+
+    dense_only = fresh_kb.query(MOVE_QUESTION, k=3, mode="dense")
+    assert dense_only.hits[0].source.endswith("region-migration.md")
+    sims = [h.why["dense"]["similarity"] for h in dense_only.hits]
+    assert sims == sorted(sims, reverse=True) and all("bm25" not in h.why for h in dense_only.hits)
+
+    _with(fresh_kb, dense_weight=0.0)  # the channel's weight off: the words-and-graph ranking as before
+    assert [h.chunk_id for h in fresh_kb.query(MOVE_QUESTION, k=5).hits] == [h.chunk_id for h in without.hits]
+
+
+def test_dense_mode_without_vectors_says_how_to_get_them(fresh_kb):
+    from kg.errors import InputError
+
+    with pytest.raises(InputError, match="kg embed"):
+        fresh_kb.query("订单服务", mode="dense")
+
+
+def test_another_models_vectors_are_not_searched(fresh_kb, tmp_path, caplog):
+    _add_migration_doc(tmp_path, fresh_kb)
+    _embedded(fresh_kb)
+    fresh_kb.vectors.use(HashEmbedder())  # configured model differs from the one that made the vectors
+    with caplog.at_level("WARNING", logger="kgrag.vectors"):
+        first = fresh_kb.query(MOVE_QUESTION, k=5)
+        fresh_kb.query(MOVE_QUESTION, k=5)
+    assert first.meaning is None
+    said = [r.message for r in caplog.records if "concept-stub-1" in r.message]
+    assert len(said) == 1 and "kg embed" in said[0]
+
+
+# -- graph hops chosen by meaning ---------------------------------------------------------------------
+BACKUP_QUESTION = "订单服务依赖的组件里，哪个每晚做备份？"
+
+
+def test_graph_hop_chosen_by_meaning(fresh_kb):
+    """order-service depends on mysql-core and inventory-service; the question asks for the one that is backed up
+    nightly, in Chinese; mysql-core's `Backups` section says so in English. Only meaning ties them."""
+    _embedded(fresh_kb)
+    _with(fresh_kb, dense_weight=0.0, label_expansion=0.0)  # the graph's own ranking, no dense list fused
+
+    def reached(result):
+        """The graph's hits beyond the named service's own document, in the graph's order."""
+        graph = [h for h in result.hits if "graph" in h.why and not h.source.endswith("order-service.md")]
+        return [(h.source.rsplit("/", 1)[-1], h.section) for h in sorted(graph, key=lambda h: h.why["graph"]["rank"])]
+
+    by_words = reached(_with(fresh_kb, semantic_fit=0.0).query(BACKUP_QUESTION, k=10))
+    by_meaning = reached(_with(fresh_kb, semantic_fit=1.0).query(BACKUP_QUESTION, k=10))
+    assert by_meaning[0] == ("mysql-core.md", "Backups")
+    assert ("mysql-core.md", "Backups") not in by_words  # by words alone its fit is nil: dropped
+
+
+# -- query expansion by nearest entity labels ---------------------------------------------------------
+def test_nearest_labels_join_the_search_and_say_so(fresh_kb, tmp_path):
+    fresh_kb.add_entities(["Region Migration"])
+    _add_migration_doc(tmp_path, fresh_kb)
+    _embedded(fresh_kb)
+    _with(fresh_kb, dense_weight=0.0, label_expansion=0.5)
+    result = fresh_kb.query(MOVE_QUESTION, k=5)
+    near = result.meaning["near_labels"]
+    assert [n["label"] for n in near] == ["Region Migration"] and near[0]["similarity"] >= 0.5
+    assert set(near[0]["terms"]) >= {"region", "migrat"}  # the analysed (stemmed) words of the label
+    top = result.hits[0]
+    assert top.source.endswith("region-migration.md") and "region" in top.why["bm25"]["terms"]
+    off = _with(fresh_kb, label_expansion=0.0).query(MOVE_QUESTION, k=5)
+    assert off.meaning["near_labels"] == [] and _rank_of(off, "region-migration.md") is None
+
+
+# -- vectors as part of the index: content-hash reuse, resume, check ---------------------------------
+def test_one_paragraph_edit_embeds_only_its_chunk(fresh_kb, tmp_path):
+    embedder = ConceptEmbedder()
+    _embedded(fresh_kb, embedder)
+    first = embedder.calls
+    assert first == fresh_kb.vectors.status()["chunks"] + len(fresh_kb.graph.view.entities)
+
+    doc = tmp_path / "docs" / "services" / "order-service.md"
+    doc.write_text(doc.read_text(encoding="utf-8").replace("副本数 6", "副本数 8"), encoding="utf-8")
+    fresh_kb.ingest_paths([tmp_path / "docs"])
+    report = fresh_kb.vectors.embed_missing()
+    assert report.embedded == 1 and embedder.calls == first + 1
+    assert report.reused == report.needed - 1
+    again = fresh_kb.vectors.embed_missing()
+    assert again.embedded == 0 and embedder.calls == first + 1
+
+
+def _kg(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "kg.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          encoding="utf-8", env=full_env, check=False)
+
+
+@pytest.fixture
+def kb_on_disk(tmp_path):
+    from conftest import build_kb
+
+    build_kb(tmp_path).close()
+    return tmp_path / "kb"
+
+
+def test_kg_embed_resumes_after_a_kill(kb_on_disk, tmp_path):
+    env = {"KG_DATA_DIR": str(kb_on_disk), "KG_EMBED_MODEL": "hash"}
+    killed = _kg("embed", "--quiet", cwd=tmp_path, env={**env, "KG_CRASH_AT": "embed:batch"})
+    assert killed.returncode == 86  # died right after its first batch was committed
+    status = json.loads(_kg("embed", "--status", "--json", cwd=tmp_path, env=env).stdout)
+    assert status["model"] == "hash-384" and status["vectors"] == 16
+
+    resumed = _kg("embed", "--json", cwd=tmp_path, env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    report = json.loads(resumed.stdout)
+    assert report["reused"] == 16 and report["embedded"] == report["needed"] - 16
+    status = json.loads(_kg("embed", "--status", "--json", cwd=tmp_path, env=env).stdout)
+    assert status["chunks_with_vectors"] == status["chunks"]
+
+    out = _kg("query", "订单服务依赖哪些组件？", "--mode", "dense", "-k", "2", cwd=tmp_path, env=env)
+    assert out.returncode == 0 and "why: meaning #1 (similarity" in out.stdout
+
+
+def test_kg_check_finds_and_repairs_broken_vectors(kb_on_disk, tmp_path):
+    env = {"KG_DATA_DIR": str(kb_on_disk), "KG_EMBED_MODEL": "hash"}
+    assert _kg("embed", "--quiet", cwd=tmp_path, env=env).returncode == 0
+    clean = _kg("check", cwd=tmp_path, env=env)
+    assert clean.returncode == 0 and "0 chunks_without_vectors" in clean.stdout
+
+    with sqlite3.connect(kb_on_disk / "vectors.sqlite") as db:
+        key = db.execute("SELECT key FROM vectors LIMIT 1").fetchone()[0]
+        db.execute("UPDATE vectors SET vec = ? WHERE key = ?", (np.full(384, np.nan, np.float16).tobytes(), key))
+    broken = _kg("check", cwd=tmp_path, env=env)
+    assert broken.returncode == 1
+    assert "problem: 1 vector(s) are not 384 finite numbers" in broken.stdout
+
+    repaired = _kg("check", "--repair", cwd=tmp_path, env=env)
+    assert "repaired: removed 1 broken vector(s): run `kg embed` to make them again" in repaired.stdout
+    again = json.loads(_kg("embed", "--json", cwd=tmp_path, env=env).stdout)
+    assert again["embedded"] == 1
+    assert _kg("check", cwd=tmp_path, env=env).returncode == 0
+
+    other = _kg("check", cwd=tmp_path, env={**env, "KG_EMBED_MODEL": "ollama/bge-m3"})
+    assert other.returncode == 1
+    assert "the vectors were made by hash-384 but KG_EMBED_MODEL gives litellm/ollama/bge-m3" in other.stdout
+
+
+def test_another_model_embeds_everything_again(fresh_kb):
+    _embedded(fresh_kb, HashEmbedder())
+    needed = fresh_kb.vectors.status()["vectors"]
+    embedder = ConceptEmbedder()
+    fresh_kb.vectors.use(embedder)
+    report = fresh_kb.vectors.embed_missing()
+    assert report.model_changed == "hash-384" and report.embedded == needed and report.reused == 0
+    assert fresh_kb.vectors.store.model() == "concept-stub-1"
+
+
+def test_deleted_documents_lose_their_vectors(fresh_kb, tmp_path):
+    _embedded(fresh_kb, HashEmbedder())
+    before = fresh_kb.vectors.status()["vectors"]
+    doc = next(d for d in fresh_kb.documents() if d["source"].endswith("nginx.md"))
+    fresh_kb.delete_documents([doc["doc_id"]])
+    report = fresh_kb.vectors.embed_missing()
+    assert report.embedded == 0 and report.pruned >= 1
+    assert fresh_kb.vectors.status()["vectors"] == before - report.pruned
