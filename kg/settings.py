@@ -131,7 +131,7 @@ class Settings(BaseSettings):
     dense_candidates: int = Field(100, ge=1, description="Chunks the meaning channel hands to fusion.")
     dense_weight: float = Field(1.0, ge=0, description="Weight of the meaning channel's ranks against the words-and-graph ranking in the final reciprocal-rank fusion (0 = off).")
     dense_rrf_k: float = Field(60.0, gt=0, description="The k of the fusion of meaning with the words-and-graph ranking.")
-    semantic_fit: float = Field(1.0, ge=0, le=1, description="How much a graph hit's closeness in meaning to the question counts in its fit, against its word match (0 = words only).")
+    semantic_fit: float = Field(0.0, ge=0, le=1, description="How much a graph hit's closeness in meaning to the question counts in its fit, against its word match (0 = words only).")
     label_expansion: float = Field(0.0, ge=0, le=1, description="Entity labels/aliases at least this similar to the question add their words to the search (0 = off).")
     llm_mock_response: str | None = Field(None, description="Routing only: the model's routing reply handed to litellm's own mock_response= instead of calling the endpoint (tests, offline demos; KG_LLM_MOCK_RESPONSE). The LLM routing uses KG_LLM_MODEL, KG_LLM_BASE_URL and KG_LLM_TIMEOUT.")
 

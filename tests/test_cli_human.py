@@ -82,6 +82,7 @@ CASES = [
     ("ontology check", [], RUNNER, []),
     ("check", [], RUNNER, ["clean"]),
     ("eval", ["--kb", "{kb}", "questions.jsonl"], TERMINAL, ["asking (full)", "Hit@1"]),
+    ("embed", ["--model", "hash"], TERMINAL, ["embedding with hash-384", "embedded, 0 reused"]),
     ("pack add", ["garden", "garden"], TERMINAL, ["ingesting", "garden"]),
     ("pack list", [], RUNNER, ["garden", "covers:"]),
     ("pack update", ["garden"], TERMINAL, ["garden"]),
