@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from kg.settings import MAX_K
 
-__all__ = ["ERROR_RESPONSES", "NON_BLANK", "DocumentIn", "ErrorOut", "IngestOut", "QueryIn", "QueryOut", "Text"]
+__all__ = ["ERROR_RESPONSES", "NON_BLANK", "json_integer", "DocumentIn", "ErrorOut", "IngestOut", "QueryIn", "QueryOut", "Text"]
 
 
 def _no_lone_surrogates(value: str) -> str:
@@ -54,19 +54,33 @@ _DESCRIPTIONS = {
 ERROR_RESPONSES: dict = {status: {"model": ErrorOut, "description": text} for status, text in _DESCRIPTIONS.items()}
 
 
+def json_integer(value: object) -> object:
+    """A JSON integer as JSON Schema's "integer" means it: 10 and 10.0 are one number, but "10" is a string
+    and true a boolean (pydantic's lax mode reads both as numbers; its strict mode refuses 10.0)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("must be a JSON integer (not a string or a boolean)")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("must be a whole number")
+        return int(value)
+    return value
+
+
 # YYYY, YYYY-MM or YYYY-MM-DD (a day past its month's end means the month's last day).
 AS_OF_PATTERN = r"^[1-9][0-9]{3}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?$"
 
 
 class QueryIn(BaseModel):
     query: Text = Field(..., min_length=1, max_length=4000, pattern=NON_BLANK, description="The question or keywords.")
-    k: int = Field(10, ge=1, le=MAX_K, strict=True, description=f"How many hits to return, 1 to {MAX_K} (a JSON integer: not \"10\", not true).")
+    k: int = Field(10, ge=1, le=MAX_K, description=f"How many hits to return, 1 to {MAX_K} (a JSON integer: not \"10\", not true).")
     mode: str = Field("full", pattern="^(full|bm25|graph|dense)$", description="full, bm25 (text only), graph only or dense (meaning only; needs `kg embed`).")
     types: list[Annotated[Text, Field(max_length=200)]] | None = Field(
         None, max_length=50, description="Expand only to entities of these classes (or subclasses); blank names are ignored."
     )
     as_of: str | None = Field(None, pattern=AS_OF_PATTERN, description="Search the document versions in force on this date (YYYY-MM-DD, YYYY-MM or YYYY).")
     packs: list[Annotated[Text, Field(max_length=200)]] | None = Field(None, max_length=2, description="Search only these knowledge packs (at most 2); default: routing decides.")
+
+    _k_is_a_json_integer = field_validator("k", mode="before")(json_integer)
 
 
 class HitOut(BaseModel):

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from api.deps import knowledge_base
 from api.guards import bound_question
-from api.schemas import AS_OF_PATTERN, Text
+from api.schemas import AS_OF_PATTERN, Text, json_integer
 from kg.errors import KgError
 
 # A streamed answer is Server-Sent Events: the spec lists it beside the JSON record.
@@ -22,11 +22,16 @@ router = APIRouter()
 
 class AskIn(BaseModel):
     question: Text = Field(..., min_length=1, max_length=4000, description="The question.")
-    k: int | None = Field(None, ge=1, le=20, strict=True, description="Passages numbered and given to the answer (default KG_ANSWER_PASSAGES).")
+    k: int | None = Field(None, ge=1, le=20, description="Passages numbered and given to the answer (default KG_ANSWER_PASSAGES).")
     mode: str = Field("full", pattern="^(full|bm25|graph)$", description="full, bm25 (text only) or graph only.")
     as_of: str | None = Field(None, pattern=AS_OF_PATTERN, description="Search the document versions in force on this date (YYYY-MM-DD, YYYY-MM or YYYY).")
     packs: list[Text] | None = Field(None, description="Search only inside these packs.")
     stream: bool = Field(False, strict=True, description="Stream Server-Sent Events: round, delta (answer text), answer (the record).")
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _k_is_a_json_integer(cls, value):
+        return value if value is None else json_integer(value)
 
 
 def sse(event: str, data) -> str:
