@@ -118,7 +118,8 @@
     if (!ans.found) box.append(h("p", { "class": "muted" }, t("no_answer")));
     box.append(text, opened);
     if (ans.facts && ans.facts.length) {
-      box.append(h("ul", { "class": "facts-used" }, ans.facts.map(function (f) { return h("li", {}, "[" + f.key + "] " + f.source); })));
+      box.append(h("details", { "class": "sources facts-used" }, h("summary", {}, t("facts_used") + " (" + ans.facts.length + ")"),
+        h("ul", {}, ans.facts.map(function (f) { return h("li", {}, "[" + f.key + "] " + f.source); }))));
     }
     if (ans.citations && ans.citations.length) {
       box.append(h("details", { "class": "sources" }, h("summary", {}, t("citations") + " (" + ans.citations.length + ")"),
