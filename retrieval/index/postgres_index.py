@@ -133,21 +133,22 @@ class PostgresIndex:
 
     def _open_reader(self):
         reader = _connect(self.dsn)
-        reader.isolation_level = self._psycopg.IsolationLevel.REPEATABLE_READ
         reader.read_only = True
         return reader
 
     @contextmanager
     def _read(self) -> Iterator[None]:
-        """One search's read transaction (one snapshot), on the one reader connection; a connection
-        that broke (PostgreSQL restarted) fails this call clearly and is opened again by the next."""
+        """The reader connection, one caller at a time; a connection that broke (PostgreSQL restarted)
+        fails this call clearly and is opened again by the next.
+
+        No transaction around a search (BEGIN and COMMIT were two of a warm search's four round trips):
+        each statement is its own snapshot, and the statements that must agree carry the generation
+        they read (`_snapshot`, `_load`), so a search that straddles a commit starts again."""
         with self._search_lock:
             try:
                 if self._reader is None or self._reader.closed:
                     self._reader = self._open_reader()
-                with self._reader.transaction():
-                    self._follow()
-                    yield
+                yield
             except self._psycopg.OperationalError as exc:
                 if self._reader is not None:
                     self._reader.close()
@@ -204,19 +205,38 @@ class PostgresIndex:
                     raise _unreachable(self.dsn, exc) from exc  # the transaction did not commit: nothing written
             self._pending, self._deleted = {}, set()
         with self._read():
-            pass
+            self._follow()
 
     # -- reads -------------------------------------------------------------------------------
+    def _snapshot(self, field: str = "body", terms=()) -> dict[str, int]:
+        """One statement (one snapshot): the generation, the chunk count, the field totals and the
+        document frequencies of `terms` in `field`; when the generation moved, what was cached is dropped."""
+        ns = self.ns
+        generation, n, df, totals, rounded = self._reader.execute(
+            f"SELECT g.value, g.chunks, (SELECT coalesce(json_object_agg(t.term, t.df), '{{}}'::json) FROM {ns}.terms t "
+            "WHERE t.field = %s AND t.term = ANY(%s)), "
+            f"(SELECT array_agg(f.total ORDER BY f.field) FROM {ns}.fields f), "
+            f"(SELECT array_agg(f.rounded ORDER BY f.field) FROM {ns}.fields f) FROM {ns}.generation g",
+            (FIELD_NO[field], [t for t, _ in terms])).fetchone()
+        if generation != self._generation:
+            self._totals = dict(zip(FIELDS, totals, strict=True))
+            self._rounded_totals = dict(zip(FIELDS, rounded, strict=True))
+            self._generation, self._n = generation, n
+            self._postings, self._scores, self._chunk_ids, self._scopes = {}, {}, {}, {}
+        return df
+
     def _follow(self) -> None:
-        """Inside a read transaction: when the index changed since the last look, drop what was cached."""
-        generation, n = self._reader.execute(f"SELECT value, chunks FROM {self.ns}.generation").fetchone()
-        if generation == self._generation:
-            return
-        rows = self._reader.execute(f"SELECT field, total, rounded FROM {self.ns}.fields").fetchall()
-        self._totals = {FIELDS[f]: total for f, total, _ in rows}
-        self._rounded_totals = {FIELDS[f]: rounded for f, _, rounded in rows}
-        self._generation, self._n = generation, n
-        self._postings, self._scores, self._chunk_ids, self._scopes = {}, {}, {}, {}
+        """Drop what was cached when the index changed since the last look."""
+        self._snapshot()
+
+    def _consistent(self, keys: list[tuple[str, str]], field: str = "body", terms=()) -> dict[str, int]:
+        """`_snapshot` + the posting lists of `keys`, read at the same generation (again when a commit
+        came in between: rare, and then everything cached was dropped anyway)."""
+        for _ in range(10):
+            df = self._snapshot(field, terms)
+            if self._load(keys):
+                return df
+        raise BusyError("the PostgreSQL text index changed under ten searches in a row: try again")
 
     def search(self, terms: Sequence[tuple[str, float]], limit: int, fields: dict[str, float] | None = None,
                grams: Sequence[tuple[str, float]] = (), doc_ids: frozenset[str] | None = None,
@@ -225,11 +245,12 @@ class PostgresIndex:
         character pairs add to their scores (`head_then_tail`)."""
         with self._read():
             fields = {f: b for f, b in (fields or self.field_boosts).items() if b > 0}
-            rare, common = self.split_by_frequency(terms, self._n, self._doc_frequencies("body", terms))
+            keys = [(f, t) for t, _ in terms for f in fields] + [("grams", g) for g, _ in grams]
+            df = self._consistent(keys, "body", terms)
+            rare, common = self.split_by_frequency(terms, self._n, df)
             if not rare or not fields:
                 return []
             gram_fields = {"grams": 1.0}
-            self._load([(f, t) for t, _ in [*rare, *common] for f in fields] + [("grams", g) for g, _ in grams])
             scope = None if doc_ids is None else self._scope_docnums(doc_ids)
             found = top_chunks(rare, fields, limit + beyond, scope, self._term_scores, lambda d: "")
             if found and (common or grams):
@@ -237,8 +258,9 @@ class PostgresIndex:
                 add_common_terms(found, list(grams), gram_fields, self._term_scores, report=False)
                 found = head_then_tail(found, limit)
             self._name_chunks([entry[0] for entry in found])
+            # a chunk deleted by a commit since the posting lists were read has no name: it is gone
             return [TextHit(chunk_id=self._chunk_ids[docnum], score=score, terms=tuple(sorted(matched)), docnum=docnum)
-                    for docnum, _, score, matched in found]
+                    for docnum, _, score, matched in found if docnum in self._chunk_ids]
 
     def split_by_frequency(self, terms, n: int, df: Mapping[str, int]):
         """(rare, common) as `WhooshIndex._split_by_frequency`: common terms (in more than `max_df_ratio`
@@ -261,7 +283,7 @@ class PostgresIndex:
         if not out:
             return out
         with self._read():
-            self._load([(f, t) for t, _ in terms for f in fields])
+            self._consistent([(f, t) for t, _ in terms for f in fields])
             for term, weight in terms:
                 for field, boost in fields.items():
                     scores = self._term_scores(field, term)
@@ -271,34 +293,36 @@ class PostgresIndex:
                             per_term[term] = per_term.get(term, 0.0) + score * weight * boost
         return out
 
-    def _doc_frequencies(self, field: str, terms) -> dict[str, int]:
-        words = [t for t, _ in terms]
-        rows = self._reader.execute(f"SELECT term, df FROM {self.ns}.terms WHERE field = %s AND term = ANY(%s)",
-                                    (FIELD_NO[field], words)).fetchall()
-        return dict(rows)
-
-    def _load(self, keys: list[tuple[str, str]]) -> None:
-        """Fetch the posting lists of the (field, term) pairs not cached yet, in one query."""
+    def _load(self, keys: list[tuple[str, str]]) -> bool:
+        """Fetch the posting lists of the (field, term) pairs not cached yet, in one statement that also
+        reads the generation; False (and nothing kept) when that is not the generation cached."""
         missing = list(dict.fromkeys(k for k in keys if k not in self._postings and k[0] in FIELD_NO))
         if not missing:
-            return
+            return True
         if len(self._postings) + len(missing) > MAX_CACHED:
             self._postings, self._scores = {}, {}
         lists: dict[tuple[str, str], dict[int, tuple[int, int]]] = {k: {} for k in missing}
         rows = self._reader.execute(
-            f"SELECT p.field, p.term, p.docnum, p.tf, p.length FROM {self.ns}.postings p "
-            "JOIN unnest(%s::smallint[], %s::text[]) AS k(field, term) ON p.field = k.field AND p.term = k.term "
-            "ORDER BY p.field, p.term, p.docnum",
+            f"SELECT value, NULL::smallint, NULL::text, NULL::bigint, NULL::int, NULL::int FROM {self.ns}.generation "
+            f"UNION ALL SELECT NULL, p.field, p.term, p.docnum, p.tf, p.length FROM {self.ns}.postings p "
+            "JOIN unnest(%s::smallint[], %s::text[]) AS k(field, term) ON p.field = k.field AND p.term = k.term",
             ([FIELD_NO[f] for f, _ in missing], [t for _, t in missing])).fetchall()
-        for field, term, docnum, tf, length in rows:
-            lists[(FIELDS[field], term)][docnum] = (tf, length)
+        generation = None
+        for value, field, term, docnum, tf, length in rows:
+            if field is None:
+                generation = value
+            else:
+                lists[(FIELDS[field], term)][docnum] = (tf, length)
+        if generation != self._generation:
+            return False
         self._postings.update(lists)
+        return True
 
     def postings(self, field: str, term: str) -> dict[int, tuple[int, int]]:
         """docnum -> (term frequency, exact field length) of one term (the caller holds the read lock)."""
         key = (field, term)
-        if key not in self._postings:
-            self._load([key])
+        if key not in self._postings and not self._load([key]):  # evicted, and the index moved on since
+            raise BusyError("the PostgreSQL text index changed during this search: try again")
         return self._postings[key]
 
     def _term_scores(self, field: str, term: str) -> dict[int, float]:
@@ -347,11 +371,12 @@ class PostgresIndex:
 
     def doc_count(self) -> int:
         with self._read():
+            self._follow()
             return self._n
 
     def doc_frequency(self, term: str, field: str = "body") -> int:
         with self._read():
-            return self._doc_frequencies(field, [(term, 1.0)]).get(term, 0)
+            return self._snapshot(field, [(term, 1.0)]).get(term, 0)
 
     def close(self) -> None:
         if self._closed:

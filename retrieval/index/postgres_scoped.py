@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from kg.errors import BusyError
 from retrieval.index.postgres_index import FIELDS, add_common_terms, rounded_length
 from retrieval.index.whoosh_index import head_then_tail, top_chunks
 from retrieval.types import TextHit
@@ -31,7 +32,7 @@ class PostgresScope:
         self._scores: dict[tuple[str, str], dict[int, float]] = {}
 
     def _current(self) -> None:
-        """Inside the index's read transaction: the scope's statistics for the index's generation."""
+        """Under the index's read lock: the scope's statistics for the index's generation."""
         ix = self.index
         ix._follow()
         if self._generation == ix._generation:
@@ -49,6 +50,14 @@ class PostgresScope:
             self.avgfl[name] = (total * ix._totals.get(name, 0) / rounded / self.n) if self.n and total else 1.0
         self._weights, self._scores = {}, {}
         self._generation = ix._generation
+
+    def _consistent(self, keys: list[tuple[str, str]]) -> None:
+        """The scope's statistics and the posting lists of `keys` at one generation of the index."""
+        for _ in range(10):
+            self._current()
+            if self.index._load(keys):
+                return
+        raise BusyError("the PostgreSQL text index changed under ten searches in a row: try again")
 
     def _in_scope(self, field: str, term: str) -> dict[int, tuple[int, int]]:
         key = (field, term)
@@ -78,9 +87,8 @@ class PostgresScope:
             raise ValueError("a scoped index searches its own documents only")
         ix = self.index
         with ix._read():
-            self._current()
             fields = {f: b for f, b in (fields or ix.field_boosts).items() if b > 0}
-            ix._load([(f, t) for t, _ in terms for f in ("body", *fields)] + [("grams", g) for g, _ in grams])
+            self._consistent([(f, t) for t, _ in terms for f in ("body", *fields)] + [("grams", g) for g, _ in grams])
             df = {t: len(self._in_scope("body", t)) for t, _ in terms}
             rare, common = ix.split_by_frequency(terms, self.n, df)
             if not rare or not fields or not self.n:
@@ -102,8 +110,7 @@ class PostgresScope:
         if not out:
             return out
         with ix._read():
-            self._current()
-            ix._load([(f, t) for t, _ in terms for f in fields])
+            self._consistent([(f, t) for t, _ in terms for f in fields])
             for term, weight in terms:
                 for field, boost in fields.items():
                     scores = self._term_scores(field, term)
