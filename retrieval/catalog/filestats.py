@@ -32,7 +32,12 @@ Stamp = tuple[int, int, int]  # size, mtime_ns, inode
 def source_of(file: Path) -> str:
     """The source name `read_sources` gives a file (its resolved path)."""
     file = Path(file)
-    return str(file if file.is_absolute() and not file.is_symlink() and ".." not in file.parts else file.resolve())
+    if file.is_absolute() and not file.is_symlink() and ".." not in file.parts:
+        return str(file)
+    try:
+        return str(file.resolve())
+    except (OSError, RuntimeError):  # a symlink loop (a skipped file): its own name
+        return os.path.abspath(file)
 
 
 def file_stamp(file: Path) -> Stamp | None:
