@@ -279,7 +279,8 @@ def write_report(path: Path, results: list[dict], loads: int, size: dict, chunks
         "asked twice after a warm-up round. \"Rendered\" runs from the parsed /query response to the next animation "
         "frame after the hits, their why, Markdown, highlights and SVG paths are in the page. The answer is asked "
         "with each question (streamed: its first words are the first `delta` event after the request left). The explorer "
-        "draws the 500 best connected entities (the default bound) with Cytoscape.js's force layout (cose), 3 loads a width.",
+        "draws the 500 best connected entities (the default bound), laid out by force on the server (part of /graph's time), "
+        "drawn by Cytoscape.js (its time includes loading the library on a fresh page), 3 loads a width.",
         "",
     ]
     path.write_text("\n".join(lines), encoding="utf-8")

@@ -44,10 +44,12 @@
     var box = $("#graph-canvas"), info = $("#graph-info");
     info.textContent = t("loading");
     var started = performance.now();
+    var drawing = loadLibrary();  // fetched and parsed while the server answers
+    drawing.catch(function () { /* reported below */ });
     var res = await Kg.api("GET", "/graph?" + params().toString());
     var answered = performance.now();
     if (res.status !== 200) { info.replaceChildren(h("span", { "class": "error" }, t("error", { message: Kg.errorText(res.data) }))); return; }
-    try { await loadLibrary(); } catch (e) { info.replaceChildren(h("span", { "class": "error" }, String(e.message))); return; }
+    try { await drawing; } catch (e) { info.replaceChildren(h("span", { "class": "error" }, String(e.message))); return; }
     var data = res.data, classes = data.classes.map(function (c) { return c.name; });
     var relLabel = {};
     data.relations.forEach(function (r) { relLabel[r.name] = r.label; });
@@ -67,6 +69,8 @@
     var many = data.nodes.length > 150;
     state.cy = window.cytoscape({
       container: box, elements: elements, minZoom: 0.05, maxZoom: 4,
+      // Hundreds of edges: straight lines, and while panning or zooming a cached picture without the edges.
+      hideEdgesOnViewport: many, textureOnViewport: many, pixelRatio: many ? 1 : "auto",
       style: [
         { selector: "node", style: { "background-color": "data(colour)", width: "data(size)", height: "data(size)", label: "data(label)",
           "font-size": 12, "text-valign": "bottom", "text-margin-y": 3, color: "#1d2330", "text-outline-color": "#fff", "text-outline-width": 2,
@@ -75,7 +79,7 @@
         { selector: "node[matched = 1]", style: { "border-width": 4, "border-color": "#ffb000", "min-zoomed-font-size": 0 } },
         { selector: "node:selected", style: { "border-width": 4, "border-color": "#1d2330" } },
         { selector: "edge", style: { width: 1.2, "line-color": "#b8c0cc", "target-arrow-color": "#b8c0cc", "target-arrow-shape": "triangle",
-          "arrow-scale": 0.8, "curve-style": "bezier", label: "data(label)", "font-size": 9, color: "#2456c7", "min-zoomed-font-size": 10,
+          "arrow-scale": 0.8, "curve-style": many ? "straight" : "bezier", label: "data(label)", "font-size": 9, color: "#2456c7", "min-zoomed-font-size": 10,
           "text-rotation": "autorotate", "text-background-color": "#fff", "text-background-opacity": 0.8, "text-background-padding": 1 } },
         { selector: "edge:selected", style: { width: 3, "line-color": "#2456c7", "target-arrow-color": "#2456c7" } },
       ],
