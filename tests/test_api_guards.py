@@ -128,3 +128,15 @@ def test_the_openapi_spec_documents_the_error_statuses(client):
     for path, operations in spec["paths"].items():
         for method, operation in operations.items():
             assert {"400", "401", "404", "413", "422", "500", "503"} <= set(operation["responses"]), (method, path)
+
+
+def test_with_any_host_allowed_a_write_must_come_from_the_host_asked(tmp_path):
+    """KG_ALLOWED_HOSTS=*: there is no list to check an Origin against, so the page must be the server's own."""
+    settings = make_settings(tmp_path / "kb", allowed_hosts="*")
+    with TestClient(create_app(settings), base_url="http://kb.example.org:8000") as client:
+        body = {"text": "# a\n\nb", "source": "a"}
+        assert client.post("/documents", json=body, headers={"Origin": "http://kb.example.org:8000"}).status_code == 201
+        response = client.post("/documents", json=body, headers={"Origin": "http://kb.example.org:9000"})
+        assert response.status_code == 403
+        assert response.json()["error"]["message"].startswith("cross-site request refused (Origin is 'http://kb.example.org:9000')")
+        assert client.post("/documents", json=body, headers={"Origin": "http://evil.example"}).status_code == 403
