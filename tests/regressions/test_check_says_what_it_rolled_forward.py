@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 
-
 def _kg(*args: str, cwd: Path, crash_at: str | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KG_")}
     if crash_at:
