@@ -128,6 +128,13 @@
     $("#graph-form").addEventListener("submit", function (ev) { ev.preventDefault(); draw(); });
     ["#graph-class", "#graph-relation", "#graph-limit"].forEach(function (sel) { $(sel).addEventListener("change", draw); });
     // The entity panel opening beside the graph narrows it: the drawing follows its box.
-    if (window.ResizeObserver) new ResizeObserver(function () { if (state.cy) state.cy.resize(); }).observe($("#graph-canvas"));
+    if (window.ResizeObserver) {
+      new ResizeObserver(function () {
+        if (!state.cy) return;
+        state.cy.resize();
+        var chosen = state.cy.$(":selected");  // keep the entity just clicked in view, else the whole drawing
+        if (chosen.length) state.cy.center(chosen); else state.cy.fit(undefined, 24);
+      }).observe($("#graph-canvas"));
+    }
   });
 })();
