@@ -158,8 +158,8 @@ def route(
         if hit:
             reasons[pack].append(f"card covers '{_short(hit)}'")
 
-    # A question that says a document's title is about that document: never out of scope (below). It adds no
-    # score: where the title's words are, the index signal already points (a weight here would push a second
+    # A question that says a document's title is about that document: not out of scope for lack of known
+    # words (below). It adds no score: where the title's words are, the index signal already points (a weight here would push a second
     # pack that a relation table names out of the round).
     titled = _named_titles(q, evidence.titles, packs)
     for pack, title in titled.items():
@@ -196,7 +196,6 @@ def route(
     # passage holds much of it either.
     excluded = [(p, item) for p, card in cards.items() if (item := matched_item(q, card.does_not_cover))]
     named = [(p, item) for p, card in cards.items() for item in (card.key_terms + card.covers) if matched_item(q, [item])]
-    named += list(titled.items())
     registry_hit = any(signals[p].get("example") for p in packs)
     if excluded:
         outside = units(excluded[0][1])
@@ -205,7 +204,10 @@ def route(
             pack, item = excluded[0]
             return Routing(chosen=[], scores=scores, out_of_scope=f"{NO_BASIS}: pack '{pack}' does not cover '{item}'")
     known = _known_share(evidence)
-    if not named and not registry_hit and not evidence.entity_packs and known < rules.min_known:
+    # A document's title is weaker than the card's own words: it does not overrule a "does not cover" item
+    # above (a pack with a document titled 备份 still does not cover 'Oracle 数据库'), but a question that
+    # says it has a basis in that pack.
+    if not named and not titled and not registry_hit and not evidence.entity_packs and known < rules.min_known:
         coverage = _coverage(evidence)
         if coverage < rules.min_coverage:
             why = "no word of it is in any pack" if known == 0 else \
