@@ -101,7 +101,10 @@ class PostgresIndex:
                  max_df_ratio: float = MAX_DF_RATIO) -> None:
         if not _NAMESPACE.match(namespace):
             raise InputError(f"'{namespace}' cannot name a PostgreSQL schema: use lower-case letters, digits and _")
-        import psycopg
+        try:
+            import psycopg
+        except ImportError as exc:  # the extra is optional
+            raise InputError("the PostgreSQL text backend needs psycopg: pip install 'kgrag[postgres]'") from exc
 
         self.dsn, self.ns = dsn, namespace
         self.field_boosts = dict(field_boosts or FIELD_BOOSTS)
