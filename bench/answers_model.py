@@ -63,7 +63,8 @@ def run_questions(kb, questions, llm_factory, label: str, log=print) -> list[dic
             row["in_cited"] = bool(answer.found and answer_in(q.answer, cited))
         rows.append(row)
         log(f"{label} {q.id}: {row['path']} found={row['found']} in_cited={row.get('in_cited')} {row['ms']} ms "
-            f"calls={row['calls']} prompt={row['prompt_tokens']}")
+            f"calls={row['calls']} prompt={row['prompt_tokens']} gen={row['completion_tokens']} rounds={row['rounds']} "
+            f"invented_shown={row['invented_shown']} removed={row['removed']} | {answer.path_reason[:160]}")
     return rows
 
 

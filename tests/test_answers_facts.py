@@ -58,3 +58,13 @@ def test_a_sentence_citing_a_fact_is_checked_against_it():
     _, [good, bad] = check_answer("redis-cluster 被 order-service 和 user-service 依赖[R1]。天气很好[R1]。", [], 0.35, "zh", [fact])
     assert good.facts == ["R1"] and not good.flagged
     assert bad.flagged
+
+
+@pytest.mark.parametrize(("question", "relation", "entity"), [
+    ("mysql-core 被哪些服务依赖？", "requiredBy", "mysql-core"),  # 依赖 in the passive: the inverse
+    ("What does order-service depend on?", "dependsOn", "order-service"),  # the labels say "depends on"
+])
+def test_passive_and_base_verb_questions_read_the_relation_the_right_way(shared, question, relation, entity):
+    with _kb(shared) as kb:
+        answer = kb.ask(question, llm=None)
+    assert [(f.relation, f.entity) for f in answer.facts][:1] == [(relation, entity)]

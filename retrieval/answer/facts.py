@@ -12,6 +12,7 @@ from the facts; the model gets them in its prompt, before the passages.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -23,6 +24,15 @@ MAX_FACTS = 4  # (entity, relation) groups: a question names one or two of each
 MAX_OTHERS = 12  # entities listed in one fact; the rest are counted
 # Relations that say what a question asks about in general, not along one edge ("related to", "mentions").
 _VAGUE = {"relatedTo", "mentions", "mentionedBy", "documents", "documentedIn"}
+
+# "what does X depend on": the ontology's labels are third person ("depends on", "relies on", "runs on").
+_BASE_VERB = re.compile(r"\b(depend|rel(?:y)|run|own|host|configure|affect|cause|replace|monitor)\b(?=\s+(?:on|by)?)",
+                        re.IGNORECASE)
+
+
+def _third_person(question: str) -> str:
+    return _BASE_VERB.sub(lambda m: {"rely": "relies"}.get(m.group(1).lower(), m.group(1) + "s"), question)
+
 
 _ZH = {
     "dependsOn": "{e} 依赖：{o}", "requiredBy": "{e} 被以下对象依赖：{o}", "runtimeDependsOn": "{e} 运行时依赖：{o}",
@@ -106,9 +116,10 @@ class FactFinder:
         self.view, self.vocab, self.relations_in = view, vocab, relations_in
 
     def __call__(self, question: str, entities: Sequence[dict], citations: Sequence[Citation] = ()) -> list[Fact]:
-        asked = {n for n in self.relations_in(question) if n not in _VAGUE}
+        asked = {n for n in self.relations_in(question) | self.relations_in(_third_person(question)) if n not in _VAGUE}
         if not asked:
             return []
+        asked = {self._passive(question, n) for n in asked}
         wanted: set[str] = set()
         backwards: set[str] = set()  # "which team owns X" names `owns`, and X has `ownedBy` edges
         for name in asked:
@@ -138,6 +149,17 @@ class FactFinder:
                 if len(facts) == MAX_FACTS:
                     return facts
         return facts
+
+
+    def _passive(self, question: str, name: str) -> str:
+        """"Metasrv 被哪些组件依赖" names 依赖 (dependsOn) in the passive: it asks for the inverse (requiredBy)."""
+        info = self.vocab.properties.get(name)
+        if info is None or not info.inverse:
+            return name
+        for label in info.labels:
+            if re.search(r"[\u3400-\u9fff]", label) and re.search(rf"被[^，,。？?！!]{{0,8}}{re.escape(label)}", question):
+                return info.inverse
+        return name
 
 
 def _defuse(text: str) -> str:
