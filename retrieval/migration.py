@@ -27,6 +27,7 @@ class MigrationReport:
     graphs: list[str] = field(default_factory=list)
     queries_compared: int = 0
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -34,7 +35,8 @@ class MigrationReport:
 
     def to_json(self) -> dict:
         return {"target": self.target, "chunks": self.chunks, "triples": self.triples, "graphs": self.graphs,
-                "queries_compared": self.queries_compared, "clean": self.clean, "problems": self.problems}
+                "queries_compared": self.queries_compared, "clean": self.clean, "problems": self.problems,
+                "notes": self.notes}
 
 
 def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", graph_store: str | None = None,
@@ -69,12 +71,7 @@ def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", g
                 whole = kb.graph.rdf
                 _write_graph(store, whole)
             else:
-                whole = store.read()
-                if not len(whole):
-                    raise InputError(f"the SPARQL store at {store.url} holds no graph for '{kb.settings.postgres_schema}'")
-                kb.graph.rdf = whole
-                kb.graph.save()
-                kb._graph_changed()
+                whole = _graph_back(kb, store, report)
             kb.linker  # noqa: B018 - teaches jieba the graph's labels and the synonyms, which the chunks were cut with
             old_index = kb.index
             kb.index = new_index
@@ -84,11 +81,36 @@ def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", g
                 report.chunks = reindex_all(kb, progress)
             finally:
                 kb.index = old_index
-            _verify(kb, old_index, new_index, whole, store, report)
+            _verify(kb, old_index, new_index, whole, None if report.notes else store, report)
     finally:
         new_index.close()
         store.close()
     return report
+
+
+def _graph_back(kb, store, report: MigrationReport) -> Graph:
+    """The graph for the embedded side. graph.ttl stays the knowledge base's working copy while the
+    backends are in use (`KG_GRAPH_STORE` is read by `kg migrate` only), so one that holds more than
+    the base ontology is the newer graph and is kept; the store's graph fills a data dir without one."""
+    from rdflib.compare import isomorphic
+
+    from kg.errors import InputError
+    from kg.stores import canonical
+    from ontology import BASE_ONTOLOGY_PATH, load_rdf
+
+    on_disk = kb.graph.rdf
+    copied = store.read()
+    if any(triple not in load_rdf(BASE_ONTOLOGY_PATH) for triple in on_disk):
+        if not isomorphic(canonical(copied), canonical(on_disk)):
+            report.notes.append(f"graph.ttl ({len(on_disk)} triples) differs from the store's graph ({len(copied)}): "
+                                "graph.ttl, the working copy, was kept")
+        return on_disk
+    if not len(copied):
+        raise InputError(f"the SPARQL store at {store.url} holds no graph for '{kb.settings.postgres_schema}'")
+    kb.graph.rdf = copied
+    kb.graph.save()
+    kb._graph_changed()
+    return copied
 
 
 def _write_graph(store, whole: Graph) -> None:
@@ -115,9 +137,12 @@ def _verify(kb, old_index, new_index, whole: Graph, store, report: MigrationRepo
         report.problems.append(f"{len(catalog - indexed)} chunk(s) missing from the new index, {len(indexed - catalog)} extra")
     if new_index.doc_count() != len(catalog):
         report.problems.append(f"the new index holds {new_index.doc_count()} chunks, the catalog {len(catalog)}")
-    copied = store.read()
-    report.graphs, report.triples = store.names(), len(copied)
-    if not isomorphic(canonical(copied), canonical(whole)):
+    if store is None:  # the graph was not copied (see _graph_back)
+        report.triples = len(whole)
+    else:
+        copied = store.read()
+        report.graphs, report.triples = store.names(), len(copied)
+    if store is not None and not isomorphic(canonical(copied), canonical(whole)):
         report.problems.append(f"the graph read back ({len(copied)} triples) differs from the one written ({len(whole)})")
     titles = [row[0] for row in kb.store.db.execute(
         "SELECT DISTINCT title FROM documents WHERE title != '' ORDER BY doc_id LIMIT ?", (SAMPLE_QUERIES,))]

@@ -74,6 +74,17 @@ def test_the_demo_moves_to_postgres_and_sparql_and_back(backends, tmp_path, monk
     assert on_backends["backend"] == "PostgresIndex"
     assert differences(before, on_backends) == {}
 
+    # back while graph.ttl holds more than the store (a relation imported after the move): it is kept
+    extra = tmp_path / "extra.csv"
+    extra.write_text("source,relation,target\norder-service,dependsOn,extra-cache\n", encoding="utf-8")
+    assert kg_process("import", str(extra), "--data-dir", str(kb), "--quiet", cwd=tmp_path).returncode == 0
+    kept = kg_process("migrate", "--to", "embedded", "--data-dir", str(kb), "--quiet", cwd=tmp_path)
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    assert "note: graph.ttl (" in kept.stdout and "graph.ttl, the working copy, was kept" in kept.stdout
+    assert "extra-cache" in (kb / "graph.ttl").read_text("utf-8")
+    again = kg_process("migrate", "--to", "postgres+sparql", "--data-dir", str(kb), "--quiet", cwd=tmp_path)
+    assert again.returncode == 0 and again.stdout.startswith("copied: "), again.stdout + again.stderr
+
     # back: the data dir without its embedded index and graph, rebuilt from the backends
     shutil.rmtree(kb / "index")
     for name in ("graph.ttl", "graph.cache"):

@@ -49,6 +49,8 @@ def migrate(target: str, dsn: str | None, graph_store: str | None, schema: str |
     else:
         for problem in report.problems:
             click.echo(f"problem: {problem}")
+        for note in report.notes:
+            click.echo(f"note: {note}")
         click.echo(f"{'copied' if report.clean else 'copied with problems'}: {report.chunks} chunks, "
                    f"{report.triples} triples in graphs {', '.join(report.graphs) or '-'}; "
                    f"{report.queries_compared} searches compared")
