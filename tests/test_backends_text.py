@@ -239,28 +239,3 @@ def test_a_namespace_that_is_not_a_schema_name_is_refused_with_how_to_fix(pg_dsn
     with pytest.raises(InputError, match="lower-case letters, digits and _"):
         PostgresIndex(pg_dsn, "kb; DROP TABLE x")
 
-
-def test_a_restarted_postgres_fails_searches_clearly_then_serves_again(tmp_path):
-    """PostgreSQL stopped under a running index: a search fails with a 503-kind error saying what to
-    check, a commit fails without writing; started again, the same index object searches again."""
-    from kg.errors import BusyError
-
-    with postgres_server() as server:
-        if isinstance(server, str):
-            pytest.skip(server)
-        index = open_postgres(server.url, tmp_path)
-        try:
-            index.add_chunks(contract.CORPUS)
-            index.commit()
-            assert contract.ids(contract.search(index, "LORA-02")) == ["c-lora"]
-            server.stop()
-            with pytest.raises(BusyError, match="does not answer.*is the server running"):
-                contract.search(index, "LORA-02")
-            index.add_chunks([contract.chunk("c-late", "LORA-02 写于停机之时。")])
-            with pytest.raises(BusyError):
-                index.commit()
-            server.start_again()
-            assert contract.ids(contract.search(index, "LORA-02")) == ["c-lora"]
-            assert index.doc_count() == 3
-        finally:
-            index.close()
