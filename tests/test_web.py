@@ -61,7 +61,8 @@ def test_search_works_without_javascript(client):
     assert "order-service" in re.search(r'<p class="entities">(.*?)</p>', text, re.S).group(1)
     # A graph hit says in words how the graph reached it, and draws the path as text.
     assert "reached through the relation graph from order-service" in text
-    assert re.search(r"<b>order-service</b> —dependsOn→ <b>mysql-core</b>", text)
+    # The relation by its rdfs:label in the page's language (English here).
+    assert re.search(r"<b>order-service</b> —depends on→ <b>mysql-core</b>", text)
     assert "<mark>订单服务</mark>" in page
 
 

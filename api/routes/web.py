@@ -113,7 +113,7 @@ def page(
         classes = sorted(kb.graph.vocab.classes)
         vocab = {code: dict(zip(("classes", "relations"), vocabulary_labels(kb, code), strict=True)) for code in ("en", "zh")}
         vocab["inverse"] = {name: info.inverse for name, info in kb.graph.vocab.properties.items() if info.inverse}
-    hits = [_hit_view(hit, language) for hit in (result or {}).get("hits", [])]
+    hits = [_hit_view(hit, language, vocab[language]["relations"]) for hit in (result or {}).get("hits", [])]
     html = _environment().get_template("index.html").render(
         lang=language,
         other_lang="zh" if language == "en" else "en",
@@ -152,7 +152,7 @@ def favicon() -> FileResponse:
     return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
 
 
-def _hit_view(hit: dict, lang: str) -> dict:
+def _hit_view(hit: dict, lang: str, relation_labels: dict[str, str]) -> dict:
     why = hit.get("why", {})
     terms = [t for key in ("bm25", "followup") for t in why.get(key, {}).get("terms", [])]
     graph = why.get("graph")
@@ -160,8 +160,14 @@ def _hit_view(hit: dict, lang: str) -> dict:
         **hit,
         "marked": highlight(hit["text"], terms),
         "why_words": why_in_words(why, lang, "\n".join((hit["title"], hit["section"], hit["text"]))),  # words as written where they matched
-        "steps": path_steps(graph["path"]) if graph else None,
+        "steps": _labelled(path_steps(graph["path"]), relation_labels) if graph else None,
     }
+
+
+def _labelled(steps: dict, labels: dict[str, str]) -> dict:
+    """A path's relations by their labels in the page's language ("^name", walked backwards, with an arrow)."""
+    named = [("← " + labels.get(r[1:], r[1:])) if r.startswith("^") else labels.get(r, r) for r in steps["relations"]]
+    return {**steps, "relations": named}
 
 
 def _script_json(data: dict) -> str:

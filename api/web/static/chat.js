@@ -94,7 +94,8 @@
           (f.text && (f.text[Kg.lang] || f.text.en)) || f.source,
           h("ul", {}, (f.triples || []).map(function (triple) {
             var parts = Kg.splitTriple(triple);
-            return h("li", {}, triple, parts ? h("button", { type: "button", "class": "link source", title: t("fact_source"), onclick: function () {
+            var shown = parts ? parts[0] + " —" + Kg.relLabel(parts[1]) + "→ " + parts[2] : triple;
+            return h("li", { title: triple }, shown, parts ? h("button", { type: "button", "class": "link source", title: t("fact_source"), onclick: function () {
               Kg.openFact(parts[0], parts[1], parts[2]);
             } }, " ⓘ") : null);
           })));
