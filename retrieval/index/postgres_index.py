@@ -19,54 +19,27 @@ statistics are exact at once. After deletions the scores can differ slightly (ra
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
-from whoosh.util.numeric import byte_to_length, length_to_byte
-
 from kg.errors import BusyError, InputError
-from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
+from retrieval.index.postgres_schema import (
+    FIELD_NO,
+    FIELDS,
+    NAMESPACE,
+    analyze_chunk,
+    rounded_length,
+    schema_sql,
+)
+from retrieval.index.postgres_scoped import PostgresScope, add_common_terms
 from retrieval.index.whoosh_index import FIELD_BOOSTS, MAX_DF_RATIO, head_then_tail, top_chunks
 from retrieval.types import Chunk, TextHit
 
-__all__ = ["FIELDS", "PostgresIndex", "rounded_length"]
+__all__ = ["PostgresIndex"]
 
-FIELDS = ("title", "section", "body", "grams")
-FIELD_NO = {name: i for i, name in enumerate(FIELDS)}
 MAX_CACHED = 5000  # posting lists kept in memory (per (field, term)) before the cache starts again
-_NAMESPACE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-_WORDS, _GRAMS = KgAnalyzer(), GramAnalyzer()
-
-
-def rounded_length(length: int) -> int:
-    """A field length as whoosh stores it: one byte, exact up to 10, then logarithmic."""
-    return byte_to_length(length_to_byte(length))
-
-
-def _schema_sql(ns: str) -> str:
-    return f"""
-    CREATE SCHEMA IF NOT EXISTS {ns};
-    CREATE SEQUENCE IF NOT EXISTS {ns}.docnums;
-    CREATE TABLE IF NOT EXISTS {ns}.chunks (
-        docnum bigint PRIMARY KEY, chunk_id text NOT NULL UNIQUE, doc_id text NOT NULL,
-        lengths int[] NOT NULL, rounded int[] NOT NULL);
-    CREATE INDEX IF NOT EXISTS chunks_doc_id ON {ns}.chunks (doc_id);
-    CREATE TABLE IF NOT EXISTS {ns}.postings (
-        field smallint NOT NULL, term text NOT NULL, docnum bigint NOT NULL, tf int NOT NULL,
-        length int NOT NULL, PRIMARY KEY (field, term, docnum));
-    CREATE INDEX IF NOT EXISTS postings_docnum ON {ns}.postings (docnum);
-    CREATE TABLE IF NOT EXISTS {ns}.terms (
-        field smallint NOT NULL, term text NOT NULL, df bigint NOT NULL, PRIMARY KEY (field, term));
-    CREATE TABLE IF NOT EXISTS {ns}.fields (
-        field smallint PRIMARY KEY, total bigint NOT NULL, rounded bigint NOT NULL);
-    CREATE TABLE IF NOT EXISTS {ns}.generation (
-        id int PRIMARY KEY CHECK (id = 1), value bigint NOT NULL, chunks bigint NOT NULL);
-    INSERT INTO {ns}.generation VALUES (1, 0, 0) ON CONFLICT DO NOTHING;
-    INSERT INTO {ns}.fields SELECT f, 0, 0 FROM generate_series(0, {len(FIELDS) - 1}) f ON CONFLICT DO NOTHING;
-    """
 
 
 def _connect(dsn: str, **options):
@@ -86,20 +59,12 @@ def _unreachable(dsn: str, exc: Exception) -> BusyError:
                      "is the server running? check KG_POSTGRES_DSN; kgrag connects again on the next request")
 
 
-def analyze_chunk(chunk: Chunk, section: str) -> list[Counter]:
-    """Term counts of each field in FIELDS order, as whoosh's analyzers index them."""
-    texts = (chunk.title, section, chunk.text)
-    counts = [Counter(term for term, _ in _WORDS.terms(text)) for text in texts]
-    counts.append(Counter(term for term, _ in _GRAMS.terms(chunk.title + "\n" + chunk.text)))
-    return counts
-
-
 class PostgresIndex:
     """`PostgresIndex(dsn, namespace)`: one index per PostgreSQL schema `namespace`."""
 
     def __init__(self, dsn: str, namespace: str = "kgrag", field_boosts: dict[str, float] | None = None,
                  max_df_ratio: float = MAX_DF_RATIO) -> None:
-        if not _NAMESPACE.match(namespace):
+        if not NAMESPACE.match(namespace):
             raise InputError(f"'{namespace}' cannot name a PostgreSQL schema: use lower-case letters, digits and _")
         try:
             import psycopg
@@ -119,7 +84,7 @@ class PostgresIndex:
         try:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.ns,))
-                conn.execute(_schema_sql(self.ns))
+                conn.execute(schema_sql(self.ns))
         finally:
             conn.close()
         self._reader = self._open_reader()
@@ -368,8 +333,6 @@ class PostgresIndex:
 
     def scoped(self, doc_ids: frozenset[str]):
         """The read side inside those documents, with their statistics (as `ScopedIndex` does for whoosh)."""
-        from retrieval.index.postgres_scoped import PostgresScope
-
         return PostgresScope(self, doc_ids)
 
     def doc_count(self) -> int:
@@ -391,15 +354,3 @@ class PostgresIndex:
             self._writer_conn.close()
         self._closed = True
 
-
-def add_common_terms(found: list, common, fields: dict[str, float], term_scores, report: bool = True) -> None:
-    """`WhooshIndex._add_common_terms`: each common term's score added to the candidates that hold it."""
-    for term, weight in common:
-        for field, boost in fields.items():
-            scores = term_scores(field, term)
-            for entry in found:
-                score = scores.get(entry[0])
-                if score is not None:
-                    entry[2] += score * weight * boost
-                    if report:
-                        entry[3].add(term)

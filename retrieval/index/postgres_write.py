@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from retrieval.index.postgres_index import FIELDS, rounded_length
+from retrieval.index.postgres_schema import FIELDS, rounded_length
 
 __all__ = ["write_changes"]
 
