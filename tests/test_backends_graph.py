@@ -142,6 +142,7 @@ def test_a_store_that_does_not_answer_says_so_and_how_to_fix_it():
         dead.names()
 
 
+@pytest.mark.slow
 def test_the_demo_graph_answers_the_same_in_rdflib_and_in_oxigraph(oxigraph_url, tmp_path):
     """Every entity of the demo along every relation of the ontology: the same entailed objects from
     rdflib's engine over the file store and from Oxigraph."""

@@ -53,6 +53,7 @@ def lose_a_chunk_and_repair(data_dir: Path) -> dict:
         return {"before": before, "clean_after": after.clean, "back": victim in kb.index.chunk_ids()}
 
 
+@pytest.mark.slow
 def test_the_demo_on_postgres_answers_as_the_embedded_default(pg_dsn, tmp_path, monkeypatch):
     embedded = run_in_own_process("test_backends_kb", "demo_rankings", tmp_path / "embedded")
     monkeypatch.setenv("KG_TEXT_BACKEND", "postgres")

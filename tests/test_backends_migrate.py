@@ -51,6 +51,7 @@ def differences(a: dict, b: dict) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_the_demo_moves_to_postgres_and_sparql_and_back(backends, tmp_path, monkeypatch):
     dsn, graph_store = backends
     kb = tmp_path / "kb"

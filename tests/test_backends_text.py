@@ -147,6 +147,7 @@ def _bench_set(name: str, passages: int, questions: int) -> tuple[list[Chunk], l
     return chunks, asked
 
 
+@pytest.mark.slow
 def test_the_demo_ranks_the_same_in_postgres_as_in_whoosh(pg_dsn, tmp_path):
     chunks, questions = _demo_chunks()
     compared, differences = compare(chunks, questions, pg_dsn, tmp_path)
@@ -154,6 +155,7 @@ def test_the_demo_ranks_the_same_in_postgres_as_in_whoosh(pg_dsn, tmp_path):
     assert differences == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "passages"), [("domainrag_zh_dev", 400), ("2wiki_dev", 1200)])
 def test_a_shared_dev_set_ranks_the_same_in_postgres_as_in_whoosh(name, passages, pg_dsn, tmp_path):
     chunks, questions = _bench_set(name, passages=passages, questions=40)
@@ -162,6 +164,7 @@ def test_a_shared_dev_set_ranks_the_same_in_postgres_as_in_whoosh(name, passages
     assert differences == []
 
 
+@pytest.mark.slow
 def test_a_search_inside_some_documents_ranks_the_same(pg_dsn, tmp_path):
     chunks, questions = _bench_set("domainrag_zh_dev", passages=250, questions=20)
     inside = frozenset(c.doc_id for c in chunks[::3])
@@ -169,6 +172,7 @@ def test_a_search_inside_some_documents_ranks_the_same(pg_dsn, tmp_path):
     assert differences == []
 
 
+@pytest.mark.slow
 def test_a_search_inside_some_packs_scores_with_their_statistics_as_whoosh_does(pg_dsn, tmp_path):
     from retrieval.index.scoped import ScopedIndex
 
