@@ -50,8 +50,8 @@ def serve(host: str, port: int, workers: int, allow_open_writes: bool, no_access
     KG_ALLOWED_HOSTS (against DNS rebinding). A data dir without a knowledge base is refused
     (`kg ingest PATH` or `kg init` makes one); `--demo` serves the bundled demo.
     """
-    if demo and data_dir is None:
-        data_dir = DEMO_DATA_DIR
+    if demo and click.get_current_context().get_parameter_source("data_dir") != click.core.ParameterSource.COMMANDLINE:
+        data_dir = DEMO_DATA_DIR  # not $KG_DATA_DIR: --demo means the demo, whatever the shell has set
     settings = settings_for(data_dir, bind_host=host)
     if settings.api_token is not None and not settings.api_token.strip():
         raise ConfigError("KG_API_TOKEN is set but empty, which would leave every write open: set a real token or unset it")

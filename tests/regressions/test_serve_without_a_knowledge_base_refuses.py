@@ -53,8 +53,10 @@ def test_after_kg_demo_the_refusal_names_its_data_dir(tmp_path: Path) -> None:
 
 def test_serve_demo_builds_and_serves_the_demo(tmp_path: Path) -> None:
     port = free_port()
+    (tmp_path / "mine").mkdir()
+    env = {**_env(), "KG_DATA_DIR": str(tmp_path / "mine")}  # a shell's own knowledge base: --demo still means the demo
     server = subprocess.Popen([sys.executable, "-m", "kg.cli", "serve", "--demo", "--port", str(port)], cwd=tmp_path,
-                              env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         wait_for_http(f"http://127.0.0.1:{port}/health", timeout=300, process=server)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=30) as response:
@@ -65,3 +67,4 @@ def test_serve_demo_builds_and_serves_the_demo(tmp_path: Path) -> None:
     assert stats["documents"] == 65, stats  # the demo's documents (kg/demo/docs)
     assert "building the demo knowledge base in .kgrag-demo" in err
     assert (tmp_path / ".kgrag-demo" / "kgrag.json").exists()
+    assert list((tmp_path / "mine").iterdir()) == []
