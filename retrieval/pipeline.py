@@ -145,10 +145,9 @@ class KnowledgeBase(QueryPath):
         graph.cache for the next process (keyed by graph.ttl's content hash)."""
         from retrieval.graph.linking import cached_linker
 
-        add_user_words([s for s, _ in view.surfaces()] + synonyms.words())
-        if graph is None:
-            return cached_linker(view)
-        return cached_linker(view, graph.digest, graph.cache_path.parent)
+        linker = cached_linker(view) if graph is None else cached_linker(view, graph.digest, graph.cache_path.parent)
+        add_user_words(linker.user_words + synonyms.words())  # the labels jieba can hold, then the synonyms
+        return linker
 
     def _graph_changed(self) -> None:
         self.graph.invalidate()

@@ -62,3 +62,16 @@ def test_a_cache_cut_short_is_built_again(tmp_path):
     with (data / LINKER_CACHE).open("rb") as fh:  # written whole again
         assert pickle.load(fh) == (_LINKER_FORMAT, digest)
         assert isinstance(pickle.load(fh), EntityLinker)
+
+
+def test_the_cached_linker_keeps_the_labels_jieba_is_taught(tmp_path):
+    from retrieval.index.analysis import user_word_candidates
+
+    assert user_word_candidates(["琥珀仓库", "billing-api", "库", "ＡＢ", "一个超过八个字的很长的名字", " 玳瑁网关 "]) == ["琥珀仓库", "玳瑁网关"]
+    data = tmp_path / "kb"
+    with KnowledgeBase(make_settings(data), create=True) as kb:
+        kb.import_file(_table(tmp_path / "a.csv", [("琥珀仓库", "玳瑁网关"), ("billing-api", "玳瑁网关")]))
+        assert sorted(kb.linker.user_words) == sorted(["琥珀仓库", "玳瑁网关"])
+    with (data / LINKER_CACHE).open("rb") as fh:
+        pickle.load(fh)
+        assert sorted(pickle.load(fh).user_words) == sorted(["琥珀仓库", "玳瑁网关"])

@@ -22,13 +22,19 @@ from pathlib import Path
 
 import ahocorasick
 
-from retrieval.index.analysis import CJK, ENGLISH_STOPWORDS, fold_accents, normalize_text
+from retrieval.index.analysis import (
+    CJK,
+    ENGLISH_STOPWORDS,
+    fold_accents,
+    normalize_text,
+    user_word_candidates,
+)
 from retrieval.types import Mention
 
 __all__ = ["LINKER_CACHE", "EntityLinker", "EntityMatcher", "MatchedSurface", "cached_linker"]
 
 LINKER_CACHE = "linker.cache"
-_LINKER_FORMAT = 1  # bump when EntityLinker/EntityMatcher change what they hold or how surfaces are keyed
+_LINKER_FORMAT = 2  # bump when EntityLinker/EntityMatcher change what they hold or how surfaces are keyed
 
 _WORDCHAR = re.compile(r"[A-Za-z0-9_]")
 # Surfaces made only of letters (words, not identifiers such as LORA-02 or max_threads) are
@@ -199,6 +205,7 @@ class EntityLinker:
         self.labels = labels
         self.matcher = EntityMatcher(surfaces)
         self._nlp = None
+        self.user_words: list[str] = []  # see `cached_linker`
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_nlp": None}  # the spaCy pipeline is rebuilt on demand, never pickled
@@ -273,6 +280,8 @@ def cached_linker(view, digest: str = "", folder: Path | None = None) -> EntityL
         if linker is not None:
             return linker
     linker = EntityLinker(view.link_surfaces(), view.labels())
+    # The labels worth teaching jieba (Chinese words of 2-8 characters): a few of ~67k on a large graph.
+    linker.user_words = user_word_candidates(s for s, _ in view.surfaces())
     if path is not None:
         _write_linker(path, digest, linker)
     return linker

@@ -19,7 +19,7 @@ from whoosh.analysis import Token, Tokenizer
 # porter2: whoosh's porter module mis-stems doubled consonants (running -> runn, logging -> logg).
 from whoosh.lang.porter2 import stem as _porter_stem
 
-__all__ = ["GramAnalyzer", "KgAnalyzer", "Term", "cjk_bigrams", "add_user_words", "analyze", "cjk_terms", "compound_terms", "fold_accents", "idf_weights", "normalize_text", "query_terms", "split_runs"]
+__all__ = ["GramAnalyzer", "KgAnalyzer", "Term", "cjk_bigrams", "add_user_words", "analyze", "cjk_terms", "compound_terms", "fold_accents", "idf_weights", "normalize_text", "query_terms", "split_runs", "user_word_candidates"]
 
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # ASCII identifiers; Chinese runs; words of other scripts (Cyrillic, Greek, ...) whole.
@@ -63,6 +63,18 @@ def _jieba():
 
 
 _VOCABULARY_VERSION = 0
+
+
+def user_word_candidates(words: Iterable[str]) -> list[str]:
+    """The words, normalized, that `add_user_words` would consider (it skips every other one without
+    teaching it): kept with a graph's entity linker, so that a new process passes these few instead of
+    looking at every label again. Taught in the same order, they leave jieba in the same state."""
+    out = []
+    for word in words:
+        word = normalize_text(word).strip()
+        if 2 <= len(word) <= MAX_USER_WORD and _WORDLIKE.match(word):
+            out.append(word)
+    return out
 
 
 def add_user_words(words: Iterable[str]) -> int:
