@@ -68,3 +68,16 @@ def test_passive_and_base_verb_questions_read_the_relation_the_right_way(shared,
     with _kb(shared) as kb:
         answer = kb.ask(question, llm=None)
     assert [(f.relation, f.entity) for f in answer.facts][:1] == [(relation, entity)]
+
+
+def test_on_the_model_path_the_facts_lead_even_when_the_model_cites_none(shared):
+    with FakeLLM() as fake:
+        fake.replies["answer"] = "订单服务依赖 mysql-core 等组件。"
+        with _kb(shared, llm_model="openai/test-model", llm_base_url=fake.base_url) as kb:
+            events = list(kb.ask(CROSS_DOC_QUERY, stream=True))
+    answer = events[-1][1]
+    assert answer.path == "llm"
+    first, model = answer.sentences[0], answer.sentences[-1]
+    assert first.facts == ["R1"] and not first.flagged and "mysql-core" in first.text
+    assert model.flagged and not model.facts  # the model's own sentence cites nothing: kept, flagged
+    assert "".join(v for k, v in events if k == "delta") == answer.answer

@@ -36,6 +36,7 @@ from retrieval.answer.rules import (
     ANSWER_COVERAGE,
     CLOSEST,
     CLOSEST_COVERAGE,
+    facts_text,
     language_note,
     rules_answer,
 )
@@ -221,6 +222,11 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
         pieces: list[str] = []
         checked = CheckedStream(citations, options.citation_support, language, facts)
         try:
+            if facts:  # the table's facts first, as written; the model's sentences follow
+                pieces.append(facts_text(facts, language) + "\n")
+                ready = checked.feed(pieces[0])
+                if ready:
+                    yield "delta", ready
             for piece in notes.llm.stream("answer", answer_messages(question, citations, language, block)):
                 pieces.append(piece)
                 ready = checked.feed(piece)
@@ -229,7 +235,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
             rest = checked.flush()
             if rest:
                 yield "delta", rest
-            if not checked.sent:
+            if checked.sent <= len(facts):
                 # "", "[1]" or punctuation: no sentence reached the user, so the rules answer instead
                 raise LlmUnavailable(f"{notes.llm.model} wrote no answer sentence ({''.join(pieces)[:40]!r})")
             text, path = "".join(pieces), "llm"

@@ -22,7 +22,7 @@ from retrieval.answer.record import Citation
 from retrieval.answer.terms import QUESTION_WORDS, KeyTerm, has_term, key_terms, units
 from retrieval.index.analysis import analyze
 
-__all__ = ["ANSWER_COVERAGE", "CLOSEST", "CLOSEST_COVERAGE", "RulesAnswer", "guard_terms", "held_share", "language_note", "rules_answer"]
+__all__ = ["ANSWER_COVERAGE", "CLOSEST", "CLOSEST_COVERAGE", "facts_text", "RulesAnswer", "guard_terms", "held_share", "language_note", "rules_answer"]
 
 ANSWER_COVERAGE = 0.5  # the quoted sentences (and their headings) must hold more than this share of the question's key words
 CLOSEST_COVERAGE = 0.3  # below ANSWER_COVERAGE, the sentences are still shown as the closest (not the answer) from this share
@@ -72,6 +72,12 @@ def _cited(text: str) -> set[int]:
 
 def _fact_line(fact, language: str) -> str:
     return f"{fact.sentence(language)}。[{fact.key}]" if language == "zh" else f"{fact.sentence(language)}. [{fact.key}]"
+
+
+def facts_text(facts: Sequence, language: str) -> str:
+    """The graph facts as the answer's first sentences, each citing its [Rn]: a curated table row is stated as
+    written on either path (a model asked to cite [R1] often names the entities and cites nothing)."""
+    return "\n".join(_fact_line(f, language) for f in facts)
 
 
 def rules_answer(question: str, citations: Sequence[Citation], language: str,
