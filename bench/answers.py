@@ -115,7 +115,9 @@ def targets(summaries: dict, extras: dict) -> list[str]:
         out.append(row(f"{name}: endpoint down -> rules path in < 1 s extra", f"max {worst} ms", worst < 1000
                        and extra["endpoint_down_paths"] == ["rules"]))
         rounds = extra["greedy_model_rounds"]
-        out.append(row(f"{name}: a model that always asks for more gets exactly two rounds", rounds, list(rounds) == ["2"]))
+        # The model is only asked when the rules find round 1 short (else the answer call judges too): at most two rounds.
+        out.append(row(f"{name}: a model that always asks for more gets at most two rounds", rounds,
+                       max(int(k) for k in rounds) <= 2))
     return out
 
 
