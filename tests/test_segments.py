@@ -7,7 +7,8 @@ from __future__ import annotations
 import random
 
 from retrieval.index import whoosh_index
-from retrieval.index.whoosh_index import MERGE_FACTOR, WhooshIndex, _tier
+from retrieval.index.whoosh_index import MERGE_FACTOR, WhooshIndex
+from retrieval.index.whoosh_segments import tier as _tier
 from retrieval.types import Chunk
 
 WORDS = [f"w{i:02d}" for i in range(80)] + ["缓存", "网关", "副本", "超时"]
