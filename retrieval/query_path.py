@@ -141,9 +141,11 @@ class QueryPath:
                     graph_hits = [h for h in graph_hits if in_doc.get(h.chunk_id) in scope.doc_ids]
                 graph_hits = graph_hits[: self.settings.graph_candidates]
             t3 = time.perf_counter()
+            early = dense is not None and mode == "full" and self.settings.dense_fusion == "early"
             fused = fuse_hits(
                 text_hits, graph_hits, method=self.settings.fusion, graph_weight=self.settings.graph_weight,
                 graph_confidence=self.settings.graph_confidence, decay=self.expansion.decay, rrf_k=self.settings.rrf_k,
+                dense=self._dense_list(dense, scope) if early else (), dense_weight=self.settings.dense_weight,
             )
             lead = text_hits[0].chunk_id if text_hits else None
             if fused and fused[0].id != lead:  # else nothing to keep: spare the share's look-ups
@@ -157,7 +159,7 @@ class QueryPath:
             if mode == "full" and self.settings.followup:
                 followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams, hidden,
                                                                scope.index)
-            if dense is not None and mode == "full" and self.settings.dense_weight > 0:
+            if dense is not None and mode == "full" and self.settings.dense_weight > 0 and not early:
                 fused = self._fuse_meaning(fused, dense, scope, parent_of)
             if self.settings.one_hit_per_parent:
                 fused = one_hit_per_parent(fused, self.history.parent_of([f.id for f in fused[: k * 4]]))
@@ -212,11 +214,16 @@ class QueryPath:
         dense.expanded = added
         return mentions, terms
 
-    def _fuse_meaning(self, fused: list, dense, scope, parent_of: dict) -> list:
-        ids = [cid for cid, _ in dense.ranked[: self.settings.dense_candidates]]
+    def _dense_list(self, dense, scope) -> list[tuple[str, float]]:
+        """The meaning channel's candidates, inside the routed packs."""
+        ranked = dense.ranked[: self.settings.dense_candidates]
         if scope.doc_ids is not None:
-            in_doc = self.store.chunk_documents(ids)
-            ids = [cid for cid in ids if in_doc.get(cid) in scope.doc_ids]
+            in_doc = self.store.chunk_documents([cid for cid, _ in ranked])
+            ranked = [(cid, sim) for cid, sim in ranked if in_doc.get(cid) in scope.doc_ids]
+        return ranked
+
+    def _fuse_meaning(self, fused: list, dense, scope, parent_of: dict) -> list:
+        ids = [cid for cid, _ in self._dense_list(dense, scope)]
         fused = fuse_dense(fused, ids, self.settings.dense_weight, self.settings.dense_rrf_k)
         parent_of.update(chunk_parents(self.store.db, [f.id for f in fused if f.id not in parent_of]))
         return cap_per_document(fused, parent_of, self.settings.chunks_per_document)

@@ -250,3 +250,23 @@ def test_deleted_documents_lose_their_vectors(fresh_kb, tmp_path):
     report = fresh_kb.vectors.embed_missing()
     assert report.embedded == 0 and report.pruned >= 1
     assert fresh_kb.vectors.status()["vectors"] == before - report.pruned
+
+
+def test_fusions_with_meaning_are_permutations_that_keep_each_lists_rank():
+    from retrieval.rank.fusion import Fused, fuse_dense, fuse_hits
+    from retrieval.types import GraphHit, TextHit
+
+    text = [TextHit("a", 3.0), TextHit("b", 2.0)]
+    graph = [GraphHit("c", 1.0, "e", "about", evidence=1.0)]
+    dense = [("d", 0.9), ("b", 0.8)]
+    early = fuse_hits(text, graph, graph_weight=2.5, rrf_k=20, dense=dense, dense_weight=1.5)
+    assert sorted(f.id for f in early) == ["a", "b", "c", "d"]
+    by_id = {f.id: f for f in early}
+    assert by_id["b"].ranks == {"bm25": 2, "dense": 2} and by_id["d"].ranks == {"dense": 1}
+    assert early[0].id == "c"  # the graph's weight still leads: meaning is a third list, not a veto
+    assert [f.id for f in fuse_hits(text, graph, graph_weight=2.5, rrf_k=20, dense=dense, dense_weight=0.0)] == \
+        [f.id for f in fuse_hits(text, graph, graph_weight=2.5, rrf_k=20)]
+
+    late = fuse_dense([Fused("a", 1.0, {"bm25": 1}), Fused("b", 0.5, {"bm25": 2})], ["d", "b"], weight=1.0, k=20)
+    assert sorted(f.id for f in late) == ["a", "b", "d"] and late[0].id == "b"
+    assert {f.id: f.ranks for f in late}["b"] == {"bm25": 2, "dense": 2}

@@ -75,6 +75,8 @@ def fuse_hits(
     graph_confidence: float = 0.0,
     decay: float = 0.5,
     rrf_k: float = 60.0,
+    dense: Sequence[tuple[str, float]] = (),
+    dense_weight: float = 0.0,
 ) -> list[Fused]:
     """BM25 hits and graph hits (each with `chunk_id` and `score`) -> one ranking.
 
@@ -87,12 +89,18 @@ def fuse_hits(
     """
     top = max((h.evidence / decay ** len(h.path) for h in graph_hits), default=0.0)
     weights = {"bm25": 1.0, "graph": graph_weight if top >= graph_confidence else 0.0}
+    # `dense` (chunk id, similarity), best first: the meaning channel as a third input beside the words, under the
+    # graph's weight (early fusion: KG_DENSE_FUSION=early); empty = the two lists as before.
+    extra = {"dense": list(dense)} if dense and dense_weight > 0 else {}
+    weights.update({"dense": dense_weight} if extra else {})
     if method == "rrf":
         return reciprocal_rank_fusion(
-            {"bm25": [h.chunk_id for h in text_hits], "graph": [h.chunk_id for h in graph_hits]}, weights, k=rrf_k
+            {"bm25": [h.chunk_id for h in text_hits], "graph": [h.chunk_id for h in graph_hits],
+             **{name: [cid for cid, _ in items] for name, items in extra.items()}}, weights, k=rrf_k
         )
     return weighted_score_fusion(
-        {"bm25": [(h.chunk_id, h.score) for h in text_hits], "graph": [(h.chunk_id, h.score) for h in graph_hits]},
+        {"bm25": [(h.chunk_id, h.score) for h in text_hits], "graph": [(h.chunk_id, h.score) for h in graph_hits],
+         **extra},
         weights,
     )
 
