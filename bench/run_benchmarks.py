@@ -287,6 +287,7 @@ OTHER_REPORTS = (
     ("RESULTS-answers.md", "Answers (issue 10)"),
     ("RESULTS-packs.md", "Knowledge packs (issue 11)"),
     ("RESULTS-web.md", "The web page (issue 12)"),
+    ("RESULTS-vectors.md", "Meaning: vectors (issue 21)"),
 )
 
 

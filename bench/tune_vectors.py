@@ -38,27 +38,27 @@ VARIANTS = [
     ("bm25", "bm25", None),
     ("full, no vectors", "full", None),
     ("dense", "dense", {}),
-    ("full + dense w1 k60", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 60}),
-    ("full + dense w1 k20", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 20}),
-    ("full + dense w1.5 k60", "full", {**OFF, "dense_weight": 1.5, "dense_rrf_k": 60}),
-    ("full + dense w0.7 k60", "full", {**OFF, "dense_weight": 0.7, "dense_rrf_k": 60}),
-    ("full + dense w1 k10", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 10}),
-    ("full + dense w1.5 k20", "full", {**OFF, "dense_weight": 1.5, "dense_rrf_k": 20}),
-    ("full + dense w2 k20", "full", {**OFF, "dense_weight": 2.0, "dense_rrf_k": 20}),
-    ("full + dense w0.7 k20", "full", {**OFF, "dense_weight": 0.7, "dense_rrf_k": 20}),
-    ("full + dense w1 k20 + fit 0.5", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 20, "semantic_fit": 0.5}),
-    ("full + dense w1 k20 + labels 0.9", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 20, "label_expansion": 0.9}),
+    ("full + dense w1 k60", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 60, "dense_fusion": "late"}),
+    ("full + dense w1 k20", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 20, "dense_fusion": "late"}),
+    ("full + dense w1.5 k60", "full", {**OFF, "dense_weight": 1.5, "dense_rrf_k": 60, "dense_fusion": "late"}),
+    ("full + dense w0.7 k60", "full", {**OFF, "dense_weight": 0.7, "dense_rrf_k": 60, "dense_fusion": "late"}),
+    ("full + dense w1 k10", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 10, "dense_fusion": "late"}),
+    ("full + dense w1.5 k20", "full", {**OFF, "dense_weight": 1.5, "dense_rrf_k": 20, "dense_fusion": "late"}),
+    ("full + dense w2 k20", "full", {**OFF, "dense_weight": 2.0, "dense_rrf_k": 20, "dense_fusion": "late"}),
+    ("full + dense w0.7 k20", "full", {**OFF, "dense_weight": 0.7, "dense_rrf_k": 20, "dense_fusion": "late"}),
+    ("full + dense w1 k20 + fit 0.5", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 20, "dense_fusion": "late", "semantic_fit": 0.5}),
+    ("full + dense w1 k20 + labels 0.9", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 20, "dense_fusion": "late", "label_expansion": 0.9}),
     ("full + early dense w1", "full", {**OFF, "dense_weight": 1.0, "dense_fusion": "early"}),
     ("full + early dense w0.5", "full", {**OFF, "dense_weight": 0.5, "dense_fusion": "early"}),
     ("full + early dense w1.5", "full", {**OFF, "dense_weight": 1.5, "dense_fusion": "early"}),
     ("full + early dense w1 + fit 0.5", "full", {**OFF, "dense_weight": 1.0, "dense_fusion": "early", "semantic_fit": 0.5}),
-    ("full + dense w0.5 k20", "full", {**OFF, "dense_weight": 0.5, "dense_rrf_k": 20}),
+    ("full + dense w0.5 k20", "full", {**OFF, "dense_weight": 0.5, "dense_rrf_k": 20, "dense_fusion": "late"}),
     ("full + fit 1 (no dense list)", "full", {**OFF, "semantic_fit": 1.0}),
     ("full + fit 0.5 (no dense list)", "full", {**OFF, "semantic_fit": 0.5}),
     ("full + labels 0.85 (no dense list)", "full", {**OFF, "label_expansion": 0.85}),
     ("full + labels 0.9 (no dense list)", "full", {**OFF, "label_expansion": 0.9}),
-    ("full + dense w1 k60 + fit 1", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 60, "semantic_fit": 1.0}),
-    ("full + dense w1 k60 + fit 0.5", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 60, "semantic_fit": 0.5}),
+    ("full + dense w1 k60 + fit 1", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 60, "dense_fusion": "late", "semantic_fit": 1.0}),
+    ("full + dense w1 k60 + fit 0.5", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 60, "dense_fusion": "late", "semantic_fit": 0.5}),
 ]
 
 
@@ -153,6 +153,8 @@ def main() -> int:
                 questions = _covered_only(kb, corpus, embedder, questions)
                 out["covered_only"] = {"questions": len(questions), "documents": len(kb.store.documents())}
                 print(f"covered only: {len(questions)} questions, {len(kb.store.documents())} documents", file=sys.stderr)
+            if any((v[2] or {}).get("label_expansion") for v in variants):  # labels too: these variants use them
+                kb.settings = kb.settings.model_copy(update={"label_expansion": 0.9})
             texts = kb.vectors.needed()
             uncached = [k for k in texts if k not in embedder.lookup(list(texts))]
             if len(uncached) > args.budget:
@@ -162,7 +164,7 @@ def main() -> int:
             kb.vectors.use(embedder)
             report = kb.vectors.embed_missing()
             out["embedding"] = report.to_json()
-            base = kb.settings
+            base = kb.settings.model_copy(update={"label_expansion": 0.0})
             for name, mode, overrides in variants:
                 kb.vectors.use(embedder if overrides is not None else None)
                 kb.settings = base.model_copy(update=overrides or {})
