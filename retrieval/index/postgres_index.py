@@ -33,7 +33,7 @@ from retrieval.index.postgres_schema import (
     rounded_length,
     schema_sql,
 )
-from retrieval.index.postgres_scoped import PostgresScope, add_common_terms
+from retrieval.index.postgres_scoped import PostgresScope, add_common_terms, add_weighted_scores
 from retrieval.index.whoosh_index import FIELD_BOOSTS, MAX_DF_RATIO, head_then_tail, top_chunks
 from retrieval.types import Chunk, TextHit
 
@@ -252,13 +252,7 @@ class PostgresIndex:
             return out
         with self._read():
             self._consistent([(f, t) for t, _ in terms for f in fields])
-            for term, weight in terms:
-                for field, boost in fields.items():
-                    scores = self._term_scores(field, term)
-                    for docnum, per_term in out.items():
-                        score = scores.get(docnum)
-                        if score is not None:
-                            per_term[term] = per_term.get(term, 0.0) + score * weight * boost
+            add_weighted_scores(out, terms, fields, self._term_scores)
         return out
 
     def _load(self, keys: list[tuple[str, str]]) -> bool:

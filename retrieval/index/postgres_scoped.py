@@ -111,13 +111,7 @@ class PostgresScope:
             return out
         with ix._read():
             self._consistent([(f, t) for t, _ in terms for f in fields])
-            for term, weight in terms:
-                for field, boost in fields.items():
-                    scores = self._term_scores(field, term)
-                    for docnum, per_term in out.items():
-                        score = scores.get(docnum)
-                        if score is not None:
-                            per_term[term] = per_term.get(term, 0.0) + score * weight * boost
+            add_weighted_scores(out, terms, fields, self._term_scores)
         return out
 
     def doc_frequency(self, term: str, field: str = "body") -> int:
@@ -129,6 +123,19 @@ class PostgresScope:
         with self.index._read():
             self._current()
             return self.n
+
+
+def add_weighted_scores(out: dict[int, dict[str, float]], terms: Sequence[tuple[str, float]],
+                        fields: dict[str, float], term_scores) -> None:
+    """Into out (docnum -> {term: score}), each term's BM25F score in each field, times its weight and the
+    field's boost; term_scores(field, term) gives {docnum: score} (the whole index's or one scope's)."""
+    for term, weight in terms:
+        for field, boost in fields.items():
+            scores = term_scores(field, term)
+            for docnum, per_term in out.items():
+                score = scores.get(docnum)
+                if score is not None:
+                    per_term[term] = per_term.get(term, 0.0) + score * weight * boost
 
 
 def add_common_terms(found: list, common, fields: dict[str, float], term_scores, report: bool = True) -> None:
