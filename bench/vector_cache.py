@@ -70,7 +70,7 @@ class CachedEmbedder:
         keys = [vector_key(t) for t in texts]
         found = self.lookup(keys)
         missing = [i for i, k in enumerate(keys) if k not in found]
-        if self.budget is not None and len(missing) > self.budget:
+        if self.budget is not None and self.embedded + len(missing) > self.budget:  # over the whole run, not a batch
             raise NotComputed(len(missing), sum(len(texts[i]) for i in missing))
         if missing:
             fresh = self.inner.embed_passages([texts[i] for i in missing])
