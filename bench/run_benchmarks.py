@@ -112,7 +112,7 @@ def run_vectors(root: Path, name: str, limit: int | None) -> dict:
         try:
             result = evaluate_dataset(root, mode=mode, ks=(1, 2, 5, 8, 10), limit=limit, embedder=embedder)
         except vector_cache.NotComputed:
-            chars = sum(len(p.text) + len(p.title or "") for p in load_dataset(root, limit=limit).passages)
+            chars = sum(len(p.text) + len(p.title or "") for p in load_dataset(root, limit=limit, drop_empty_gold=True).passages)
             minutes = round(chars * vector_cache.CPU_S_PER_CHAR / 60, 1)
             print(f"{name}: vectors not computed (more than {VECTOR_BUDGET} passages not cached; the whole corpus "
                   f"≈ {minutes} CPU-minutes)", file=sys.stderr)
