@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from kg.errors import BusyError
 from retrieval.index.postgres_schema import FIELDS, rounded_length
-from retrieval.index.whoosh_index import head_then_tail, top_chunks
+from retrieval.index.whoosh_index import add_common_terms, head_then_tail, top_chunks
 from retrieval.types import TextHit
 
 __all__ = ["PostgresScope", "add_common_terms"]
@@ -136,16 +136,3 @@ def add_weighted_scores(out: dict[int, dict[str, float]], terms: Sequence[tuple[
                 score = scores.get(docnum)
                 if score is not None:
                     per_term[term] = per_term.get(term, 0.0) + score * weight * boost
-
-
-def add_common_terms(found: list, common, fields: dict[str, float], term_scores, report: bool = True) -> None:
-    """`WhooshIndex._add_common_terms`: each common term's score added to the candidates that hold it."""
-    for term, weight in common:
-        for field, boost in fields.items():
-            scores = term_scores(field, term)
-            for entry in found:
-                score = scores.get(entry[0])
-                if score is not None:
-                    entry[2] += score * weight * boost
-                    if report:
-                        entry[3].add(term)

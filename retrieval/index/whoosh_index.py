@@ -20,7 +20,7 @@ from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
 from retrieval.index.whoosh_segments import MAX_SEGMENTS, MERGE_FACTOR, tiered_merge
 from retrieval.types import Chunk, TextHit
 
-__all__ = ["FIELD_BOOSTS", "MAX_SEGMENTS", "MERGE_FACTOR", "WhooshIndex"]
+__all__ = ["FIELD_BOOSTS", "MAX_SEGMENTS", "MERGE_FACTOR", "WhooshIndex", "add_common_terms"]
 
 # whoosh names new segments with the global `random` module: a process that seeded it (a script's
 # random.seed(0), hypothesis) picks the names an earlier run picked, and the commit fails on the clash
@@ -292,16 +292,7 @@ class WhooshIndex:
     def _add_common_terms(self, found: list, common, fields: dict[str, float], report: bool = True,
                           term_scores=None) -> None:
         """Add the exact whoosh BM25F score of each common term to the candidates that contain it."""
-        term_scores = term_scores or self._term_scores
-        for term, weight in common:
-            for field, boost in fields.items():
-                scores = term_scores(field, term)
-                for entry in found:
-                    score = scores.get(entry[0])
-                    if score is not None:
-                        entry[2] += score * weight * boost
-                        if report:
-                            entry[3].add(term)
+        add_common_terms(found, common, fields, term_scores or self._term_scores, report=report)
 
     def _term_scores(self, field: str, term: str) -> dict[int, float]:
         """docnum -> BM25F score of one term, for the whole posting list; cached until the next commit.
@@ -389,6 +380,20 @@ def top_chunks(rare, fields: dict[str, float], limit: int, scope: set[int] | Non
                     matched[docnum] = {term}
     best = heapq.nsmallest(limit, totals.items(), key=lambda item: (-item[1], item[0]))
     return [[docnum, chunk_id(docnum), score, matched[docnum]] for docnum, score in best]
+
+
+def add_common_terms(found: list, common, fields: dict[str, float], term_scores, report: bool = True) -> None:
+    """Each common term's BM25F score (term_scores(field, term) -> {docnum: score}) added to the candidates
+    [docnum, chunk id, score, matched terms] that hold it; whoosh's and PostgreSQL's indexes share it."""
+    for term, weight in common:
+        for field, boost in fields.items():
+            scores = term_scores(field, term)
+            for entry in found:
+                score = scores.get(entry[0])
+                if score is not None:
+                    entry[2] += score * weight * boost
+                    if report:
+                        entry[3].add(term)
 
 
 def head_then_tail(found: list[list], limit: int) -> list[list]:
