@@ -227,7 +227,9 @@ def during_cli_ingest(port: int, n_clients: int, folder: Path, data_dir: Path, e
                                str(data_dir), "--json", "-q"], env=env, capture_output=True, text=True, timeout=3600)
         cli_result["window"] = (started, time.perf_counter())
         cli_result.update(exit_code=proc.returncode, seconds=round(time.perf_counter() - started, 1),
-                          traceback="Traceback" in proc.stderr, stderr_tail=proc.stderr[-300:])
+                          traceback="Traceback" in proc.stderr,
+                          # the data dir is a temporary folder of this machine: the report names it generically
+                          stderr_tail=proc.stderr[-300:].replace(str(data_dir), "DATA_DIR"))
         if proc.returncode == 0:
             report = json.loads(proc.stdout)
             cli_result["report"] = {k: report.get(k) for k in ("added", "chunks_indexed", "skipped")}
