@@ -149,7 +149,7 @@ def model_run(args) -> None:
     server, base, model = None, args.llm, args.llm_model
     if args.serve:
         log = args.kb_cache / f"server-{args.serve}.log" if args.kb_cache else None
-        server = LocalServer(args.serve, threads=args.threads, nice=10, log=log).start()
+        server = LocalServer(args.serve, threads=args.threads, nice=args.nice, log=log).start()
         base, model = server.base_url, f"openai/{args.serve}"
     label = args.label or (model.split("/", 1)[-1] if base else "no model")
     config = LlmConfig(model=model, base_url=base, timeout=args.timeout, max_tokens=args.max_tokens) if base else None
@@ -204,6 +204,7 @@ def main() -> None:
     parser.add_argument("--serve", choices=["smollm2", "qwen2.5-coder-1.5b"], default=None,
                         help="Start this PyPI-packaged model on 127.0.0.1 for the run (retrieval/answer/local_server.py).")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--nice", type=int, default=0, help="Run the model server at this niceness (10 to share a busy machine).")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--max-tokens", type=int, default=200)
     parser.add_argument("--limit-unanswerable", type=int, default=None)

@@ -72,12 +72,15 @@ def test_passive_and_base_verb_questions_read_the_relation_the_right_way(shared,
 
 def test_on_the_model_path_the_facts_lead_even_when_the_model_cites_none(shared):
     with FakeLLM() as fake:
-        fake.replies["answer"] = "订单服务依赖 mysql-core 等组件。"
+        fake.replies["answer"] = "订单服务依赖 mysql-core 等组件。月亮是奶酪做的。"
         with _kb(shared, llm_model="openai/test-model", llm_base_url=fake.base_url) as kb:
             events = list(kb.ask(CROSS_DOC_QUERY, stream=True))
     answer = events[-1][1]
     assert answer.path == "llm"
-    first, model = answer.sentences[0], answer.sentences[-1]
+    first, model, moon = answer.sentences[0], answer.sentences[-2], answer.sentences[-1]
     assert first.facts == ["R1"] and not first.flagged and "mysql-core" in first.text
-    assert model.flagged and not model.facts  # the model's own sentence cites nothing: kept, flagged
+    # The model's own sentences cite nothing: the one the evidence supports gets its best source, marked
+    # attributed; the one nothing supports is kept, uncited and flagged.
+    assert model.attributed and (model.facts or model.citations) and not model.flagged
+    assert moon.flagged and not (moon.facts or moon.citations) and not moon.attributed
     assert "".join(v for k, v in events if k == "delta") == answer.answer

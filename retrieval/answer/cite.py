@@ -4,6 +4,10 @@ After generation every sentence is checked against the passages it cites: a numb
 no passage is removed (and reported), the sentence's support is the share of its units (Chinese
 character pairs, English words, identifiers) found in the passages it cites, and a sentence
 below the threshold, citing nothing, or marked [未知] / [unknown] is flagged, never dropped.
+With `attribute` (a model's answer), a sentence the model left without a number gets the passage that
+supports it best, if that passage supports it as much as a cited sentence must be (the same threshold),
+unless it cited a number that names no passage (then it stays flagged),
+and says so (`attributed`); a sentence no passage supports stays uncited and flagged.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ def _named(m: re.Match, by_n: dict, cited: list[int], removed: list[int]) -> str
 
 
 def check_answer(text: str, citations: Sequence[Citation], threshold: float, language: str,
-                 facts: Sequence = ()) -> tuple[str, list[AnswerSentence]]:
+                 facts: Sequence = (), attribute: bool = False) -> tuple[str, list[AnswerSentence]]:
     """`facts` (`retrieval.answer.facts.Fact`) are the graph's evidence [R1].., checked like passages."""
     by_n = {c.n: c for c in citations}
     by_r = {f.key.upper(): f for f in facts}
@@ -89,13 +93,21 @@ def check_answer(text: str, citations: Sequence[Citation], threshold: float, lan
         cited = list(dict.fromkeys(cited))
         cited_facts = list(dict.fromkeys(cited_facts))
         score = 0.0
+        attributed = False
+        if attribute and not (cited or cited_facts or unknown or removed):  # an invented number: stays flagged
+            scored = [(support(clean, u), 1, -n, n) for n, u in passage_units.items()] + \
+                     [(support(clean, u), 0, 0, k) for k, u in fact_units.items()]
+            best = max(scored, default=None)
+            if best is not None and best[0] >= threshold:
+                attributed = True
+                (cited if best[1] else cited_facts).append(best[3])
         if cited or cited_facts:
             joined = units("\n".join([f"{by_n[n].title}\n{by_n[n].section}\n{by_n[n].text}" for n in cited]
                                      + [by_r[k].text() for k in cited_facts]))
             score = max([support(clean, passage_units[n]) for n in cited] + [support(clean, fact_units[k]) for k in cited_facts]
                         + [support(clean, joined)])
         sentences.append(AnswerSentence(clean, cited, score, unknown or not (cited or cited_facts) or score < threshold,
-                                        list(dict.fromkeys(removed)), unknown, cited_facts))
+                                        list(dict.fromkeys(removed)), unknown, cited_facts, attributed))
     return render(sentences, language), sentences
 
 
@@ -113,13 +125,15 @@ class CheckedStream:
     """Checks a streamed answer sentence by sentence, so that what reaches the user has already lost its
     invented numbers: `feed` returns the rendered sentences completed so far, `flush` the rest."""
 
-    def __init__(self, citations: Sequence[Citation], threshold: float, language: str, facts: Sequence = ()) -> None:
+    def __init__(self, citations: Sequence[Citation], threshold: float, language: str, facts: Sequence = (),
+                 attribute: bool = False) -> None:
         self.citations, self.threshold, self.language, self.facts = citations, threshold, language, facts
+        self.attribute = attribute
         self.buffer = ""
         self.sent = 0
 
     def _emit(self, text: str) -> str:
-        rendered, sentences = check_answer(text, self.citations, self.threshold, self.language, self.facts)
+        rendered, sentences = check_answer(text, self.citations, self.threshold, self.language, self.facts, self.attribute)
         if not sentences:
             return ""
         sep = "" if self.language == "zh" or not self.sent else " "

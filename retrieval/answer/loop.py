@@ -220,7 +220,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
     text, path = None, "rules"
     if notes.usable():
         pieces: list[str] = []
-        checked = CheckedStream(citations, options.citation_support, language, facts)
+        checked = CheckedStream(citations, options.citation_support, language, facts, attribute=True)
         try:
             if facts:  # the table's facts first, as written; the model's sentences follow
                 pieces.append(facts_text(facts, language) + "\n")
@@ -268,7 +268,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
                                    **base)
             return
         text = ruled.text
-    rendered, sentences = check_answer(text, citations, options.citation_support, language, facts)
+    rendered, sentences = check_answer(text, citations, options.citation_support, language, facts, attribute=streamed)
     if not streamed:
         note = language_note(rendered, language)
         if note:  # the sources speak another language than the question: say so, then quote them

@@ -120,10 +120,11 @@ def rewrite_messages(question: str, language: str) -> list[dict]:
 
 def answer_messages(question: str, citations: Sequence[Citation], language: str, facts: str = "") -> list[dict]:
     if language == "zh":
-        task = ("任务：用中文回答问题，简短，几句话。每句话末尾用方括号写出它所依据的材料编号，如 [1] 或 [R1]；"
+        task = ("任务：用中文回答问题，简短，几句话，照抄材料里的名称、参数名、数值和单位。每句话末尾用方括号写出它所依据的材料编号，如 [1] 或 [R1]；"
                 "材料里没有依据的话标 [未知]。材料不足以回答时直说，不要用你自己的知识补充。")
     else:
-        task = ("Task: answer the question in English, briefly, in a few sentences. End every sentence with the "
+        task = ("Task: answer the question in English, briefly, in a few sentences, keeping the passages' exact "
+                "names, setting names, values and units. End every sentence with the "
                 "numbers of the passages it rests on, like [1] or [R1]; mark a sentence the passages do not "
                 "support with [unknown]. If the passages do not answer the question, say so; never add "
                 "knowledge of your own.")

@@ -59,11 +59,14 @@ class AnswerSentence:
     removed: list[int] = field(default_factory=list)  # cited numbers that do not exist (dropped)
     unknown: bool = False  # the model marked it [未知] / [unknown]
     facts: list[str] = field(default_factory=list)  # graph facts cited: "R1", ...
+    attributed: bool = False  # the model gave no number: the check cited the passage that supports it best
 
     def to_json(self) -> dict:
         out = {"text": self.text, "citations": self.citations, "support": round(self.support, 3), "flagged": self.flagged}
         if self.facts:
             out["facts"] = self.facts
+        if self.attributed:
+            out["attributed"] = True
         return out
 
 
