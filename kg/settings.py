@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["MAX_K", "Settings", "get_settings"]
 
@@ -16,8 +17,21 @@ __all__ = ["MAX_K", "Settings", "get_settings"]
 MAX_K = 200
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="KG_", extra="ignore")
+ENV_PREFIX = "KG_"
+
+
+class Settings(BaseModel):
+    """Every field can be set by `KG_<NAME>` in the environment (any case), under the values passed in.
+
+    The environment is read here rather than by pydantic-settings' `BaseSettings`, whose import was ~40% of a
+    `kg query`'s start-up: the same fields and constraints, validated by the same pydantic validator from the
+    same strings, so a bad value fails with the same `ValidationError` text.
+    """
+
+    model_config = ConfigDict(extra="ignore", validate_default=True)
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**{**_from_environment(type(self).model_fields), **values})
 
     data_dir: Path = Field(Path(".kgrag"), description="Where the knowledge base lives (KG_DATA_DIR).")
     api_token: str | None = Field(
@@ -135,6 +149,18 @@ class Settings(BaseSettings):
     semantic_fit: float = Field(0.0, ge=0, le=1, description="How much a graph hit's closeness in meaning to the question counts in its fit, against its word match (0 = words only: 1.0 lost 3 points of R@5 on ops_dev_zh's odd ids, 0.5 changed nothing).")
     label_expansion: float = Field(0.0, ge=0, le=1, description="Entity labels/aliases at least this similar to the question add their words and entities to the search (0 = off: 0.85 lost 28 points of R@5 on ops_dev_zh's odd ids, 0.9 changed nothing); `kg embed` embeds the labels only when it is on.")
     llm_mock_response: str | None = Field(None, description="Routing only: the model's routing reply handed to litellm's own mock_response= instead of calling the endpoint (tests, offline demos; KG_LLM_MOCK_RESPONSE). The LLM routing uses KG_LLM_MODEL, KG_LLM_BASE_URL and KG_LLM_TIMEOUT.")
+
+
+def _from_environment(fields) -> dict[str, str]:
+    """Field name -> the raw string of its `KG_` variable, matched without regard to case as pydantic-settings
+    did (its `case_sensitive=False`); variables naming no field are ignored."""
+    prefix = ENV_PREFIX.lower()
+    out: dict[str, str] = {}
+    for key, value in os.environ.items():
+        name = key.lower()
+        if name.startswith(prefix) and name[len(prefix):] in fields:
+            out[name[len(prefix):]] = value
+    return out
 
 
 @lru_cache(maxsize=1)

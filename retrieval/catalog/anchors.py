@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-__all__ = ["anchor_counts", "anchors_about", "chunk_parents", "clear_anchors", "document_sections", "ensure_schema",
-           "put_anchors"]
+__all__ = ["anchor_counts", "anchors_about", "anchors_about_many", "chunk_parents", "clear_anchors", "document_sections",
+           "ensure_schema", "grouped_rows", "put_anchors"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS anchors (
@@ -54,25 +54,47 @@ def anchors_about(db: sqlite3.Connection, entity: str, limit: int = 50) -> list[
     return [(r[0], r[1], r[2]) for r in rows]
 
 
+def anchors_about_many(db: sqlite3.Connection, entities: Sequence[str], limit: int = 50) -> dict[str, list[tuple[str, float, str]]]:
+    """`anchors_about` of many entities in one statement per 500 (a question's expansion reaches ~50)."""
+    return grouped_rows(db, "SELECT entity, chunk_id, strength, reason FROM (SELECT a.entity AS entity, a.chunk_id AS chunk_id,"
+                            " a.strength AS strength, a.reason AS reason, ROW_NUMBER() OVER (PARTITION BY a.entity"
+                            " ORDER BY a.strength DESC, c.doc_id, c.ordinal) AS r FROM anchors a JOIN chunks c USING (chunk_id)"
+                            " WHERE a.entity IN ({})) WHERE r <= ? ORDER BY entity, r", entities, (limit,))
+
+
 def anchor_counts(db: sqlite3.Connection) -> int:
     return db.execute("SELECT COUNT(DISTINCT entity) FROM anchors").fetchone()[0]
 
 
 def chunk_parents(db: sqlite3.Connection, chunk_ids: Sequence[str]) -> dict[str, str]:
     """Chunk id -> its parent: the section it belongs to (`parent_id`), else its document."""
-    return _per_chunk(db, "SELECT chunk_id, COALESCE(NULLIF(parent_id, ''), doc_id) FROM chunks WHERE chunk_id IN", chunk_ids)
+    return _per_chunk(db, "SELECT chunk_id, COALESCE(NULLIF(parent_id, ''), doc_id) FROM chunks WHERE chunk_id IN ({})", chunk_ids)
 
 
 def document_sections(db: sqlite3.Connection, chunk_ids: Sequence[str]) -> dict[str, int]:
-    """Chunk id -> how many sections (parents) its document has."""
-    return _per_chunk(db, "SELECT c.chunk_id, (SELECT COUNT(DISTINCT s.parent_id) FROM chunks s WHERE s.doc_id = c.doc_id)"
-                          " FROM chunks c WHERE c.chunk_id IN", chunk_ids)
+    """Chunk id -> how many sections (parents) its document has: each document counted once, not once per chunk."""
+    return _per_chunk(db, "WITH wanted AS (SELECT chunk_id, doc_id FROM chunks WHERE chunk_id IN ({})),"
+                          " counted AS (SELECT doc_id, COUNT(DISTINCT parent_id) AS n FROM chunks"
+                          " WHERE doc_id IN (SELECT doc_id FROM wanted) GROUP BY doc_id)"
+                          " SELECT w.chunk_id, n.n FROM wanted w JOIN counted n USING (doc_id)", chunk_ids)
 
 
-def _per_chunk(db: sqlite3.Connection, select_in: str, chunk_ids: Sequence[str]) -> dict:
-    """`select_in (?, ?, ...)` over the ids, 500 at a time (SQLite's variable limit), as a dict."""
+def _per_chunk(db: sqlite3.Connection, select: str, chunk_ids: Sequence[str]) -> dict:
+    """`select` (its `{}` the placeholders of up to 500 ids: SQLite's variable limit) over the ids, as a dict."""
     out: dict = {}
     for i in range(0, len(chunk_ids), 500):
         part = list(chunk_ids[i : i + 500])
-        out.update(db.execute(f"{select_in} ({','.join('?' * len(part))})", part))
+        out.update(db.execute(select.format(",".join("?" * len(part))), part))
+    return out
+
+
+def grouped_rows(db: sqlite3.Connection, select: str, keys: Sequence[str], after: tuple = ()) -> dict[str, list[tuple]]:
+    """Rows of `select` (its `{}` the placeholders of up to 500 keys, then the `after` parameters; its first column
+    the key) grouped by key in the statement's order; every key present, empty when no row names it."""
+    out: dict[str, list[tuple]] = {key: [] for key in keys}
+    distinct = list(out)
+    for i in range(0, len(distinct), 500):
+        part = distinct[i : i + 500]
+        for key, *rest in db.execute(select.format(",".join("?" * len(part))), (*part, *after)):
+            out[key].append(tuple(rest))
     return out

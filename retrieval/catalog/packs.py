@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 
+from retrieval.catalog.anchors import grouped_rows
+
 __all__ = ["PackStore", "chunk_packs", "documents_by_pack", "ensure_schema", "entity_packs", "pack_documents", "set_pack"]
 
 
@@ -125,6 +127,18 @@ class PackStore:
             f" WHERE m.entity = ? AND {self._in} GROUP BY m.chunk_id ORDER BY n DESC, m.chunk_id LIMIT ?",
             (entity, *self.packs, limit))
         return [(r[0], r[1]) for r in rows]
+
+    def about_chunks_of(self, entities: Sequence[str]) -> dict[str, list[tuple[str, str, int]]]:
+        return grouped_rows(self.db, "SELECT a.entity, c.chunk_id, c.doc_id, c.ordinal FROM about a JOIN chunks c USING (doc_id)"
+                                 f" JOIN documents d USING (doc_id) WHERE a.entity IN ({{}}) AND {self._in}"
+                                 " ORDER BY a.entity, c.doc_id, c.ordinal", entities, self.packs)
+
+    def chunks_mentioning_of(self, entities: Sequence[str], limit: int = 50) -> dict[str, list[tuple[str, int]]]:
+        return grouped_rows(self.db, "SELECT entity, chunk_id, n FROM (SELECT m.entity AS entity, m.chunk_id AS chunk_id,"
+                                 " COUNT(*) AS n, ROW_NUMBER() OVER (PARTITION BY m.entity ORDER BY COUNT(*) DESC, m.chunk_id)"
+                                 " AS r FROM mentions m JOIN chunks c USING (chunk_id) JOIN documents d USING (doc_id)"
+                                 f" WHERE m.entity IN ({{}}) AND {self._in} GROUP BY m.entity, m.chunk_id)"
+                                 " WHERE r <= ? ORDER BY entity, r", entities, (*self.packs, limit))
 
     def mention_count(self, entity: str) -> int:
         return self.db.execute(

@@ -178,61 +178,53 @@ def chunks_for_entities(
     A chunk reached through several entities adds their contributions (a passage that is about one
     query entity and mentions another is the typical multi-hop evidence); its `why` keeps the best.
     """
+    if evidence is not None:  # every entity's look-ups in one batch, not three statements each
+        evidence.prefetch([hit.entity for hit in entity_hits], settings.anchor_limit if settings.anchor_weight > 0 else 0,
+                          settings.mention_limit)
     scores: dict[str, float] = {}
     section_best: dict[str, float] = {}
     exempt: set[str] = set()
-    best: dict[str, GraphHit] = {}
+    best: dict[str, tuple[float, EntityHit, str, str]] = {}  # chunk -> (score, entity hit, via, about) of its best contribution
     for hit in entity_hits:
         factor = hit.score * (entity_weights.get(hit.entity, 1.0) if entity_weights else 1.0)
-        # Every chunk of a document about the entity is evidence, its opening chunk (the summary a
-        # title introduces) the most; the rest decay so one long document does not flood the list.
-        # An entity that many documents are about (a page title shared by 50 passages) says less
-        # about any one of them: the evidence is spread by the square root of their number.
-        about = evidence.about_chunks(hit.entity) if evidence else store.about_chunks(hit.entity)
-        spread = math.sqrt(len({doc for _, doc, _ in about})) if about else 1.0
-        # A long document about the entity (a page of twenty sections) should not flood the list:
-        # its later chunks share the weight a short document's would have.
-        length = {}
-        for _, doc, _ in about:
-            length[doc] = length.get(doc, 0) + 1
-        contributions = [
-            (cid, settings.about_weight * factor * (1.0 if ordinal == 0 else 0.6 / math.sqrt(length[doc])) / spread, "about")
-            for cid, doc, ordinal in about
-        ]
-
-        about_ids = {cid for cid, _, _ in contributions}
+        plan = evidence.cached_plan(hit.entity, settings, _plan_entity) if evidence else _plan_entity(store, hit.entity, settings)
         if hit.path and along_relation:
             # When the question asks along a relation ("依赖哪些组件"), the opening of a document about
             # an entity at the other end may share no word with it (that is what the relation is
             # for): it is not held to the fit.
-            exempt.update(cid for cid, _, ordinal in about if ordinal == 0)
-        sections = _anchored_sections(store, hit.entity, factor, settings, about_ids, evidence)
+            exempt.update(plan.openings)
         if not hit.path:
             # The sections that define or are headed by an entity the question names answer "X 默认是
             # 多少" / "what is X" even when the rest of the question's words are generic (默认, 意思,
             # default): the fit to those words does not hold them back.
-            exempt.update(cid for cid, _, _ in sections)
-        contributions += [(cid, score, "section") for cid, score, _ in sections]
-        reasons = {cid: reason for cid, _, reason in sections}
-        about_ids |= set(reasons)
-        mentioning = (evidence.chunks_mentioning(hit.entity, settings.mention_limit) if evidence
-                      else store.chunks_mentioning(hit.entity, settings.mention_limit))
-        # Likewise a mention: one of 70 chunks naming the entity is weak evidence for each.
-        mention_spread = math.sqrt(evidence.mention_count(hit.entity) if evidence else store.mention_count(hit.entity)) if mentioning else 1.0
-        contributions += [
-            (cid, settings.mention_weight * factor * min(1.0, 0.6 + 0.2 * n) / mention_spread, "mentions")
-            for cid, n in mentioning
-            if cid not in about_ids
-        ]
-        for cid, score, via in contributions:
-            if via == "section":
-                # Sibling keys anchored in one table all reach it: count the best of them once.
-                previous = section_best.get(cid, 0.0)
-                section_best[cid] = max(previous, score)
-                score = max(0.0, score - previous)
+            exempt.update(cid for cid, _, _ in plan.sections)
+        # Each score is the path's `factor` times what the plan holds, in the order of operations it always had
+        # (weight * factor * share / spread), so the floats are the same.
+        weighted = settings.about_weight * factor
+        for cid, share in plan.about:
+            score = weighted * share / plan.about_spread
             scores[cid] = scores.get(cid, 0.0) + score
-            if cid not in best or best[cid].score < score:
-                best[cid] = GraphHit(cid, score, hit.entity, via, hit.path, about=reasons.get(cid, "") if via == "section" else "")
+            top = best.get(cid)
+            if top is None or top[0] < score:  # a GraphHit only for the chunks that are returned, at the end
+                best[cid] = (score, hit, "about", "")
+        weighted = settings.anchor_weight * factor
+        for cid, strength, reason in plan.sections:
+            score = weighted * strength / plan.section_spread
+            # Sibling keys anchored in one table all reach it: count the best of them once.
+            previous = section_best.get(cid, 0.0)
+            section_best[cid] = max(previous, score)
+            score = max(0.0, score - previous)
+            scores[cid] = scores.get(cid, 0.0) + score
+            top = best.get(cid)
+            if top is None or top[0] < score:
+                best[cid] = (score, hit, "section", reason)
+        weighted = settings.mention_weight * factor
+        for cid, share in plan.mentions:
+            score = weighted * share / plan.mention_spread
+            scores[cid] = scores.get(cid, 0.0) + score
+            top = best.get(cid)
+            if top is None or top[0] < score:
+                best[cid] = (score, hit, "mentions", "")
     graph_only = {cid: score for cid, score in scores.items() if score >= settings.min_score}
     if text_scores and min_fit > 0:
         # One section of a document of many that matches little of the question's other words is
@@ -249,35 +241,72 @@ def chunks_for_entities(
             ranked[cid] *= 1.0 + text_agreement * text_scores.get(cid, 0.0)
     out = []
     for cid, total in sorted(ranked.items(), key=lambda kv: (-kv[1], kv[0])):
-        top = best[cid]
-        out.append(GraphHit(cid, total, top.entity, top.via, top.path, evidence=graph_only[cid], about=top.about))
+        _, top, via, about = best[cid]
+        out.append(GraphHit(cid, total, top.entity, via, top.path, evidence=graph_only[cid], about=about))
     return out
 
 
 PEER_SHARE = 0.8  # anchors this close to the strongest share the entity's evidence
 
 
-def _anchored_sections(store: DocStore, entity: str, factor: float, settings: ExpansionSettings,
-                       skip: set[str], evidence=None) -> list[tuple[str, float, str]]:
-    """(chunk id, score, reason) of the sections anchored to a reached entity.
+@dataclass(frozen=True, slots=True)
+class EntityChunks:
+    """What a reached entity brings, whatever the path that reached it (a chunk's score is the path's score times
+    a share here): read and judged once per entity and settings until the next write (`GraphEvidence.cached_plan`)."""
 
-    score = the entity's path score x the anchor's strength, spread over the anchors about as
-    strong as the best one: a key with one `###` section gives it everything, a component that
-    fifty pages name in their title gives each a little. Prominent-mention anchors of an entity
-    mentioned all over the corpus are not counted (a passing mention of a hub says nothing).
+    about: list[tuple[str, float]]  # chunks of the documents about it: (chunk, share)
+    about_spread: float
+    openings: list[str]  # the first chunk of each of those documents
+    sections: list[tuple[str, float, str]]  # the sections anchored to it: (chunk, strength, reason)
+    section_spread: float
+    mentions: list[tuple[str, float]]  # other chunks that mention it: (chunk, share)
+    mention_spread: float
+
+
+def _plan_entity(store, entity: str, settings: ExpansionSettings, evidence=None) -> EntityChunks:
+    read = evidence or store
+    # Every chunk of a document about the entity is evidence, its opening chunk (the summary a
+    # title introduces) the most; the rest decay so one long document does not flood the list.
+    # An entity that many documents are about (a page title shared by 50 passages) says less
+    # about any one of them: the evidence is spread by the square root of their number.
+    about = read.about_chunks(entity)
+    spread = math.sqrt(len({doc for _, doc, _ in about})) if about else 1.0
+    # A long document about the entity (a page of twenty sections) should not flood the list:
+    # its later chunks share the weight a short document's would have.
+    length: dict[str, int] = {}
+    for _, doc, _ in about:
+        length[doc] = length.get(doc, 0) + 1
+    shares = [(cid, 1.0 if ordinal == 0 else 0.6 / math.sqrt(length[doc])) for cid, doc, ordinal in about]
+    about_ids = {cid for cid, _ in shares}
+    sections, section_spread = _anchored_sections(store, entity, settings, about_ids, evidence)
+    about_ids |= {cid for cid, _, _ in sections}
+    mentioning = read.chunks_mentioning(entity, settings.mention_limit)
+    # Likewise a mention: one of 70 chunks naming the entity is weak evidence for each.
+    mention_spread = math.sqrt(read.mention_count(entity)) if mentioning else 1.0
+    return EntityChunks(shares, spread, [cid for cid, _, ordinal in about if ordinal == 0], sections, section_spread,
+                        [(cid, min(1.0, 0.6 + 0.2 * n)) for cid, n in mentioning if cid not in about_ids], mention_spread)
+
+
+def _anchored_sections(store: DocStore, entity: str, settings: ExpansionSettings, skip: set[str],
+                       evidence=None) -> tuple[list[tuple[str, float, str]], float]:
+    """(chunk id, strength, reason) of the sections anchored to a reached entity, and their spread.
+
+    A section's score is the entity's path score x the anchor's strength / the spread: the square root of
+    the number of anchors about as strong as the best one, so a key with one `###` section gives it
+    everything, a component that fifty pages name in their title gives each a little. Prominent-mention
+    anchors of an entity mentioned all over the corpus are not counted (a passing mention of a hub says nothing).
     """
     if settings.anchor_weight <= 0:
-        return []
+        return [], 1.0
     found = evidence.anchors(entity, settings.anchor_limit) if evidence else anchors_about(store.db, entity, settings.anchor_limit)
     rows = [r for r in found if r[0] not in skip]
     if not rows:
-        return []
+        return [], 1.0
     mentions = evidence.mention_count(entity) if evidence else store.mention_count(entity)
     if mentions > settings.mention_limit * 3:
         rows = [r for r in rows if not r[2].startswith(MENTION_REASON)]
         if not rows:
-            return []
+            return [], 1.0
     top = rows[0][1]
     peers = sum(1 for _, strength, _ in rows if strength >= PEER_SHARE * top)
-    spread = math.sqrt(peers)
-    return [(cid, settings.anchor_weight * factor * strength / spread, reason) for cid, strength, reason in rows]
+    return [(cid, strength, reason) for cid, strength, reason in rows], math.sqrt(peers)

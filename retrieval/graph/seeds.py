@@ -52,6 +52,7 @@ class GraphEvidence:
         self._mention_counts: dict[str, int] | None = None
         self._about: dict[str, list[tuple[str, str, int]]] = {}
         self._mentioning: dict[tuple[str, int], list[tuple[str, int]]] = {}
+        self._plans: dict[tuple, object] = {}
 
     def _cached(self, table: dict, key, compute):
         """`table[key]`, computed on first use; each table holds at most 50,000 keys until the next write."""
@@ -76,6 +77,37 @@ class GraphEvidence:
         from retrieval.catalog.anchors import anchors_about
 
         return self._cached(self._anchors, (iri, limit), lambda: anchors_about(self.store.db, iri, limit))
+
+    def cached_plan(self, iri: str, settings, plan: Callable):
+        """`plan(store, iri, settings, self)`: what a reached entity brings to graph expansion (`EntityChunks`),
+        judged once per entity and expansion settings until the next write."""
+        return self._cached(self._plans, (iri, settings), lambda: plan(self.store, iri, settings, self))
+
+    def prefetch(self, iris: list[str], anchor_limit: int, mention_limit: int) -> None:
+        """Read what `about_chunks`, `chunks_mentioning` and `anchors` (0 = not wanted) will be asked about
+        these entities in one statement per table, for those not cached yet: a question's expansion reaches
+        ~50 entities, which were three look-ups each."""
+        from retrieval.catalog.anchors import anchors_about_many
+
+        wanted = list(dict.fromkeys(iris))
+        self._fill(self._about, {iri: iri for iri in wanted}, self.store.about_chunks_of)
+        self._fill(self._mentioning, {(iri, mention_limit): iri for iri in wanted},
+                   lambda missing: self.store.chunks_mentioning_of(missing, mention_limit))
+        if anchor_limit > 0:
+            self._fill(self._anchors, {(iri, anchor_limit): iri for iri in wanted},
+                       lambda missing: anchors_about_many(self.store.db, missing, anchor_limit))
+
+    @staticmethod
+    def _fill(table: dict, keys: dict, read_many) -> None:
+        """The keys (cache key -> entity) not in `table` read with one `read_many(entities)` -> {entity: rows}."""
+        missing = {key: iri for key, iri in keys.items() if key not in table}
+        if not missing:
+            return
+        if len(table) + len(missing) > 50_000:
+            table.clear()
+        found = read_many(list(missing.values()))
+        for key, iri in missing.items():
+            table[key] = found[iri]
 
     def mention_count(self, iri: str) -> int:
         """How many chunks mention the entity (cached until the next write)."""

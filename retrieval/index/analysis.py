@@ -206,9 +206,16 @@ def analyze(text: str, for_index: bool = False) -> list[Term]:
 def surface_words(terms: Iterable[str], *texts: str) -> list[str]:
     """Each term as a word of the first text that holds it, in that text's own spelling: the stem `redi` as
     `Redis`, `cach` as `cache`, `capit` as `capital` (what a person reads in a "why"). Chinese terms are words
-    already; a term no text spells is kept as it is."""
+    already; a term no text spells is kept as it is.
+
+    The texts are read only until every term that a text can spell has its spelling (a hit's "why" used to
+    stem every word of its chunk, and of the question, for each hit)."""
+    terms = list(terms)
+    missing = {term for term in terms if not _CJK_ONLY.match(term)}  # a Chinese run is never spelled otherwise
     spelled: dict[str, str] = {}
     for text in texts:
+        if not missing:
+            break
         for run, chinese in _runs(text):
             if chinese:
                 continue
@@ -217,7 +224,11 @@ def surface_words(terms: Iterable[str], *texts: str) -> list[str]:
             for part in parts:
                 low = part.lower()
                 for term in ([_stem(low)] if low.isalpha() else [low]):
-                    spelled.setdefault(term, part)
+                    if term in missing:
+                        spelled[term] = part
+                        missing.discard(term)
+            if not missing:
+                break
     return [spelled.get(term, term) for term in terms]
 
 

@@ -384,16 +384,28 @@ def top_chunks(rare, fields: dict[str, float], limit: int, scope: set[int] | Non
 
 def add_common_terms(found: list, common, fields: dict[str, float], term_scores, report: bool = True) -> None:
     """Each common term's BM25F score (term_scores(field, term) -> {docnum: score}) added to the candidates
-    [docnum, chunk id, score, matched terms] that hold it; whoosh's and PostgreSQL's indexes share it."""
+    [docnum, chunk id, score, matched terms] that hold it; whoosh's and PostgreSQL's indexes share it.
+
+    Each (term, field) walks the smaller of its posting scores and the candidates: a rare character pair
+    holds a few chunks of the thousand candidates, a common word most of a large index. A candidate gets
+    at most one addition per (term, field), in the same order either way, so the sums are the same floats.
+    """
+    if not found:
+        return
+    by_docnum = {entry[0]: entry for entry in found}
     for term, weight in common:
         for field, boost in fields.items():
             scores = term_scores(field, term)
-            for entry in found:
-                score = scores.get(entry[0])
-                if score is not None:
-                    entry[2] += score * weight * boost
-                    if report:
-                        entry[3].add(term)
+            if not scores:
+                continue
+            if len(scores) < len(by_docnum):
+                held = [(by_docnum[d], s) for d, s in scores.items() if d in by_docnum]
+            else:
+                held = [(entry, s) for entry in found if (s := scores.get(entry[0])) is not None]
+            for entry, score in held:
+                entry[2] += score * weight * boost
+                if report:
+                    entry[3].add(term)
 
 
 def head_then_tail(found: list[list], limit: int) -> list[list]:
