@@ -94,6 +94,7 @@ def _print_report(report, as_json: bool) -> None:
 
 def _watch(kb, paths: list[Path], interval: float, strict: bool, as_json: bool) -> None:
     """Polls the folders' file names, sizes and modification times; a change re-ingests and syncs."""
+    import signal
     import time
 
     from retrieval.ingest.readers import find_files
@@ -109,8 +110,13 @@ def _watch(kb, paths: list[Path], interval: float, strict: bool, as_json: bool) 
         return out
 
     seen = state()
-    click.echo(f"watching {', '.join(str(p) for p in paths)} (Ctrl-C stops)", err=True)
-    try:
+    # Ctrl-C, SIGINT or SIGTERM stop watching. A process started in the background by a script inherits
+    # SIGINT ignored (and Python then leaves it so): `kill -INT` would not stop it, so the handler is set here.
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:  # from here on a signal is caught, the line below included (a script may signal as soon as it reads it)
+        click.echo(f"watching {', '.join(str(p) for p in paths)} (Ctrl-C stops)", err=True)
         while True:
             time.sleep(interval)
             now = state()
@@ -126,6 +132,9 @@ def _watch(kb, paths: list[Path], interval: float, strict: bool, as_json: bool) 
             _print_report(report, as_json)
     except KeyboardInterrupt:
         click.echo("stopped watching", err=True)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @cli.command()
