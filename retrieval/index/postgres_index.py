@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from kg.errors import BusyError, InputError
+from retrieval.index.candidates import head_then_tail, top_chunks
 from retrieval.index.postgres_schema import (
     FIELD_NO,
     FIELDS,
@@ -34,7 +35,7 @@ from retrieval.index.postgres_schema import (
     schema_sql,
 )
 from retrieval.index.postgres_scoped import PostgresScope, add_common_terms, add_weighted_scores
-from retrieval.index.whoosh_index import FIELD_BOOSTS, MAX_DF_RATIO, head_then_tail, top_chunks
+from retrieval.index.whoosh_index import FIELD_BOOSTS, MAX_DF_RATIO
 from retrieval.types import Chunk, TextHit
 
 __all__ = ["PostgresIndex"]

@@ -11,8 +11,8 @@ import math
 from collections.abc import Sequence
 
 from kg.errors import BusyError
+from retrieval.index.candidates import add_common_terms, head_then_tail, top_chunks
 from retrieval.index.postgres_schema import FIELDS, rounded_length
-from retrieval.index.whoosh_index import add_common_terms, head_then_tail, top_chunks
 from retrieval.types import TextHit
 
 __all__ = ["PostgresScope", "add_common_terms"]

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 from whoosh import scoring
 
-from retrieval.index.whoosh_index import _postings, head_then_tail
+from retrieval.index.candidates import head_then_tail
+from retrieval.index.whoosh_postings import postings
 from retrieval.types import TextHit
 
 __all__ = ["ScopedIndex"]
@@ -47,7 +48,7 @@ class _ScopeStats:
         cached = self.postings.get(key)
         if cached is None:
             scope = self.docnums
-            cached = {docnum: tf for docnum, tf in _postings(self.searcher, field, term) if docnum in scope}
+            cached = {docnum: tf for docnum, tf in postings(self.searcher, field, term) if docnum in scope}
             if len(self.postings) > MAX_CACHED:
                 self.postings.clear()
                 self.scores.clear()

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import heapq
 import random
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import whoosh.writing
@@ -17,6 +16,8 @@ from whoosh.query import Or, Term
 
 from retrieval.index import analysis
 from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
+from retrieval.index.candidates import add_common_terms, head_then_tail, top_chunks
+from retrieval.index.whoosh_postings import PostingScores
 from retrieval.index.whoosh_segments import MAX_SEGMENTS, MERGE_FACTOR, tiered_merge
 from retrieval.types import Chunk, TextHit
 
@@ -87,9 +88,7 @@ class WhooshIndex:
         self._writer = None
         self._prepared: list | None = None  # the writer's segments once written, before they are published
         self._searcher = self.ix.searcher(weighting=self._weighting)
-        self._common_scores: dict[tuple[str, str], dict[int, float]] = {}
-        self._lengths: dict[tuple[str, int], list[float]] = {}  # (field, segment) -> length norms, this searcher
-        self._chunk_ids: dict[int, str] = {}  # docnum -> chunk id, for this searcher
+        self._scores = PostingScores(self._searcher, self._bm25)  # its posting scores, length norms and chunk ids
         self._scope: tuple = (None, {})  # (searcher, {doc ids: their docnums}) of scoped searches
 
     # -- writes ------------------------------------------------------------------------------
@@ -165,8 +164,7 @@ class WhooshIndex:
             searcher = self.ix.searcher(weighting=self._weighting)
             with self._search_lock:  # never under a search that is still reading the old one
                 self._searcher.close()
-                self._searcher, self._common_scores = searcher, {}
-                self._lengths, self._chunk_ids = {}, {}
+                self._searcher, self._scores = searcher, PostingScores(searcher, self._bm25)
 
     def optimize(self) -> int:
         """Merge every segment into one, written before the switch like any commit (`commit()` publishes it);
@@ -233,13 +231,11 @@ class WhooshIndex:
     def _top_chunks(self, rare, fields: dict[str, float], limit: int, scope: set[int] | None,
                     term_scores=None) -> list[list]:
         """`top_chunks` over this index's cached term scores (or a scoped search's `term_scores`)."""
-        return top_chunks(rare, fields, limit, scope, term_scores or self._term_scores, self._chunk_id)
+        return top_chunks(rare, fields, limit, scope, term_scores or self._term_scores, self._scores.chunk_id)
 
-    def _chunk_id(self, docnum: int) -> str:
-        chunk_id = self._chunk_ids.get(docnum)
-        if chunk_id is None:
-            chunk_id = self._chunk_ids[docnum] = self._searcher.stored_fields(docnum)["chunk_id"]
-        return chunk_id
+    def _term_scores(self, field: str, term: str) -> dict[int, float]:
+        """docnum -> BM25F score of one term over the whole index (`PostingScores.term_scores`), until the next commit."""
+        return self._scores.term_scores(field, term)
 
     def term_scores(self, terms: Sequence[tuple[str, float]], docnums: Sequence[int],
                     fields: dict[str, float] | None = None) -> dict[int, dict[str, float]]:
@@ -294,42 +290,6 @@ class WhooshIndex:
         """Add the exact whoosh BM25F score of each common term to the candidates that contain it."""
         add_common_terms(found, common, fields, term_scores or self._term_scores, report=report)
 
-    def _term_scores(self, field: str, term: str) -> dict[int, float]:
-        """docnum -> BM25F score of one term, for the whole posting list; cached until the next commit.
-
-        The score is whoosh's `BM25FScorer` (same statistics, same formula, same order of operations,
-        so the same floats; a test compares them) computed over whole posting blocks: one question's
-        terms in three fields are ~30 posting lists, and whoosh's matcher walked each posting through
-        five method calls. The same few hundred common terms recur across questions, so most
-        questions find their lists here already.
-        """
-        key = (field, term)
-        cached = self._common_scores.get(key)
-        if cached is None:
-            cached = {}
-            searcher = self._searcher
-            if searcher.schema[field].scorable and searcher.doc_frequency(field, term):
-                idf = searcher.idf(field, term)
-                k1p1 = self._bm25[1] + 1
-                for sub, offset, ids, weights, deleted in _posting_blocks(searcher, field, term):
-                    norm = self._length_norms(field, sub, offset)  # K1 * ((1 - B) + B * fl / avgfl)
-                    cached.update((d + offset, idf * ((tf * k1p1) / (tf + norm[d])))
-                                  for d, tf in zip(ids, weights, strict=True) if d not in deleted)
-            if len(self._common_scores) > 5000:
-                self._common_scores.clear()
-            self._common_scores[key] = cached
-        return cached
-
-    def _length_norms(self, field: str, sub, offset: int) -> list[float]:
-        """Segment docnum -> BM25's length norm `K1 * ((1 - B) + B * fl / avgfl)` of the field, for one
-        segment of this searcher: its lengths are read in one go, not one seek per document."""
-        norms = self._lengths.get((field, offset))
-        if norms is None:
-            B, K1 = self._bm25
-            avgfl = self._searcher.avg_field_length(field) or 1  # once per segment and field
-            norms = self._lengths[(field, offset)] = [K1 * ((1 - B) + B * fl / avgfl) for fl in _field_lengths(sub, field)]
-        return norms
-
     def _scope_docnums(self, doc_ids: frozenset[str]) -> set[int]:
         """Docnums of the chunks of those documents in the current searcher (the caller holds `_search_lock`)."""
         if not doc_ids:
@@ -353,130 +313,3 @@ class WhooshIndex:
         self._closed = True
 
 
-def top_chunks(rare, fields: dict[str, float], limit: int, scope: set[int] | None,
-               term_scores, chunk_id) -> list[list]:
-    """[docnum, chunk id, score, matched terms] of the `limit` best chunks for the rare terms.
-
-    The score is what whoosh's `Or` of boosted `Term`s gives (the sum of each term's BM25F score
-    in each field, times the term's weight and the field's boost), added up here from the cached
-    per-term posting scores instead of whoosh's matcher tree, which walked every posting of
-    every clause through several layers of Python per question (most of a Chinese question's
-    time: ~30 clauses for 10 words in 3 fields). Ties go to the lower docnum, as in whoosh.
-    `term_scores(field, term)` -> {docnum: score}; `chunk_id(docnum)` -> the chunk's id.
-    """
-    totals: dict[int, float] = {}
-    matched: dict[int, set[str]] = {}
-    for term, weight in rare:
-        for field, boost in fields.items():
-            factor = weight * boost
-            for docnum, score in term_scores(field, term).items():
-                if scope is not None and docnum not in scope:
-                    continue
-                if docnum in totals:
-                    totals[docnum] += score * factor
-                    matched[docnum].add(term)
-                else:
-                    totals[docnum] = score * factor
-                    matched[docnum] = {term}
-    best = heapq.nsmallest(limit, totals.items(), key=lambda item: (-item[1], item[0]))
-    return [[docnum, chunk_id(docnum), score, matched[docnum]] for docnum, score in best]
-
-
-def add_common_terms(found: list, common, fields: dict[str, float], term_scores, report: bool = True) -> None:
-    """Each common term's BM25F score (term_scores(field, term) -> {docnum: score}) added to the candidates
-    [docnum, chunk id, score, matched terms] that hold it; whoosh's and PostgreSQL's indexes share it.
-
-    Each (term, field) walks the smaller of its posting scores and the candidates: a rare character pair
-    holds a few chunks of the thousand candidates, a common word most of a large index. A candidate gets
-    at most one addition per (term, field), in the same order either way, so the sums are the same floats.
-    """
-    if not found:
-        return
-    by_docnum = {entry[0]: entry for entry in found}
-    for term, weight in common:
-        for field, boost in fields.items():
-            scores = term_scores(field, term)
-            if not scores:
-                continue
-            if len(scores) < len(by_docnum):
-                held = [(by_docnum[d], s) for d, s in scores.items() if d in by_docnum]
-            else:
-                held = [(entry, s) for entry in found if (s := scores.get(entry[0])) is not None]
-            for entry, score in held:
-                entry[2] += score * weight * boost
-                if report:
-                    entry[3].add(term)
-
-
-def head_then_tail(found: list[list], limit: int) -> list[list]:
-    """Candidates (chosen best-first by their rarer words) ranked by their whole score: the first
-    `limit` among themselves, then the rest among themselves, so reading deeper adds hits after
-    the ones a search of `limit` returns and never changes those."""
-    head, tail = found[:limit], found[limit:]
-    head.sort(key=lambda f: -f[2])
-    tail.sort(key=lambda f: -f[2])
-    return head + tail
-
-
-def _postings(searcher, field: str, term: str) -> Iterator[tuple[int, float]]:
-    """(docnum, weight) of every live posting of `term`, segment by segment."""
-    for _, offset, ids, weights, deleted in _posting_blocks(searcher, field, term):
-        for docnum, weight in zip(ids, weights, strict=True):
-            if docnum not in deleted:
-                yield docnum + offset, weight
-
-
-def _posting_blocks(searcher, field: str, term: str) -> Iterator[tuple]:
-    """(segment searcher, docnum offset, ids, weights, deleted ids) of each block of `term`'s postings.
-
-    whoosh 2.7's on-disk matcher (`W3LeafMatcher`) keeps a block's ids and weights in `_ids` and
-    `_weights`; reading them whole is what its `id()`/`weight()`/`next()` do one posting at a time.
-    Deleted documents are to be skipped as whoosh's `FilterMatcher` does. Any other matcher is
-    walked through the public interface.
-    """
-    from whoosh.codec.whoosh3 import W3LeafMatcher
-    from whoosh.matching.wrappers import FilterMatcher
-    from whoosh.reading import TermNotFound
-
-    for sub, offset in searcher.leaf_searchers():
-        try:
-            matcher = sub.reader().postings(field, term)
-        except TermNotFound:
-            continue
-        deleted: frozenset | set = frozenset()
-        if type(matcher) is FilterMatcher and matcher._exclude:
-            deleted, matcher = matcher._ids, matcher.child
-        if type(matcher) is not W3LeafMatcher:
-            ids, weights = [], []
-            while matcher.is_active():
-                ids.append(matcher.id())
-                weights.append(matcher.weight())
-                matcher.next()
-            yield sub, offset, ids, weights, deleted
-            continue
-        while matcher.is_active():
-            if matcher._ids is None:
-                matcher._read_ids()
-            if matcher._weights is None:
-                matcher._read_weights()
-            first = matcher._i
-            yield sub, offset, matcher._ids[first:], matcher._weights[first:], deleted
-            matcher._next_block()
-
-
-def _field_lengths(sub, field: str) -> list[int]:
-    """Docnum -> the field's length in one segment, as whoosh's scorers read it (`doc_field_length`
-    with a default of 1): the whole lengths column at once where the codec is whoosh's own."""
-    from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3PerDocReader, _lenfield
-    from whoosh.util.numeric import byte_to_length
-
-    reader = sub.reader()
-    n = reader.doc_count_all()
-    perdoc = getattr(reader, "_perdoc", None)
-    if type(perdoc) is W3PerDocReader:
-        column = perdoc._cached_reader(_lenfield(field), LENGTHS_COLUMN)
-        if column is None:
-            return [1] * n
-        raw = column._dbfile.get(column._basepos, column._count) if column._count else b""
-        return [byte_to_length(b) for b in raw] + [0] * (n - len(raw))
-    return [reader.doc_field_length(d, field, 1) or 0 for d in range(n)]
