@@ -227,12 +227,13 @@ class KnowledgeBase(QueryPath):
         return self.packs._remove(pack_id)
 
     # -- read path: link -> search -> expand -> fuse ----------------------------------------------
-    def ask(self, question: str, k: int | None = None, mode: str = "full", *, as_of=None, packs=None,
+    def ask(self, question: str, k: int | None = None, mode: str = "full", *, as_of=None, packs=None, history=None,
             llm="settings", stream: bool = False):
-        """A cited answer (`retrieval.answer`: the two-round sufficiency loop); `stream=True` yields its events."""
+        """A cited answer (`retrieval.answer`: the two-round sufficiency loop); `stream=True` yields its events.
+        `history`: the conversation before a follow-up, [{"role": "user"|"assistant", "content"}, ...]."""
         from retrieval.answer.session import ask
 
-        return ask(self, question, k=k, mode=mode, as_of=as_of, packs=packs, llm=llm, stream=stream)
+        return ask(self, question, k=k, mode=mode, as_of=as_of, packs=packs, history=history, llm=llm, stream=stream)
 
     @property
     def vectors(self):

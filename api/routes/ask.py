@@ -4,20 +4,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.deps import knowledge_base
 from api.guards import bound_question
 from api.schemas import AS_OF_PATTERN, Text, json_integer
 from kg.errors import KgError
+from retrieval.answer.history import MAX_HISTORY_CHARS, MAX_HISTORY_MESSAGES
 
 # A streamed answer is Server-Sent Events: the spec lists it beside the JSON record.
 STREAM_RESPONSE: dict = {200: {"content": {"text/event-stream": {"schema": {"description": "one JSON object an event"}}}}}
 
 router = APIRouter()
+
+
+class HistoryMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: Literal["user", "assistant"] = Field(..., description="user: an earlier question; assistant: its answer.")
+    content: Text = Field(..., max_length=MAX_HISTORY_CHARS, description="The message's text (an empty answer is ignored).")
 
 
 class AskIn(BaseModel):
@@ -27,11 +35,25 @@ class AskIn(BaseModel):
     as_of: str | None = Field(None, pattern=AS_OF_PATTERN, description="Search the document versions in force on this date (YYYY-MM-DD, YYYY-MM or YYYY).")
     packs: list[Text] | None = Field(None, description="Search only inside these packs.")
     stream: bool = Field(False, strict=True, description="Stream Server-Sent Events: round, delta (answer text), answer (the record).")
+    history: list[HistoryMessage] | None = Field(
+        None, max_length=MAX_HISTORY_MESSAGES,
+        description=f"The conversation before this question, oldest first: a follow-up (\"它的端口呢？\", \"and who owns it?\") "
+                    f"is searched as a standalone question made with it. At most {MAX_HISTORY_MESSAGES} messages and "
+                    f"{MAX_HISTORY_CHARS} characters in all.",
+    )
 
     @field_validator("k", mode="before")
     @classmethod
     def _k_is_a_json_integer(cls, value):
         return value if value is None else json_integer(value)
+
+    @field_validator("history")
+    @classmethod
+    def _history_is_bounded(cls, value):
+        total = sum(len(m.content) for m in value or ())
+        if total > MAX_HISTORY_CHARS:
+            raise ValueError(f"holds {total} characters in all; send at most {MAX_HISTORY_CHARS} (the last turns, or shorter answers)")
+        return value
 
 
 def sse(event: str, data) -> str:
@@ -56,7 +78,9 @@ def answer_events(events: Iterator) -> Iterator[str]:
 def ask(body: AskIn, request: Request, kb=Depends(knowledge_base)):  # noqa: B008 - FastAPI idiom
     bound_question(body.question, kb.settings, "question")
     streaming = body.stream or "text/event-stream" in request.headers.get("accept", "")
-    result = kb.ask(body.question, k=body.k, mode=body.mode, as_of=body.as_of, packs=body.packs, stream=streaming)
+    history = [m.model_dump() for m in body.history] if body.history else None
+    result = kb.ask(body.question, k=body.k, mode=body.mode, as_of=body.as_of, packs=body.packs, history=history,
+                    stream=streaming)
     if not streaming:
         return result.to_json()
     return StreamingResponse(answer_events(result), media_type="text/event-stream",

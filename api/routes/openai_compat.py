@@ -1,6 +1,9 @@
 """POST /v1/chat/completions (and GET /v1/models): the knowledge base as an OpenAI-compatible chat model, cited answers included.
 
-The last user message is the question (earlier turns are not searched). The reply's content is the
+The last user message is the question; the user and assistant messages before it are its conversation
+(`POST /ask`'s `history`: a follow-up is searched as a standalone question; the latest messages within
+its bounds are kept, older ones dropped, and kgrag's own "Sources:" lines are cut from earlier answers;
+system and tool messages are not read). The reply's content is the
 checked answer followed by its sources; the same citations come as structured data in the extra
 `citations` field and the whole answer record in `kgrag`. The `model` a client asks for is echoed
 back but never chooses the model kgrag calls: that is KG_LLM_MODEL alone.
@@ -9,6 +12,7 @@ back but never chooses the model kgrag calls: that is KG_LLM_MODEL alone.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,6 +26,7 @@ from api.deps import knowledge_base
 from api.guards import bound_question
 from api.schemas import NON_BLANK, Text
 from kg.errors import InputError, KgError
+from retrieval.answer.history import MAX_HISTORY_CHARS, MAX_HISTORY_MESSAGES
 
 # A streamed answer is Server-Sent Events: the spec lists it beside the JSON record.
 STREAM_RESPONSE: dict = {200: {"content": {"text/event-stream": {"schema": {"description": "one JSON object an event"}}}}}
@@ -57,15 +62,45 @@ class ChatIn(BaseModel):
     stream: bool = Field(False, strict=True)
 
 
+def _text(message: ChatMessage) -> str:
+    content = message.content
+    if isinstance(content, list):  # [{"type": "text", "text": "..."}, ...]
+        content = " ".join(part.text for part in content if part.type == "text" and part.text)
+    return content.strip() if isinstance(content, str) else ""
+
+
 def question_of(messages: list[ChatMessage]) -> str:
-    for message in reversed(messages):
-        if message.role == "user":
-            content = message.content
-            if isinstance(content, list):  # [{"type": "text", "text": "..."}, ...]
-                content = " ".join(part.text for part in content if part.type == "text" and part.text)
-            if isinstance(content, str) and content.strip():
-                return content.strip()
-    raise InputError("no user message with text: put the question in a message with \"role\": \"user\"")
+    return conversation_of(messages)[0]
+
+
+def _without_sources(answer: str) -> str:
+    """An earlier answer of ours as the client keeps it: its sources list (`content_of`) is no part of what was said."""
+    return re.split(r"\n\n(?:来源|Sources):\n", answer, maxsplit=1)[0]
+
+
+def conversation_of(messages: list[ChatMessage]) -> tuple[str, list[dict]]:
+    """The question (the last user message with text) and the conversation before it as `history`: its user and
+    assistant messages, the latest that fit MAX_HISTORY_MESSAGES and MAX_HISTORY_CHARS (a chat client sends the
+    whole conversation every time; its older turns are dropped rather than refused)."""
+    for last in range(len(messages) - 1, -1, -1):
+        if messages[last].role == "user" and _text(messages[last]):
+            break
+    else:
+        raise InputError("no user message with text: put the question in a message with \"role\": \"user\"")
+    history: list[dict] = []
+    room = MAX_HISTORY_CHARS
+    for message in reversed(messages[:last]):
+        if message.role not in ("user", "assistant"):
+            continue
+        text = _text(message)
+        text = " ".join((_without_sources(text) if message.role == "assistant" else text).split())
+        if not text:
+            continue
+        if len(history) == MAX_HISTORY_MESSAGES or len(text) > room:
+            break
+        history.append({"role": message.role, "content": text})
+        room -= len(text)
+    return _text(messages[last]), history[::-1]
 
 
 def content_of(answer) -> str:
@@ -84,11 +119,11 @@ def models() -> dict:
 
 @router.post("/chat/completions", summary="OpenAI-compatible chat completion over the knowledge base", responses=STREAM_RESPONSE)
 def chat_completions(body: ChatIn, kb=Depends(knowledge_base)):  # noqa: B008 - FastAPI idiom
-    question = question_of(body.messages)
+    question, history = conversation_of(body.messages)
     bound_question(question, kb.settings, "messages")
     ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
     if not body.stream:
-        answer = kb.ask(question)
+        answer = kb.ask(question, history=history)
         return {
             "id": ident, "object": "chat.completion", "created": created, "model": body.model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content_of(answer)}, "finish_reason": "stop"}],
@@ -96,7 +131,7 @@ def chat_completions(body: ChatIn, kb=Depends(knowledge_base)):  # noqa: B008 - 
             "citations": [c.to_json() for c in answer.citations],
             "kgrag": answer.to_json(),
         }
-    events = kb.ask(question, stream=True)
+    events = kb.ask(question, history=history, stream=True)
     return StreamingResponse(_chunks(events, ident, created, body.model), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 

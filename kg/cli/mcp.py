@@ -106,11 +106,13 @@ def build_server(kb):
     if _answers_available(kb):
         @server.tool(structured_output=True, description="An answer to the question written from the knowledge base, each sentence "
                                  "with numbered citations (document, section, lines, version); found=false "
-                                 "when the base does not answer it.")
+                                 "when the base does not answer it. history: the conversation before a follow-up "
+                                 "([{role: user|assistant, content}], oldest first; at most 12 messages), so that "
+                                 "'and who owns it?' is searched about what the earlier question named.")
         def ask(question: str, k: int | None = None, mode: str = "full", as_of: str | None = None,
-                packs: list[str] | None = None) -> dict[str, Any]:
+                packs: list[str] | None = None, history: list[dict[str, str]] | None = None) -> dict[str, Any]:
             def call():
-                answer = kb.ask(question, k=k, mode=mode, **_optional(kb.ask, as_of=as_of, packs=packs))
+                answer = kb.ask(question, k=k, mode=mode, **_optional(kb.ask, as_of=as_of, packs=packs, history=history))
                 return answer.to_json() if hasattr(answer, "to_json") else answer
             return record(call)
 

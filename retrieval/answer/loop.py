@@ -8,8 +8,13 @@ is the plain "nothing found" in the question's language, and no model is called 
 context. Every failure of the model (none configured, unreachable, timed out, malformed reply)
 completes the same request on the rules path, and `path_reason` says which path ran and why.
 
+A follow-up (with `AskOptions.history`) is first made a standalone question, by the model in the rewrite
+call or by rules (`retrieval.answer.history`); that question is searched, judged and answered, the
+record keeps the question as asked, and `path_reason` says what was searched.
+
 The loop talks to the knowledge base only through `query()` (and, for rewriting very short
-queries, its synonym groups and entity surfaces), so it sits below `retrieval.pipeline`.
+queries, its synonym groups and entity surfaces; for a follow-up, the names a text links), so it
+sits below `retrieval.pipeline`.
 """
 
 from __future__ import annotations
@@ -21,6 +26,13 @@ from typing import Protocol
 
 from retrieval.answer.cite import CheckedStream, check_answer, number_hits
 from retrieval.answer.facts import facts_block
+from retrieval.answer.history import (
+    Standalone,
+    Turn,
+    conversation_text,
+    own_words,
+    standalone_question,
+)
 from retrieval.answer.judge import (
     VERDICT_SCHEMA,
     Verdict,
@@ -31,7 +43,7 @@ from retrieval.answer.judge import (
 from retrieval.answer.llm import LlmClient, LlmUnavailable
 from retrieval.answer.prompts import answer_messages, judge_messages, rewrite_messages
 from retrieval.answer.record import NOT_FOUND, Answer, Round, detect_language
-from retrieval.answer.rewrite import parse_rewrites, rule_rewrites
+from retrieval.answer.rewrite import REWRITE_SCHEMA, parse_rewrites, parse_standalone, rule_rewrites
 from retrieval.answer.rules import (
     ANSWER_COVERAGE,
     CLOSEST,
@@ -70,6 +82,8 @@ class AskOptions:
     synonym_groups: Sequence[Sequence[str]] = ()
     surfaces: Sequence[str] = ()
     facts: Callable | None = None  # `retrieval.answer.facts.FactFinder`: the graph's facts a question asks for
+    history: Sequence[Turn] = ()  # the conversation before the question (`retrieval.answer.history`)
+    names: Callable[[str], Sequence[str]] | None = None  # the entity surfaces a text links: a follow-up's subject
 
 
 @dataclass
@@ -136,28 +150,49 @@ def _judge(question: str, hits: Sequence, entities: Sequence[dict], notes: _Note
     return rules
 
 
-def _rewrites(question: str, language: str, options: AskOptions, notes: _Notes) -> list[str]:
+def _rewrites(question: str, language: str, options: AskOptions, notes: _Notes) -> tuple[list[str], Standalone]:
+    """The keyword rewrites, and the question as searched: a follow-up made standalone with the conversation
+    (by the model in the same call, else by rules)."""
+    ruled = standalone_question(question, options.history, options.names, language) if options.history else Standalone(question)
     if notes.usable() and options.rewrites:
         try:
-            # five short keyword lines; a small model left at 200 tokens babbles on (and a CPU writes ~2-9 tokens/s)
-            return parse_rewrites(notes.llm.complete("rewrite", rewrite_messages(question, language), max_tokens=80), question)
+            if not options.history:
+                # five short keyword lines; a small model left at 200 tokens babbles on (and a CPU writes ~2-9 tokens/s)
+                reply = notes.llm.complete("rewrite", rewrite_messages(question, language), max_tokens=80)
+                return parse_rewrites(reply, question), ruled
+            reply = notes.llm.complete("rewrite", rewrite_messages(question, language, conversation_text(options.history)),
+                                       max_tokens=160, schema=REWRITE_SCHEMA)
+            written, queries = parse_standalone(reply, question)
+            if written is None:
+                notes.reasons.append(f"rewrite: {notes.llm.model} wrote no standalone question, the rules read the follow-up")
+                return queries, ruled
+            if written.lower() == question.lower() and ruled.how:  # repeated as asked, though it refers to the conversation
+                return queries, ruled
+            how = f"written out by {notes.llm.model} with the conversation" if written.lower() != question.lower() else ""
+            return queries, Standalone(written, (), how)
         except LlmUnavailable as exc:
             notes.failed("rewrite", exc)
-    return rule_rewrites(question, options.synonym_groups, options.surfaces)
+    return rule_rewrites(ruled.question, options.synonym_groups, options.surfaces), ruled
+
+
+def _searched_as(standalone: Standalone) -> str:
+    """For `path_reason`: the question a follow-up was searched as, and why."""
+    return f"; the follow-up was searched as \"{standalone.question}\" ({standalone.how})" if standalone.how else ""
 
 
 def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
                llm: LlmClient | None = None) -> Iterator[tuple[str, object]]:
     """Yields ("round", Round) after each search, ("delta", str) pieces of the answer text, and last ("answer", Answer)."""
     options = options or AskOptions()
-    question = " ".join((question or "").split())
+    asked = " ".join((question or "").split())
     started = time.perf_counter()
-    language = detect_language(question)
+    language = detect_language(asked)  # the user's language, whatever the conversation adds
     notes = _Notes(llm)
     timings: dict[str, float] = {}
 
     t = time.perf_counter()
-    rewrites = _rewrites(question, language, options, notes)
+    rewrites, standalone = _rewrites(asked, language, options, notes)
+    question = standalone.question  # what is searched, judged and answered; the record keeps what was asked
     timings["rewrite"] = (time.perf_counter() - t) * 1e3
 
     rounds: list[Round] = []
@@ -203,13 +238,13 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
     top = hits[: options.k]
     evidence = evidence_of(question, top[:JUDGE_PASSAGES], entities)
     evidence.unknown_names = [n for n in evidence.missing_names if not _known(kb, n)]
-    base = {"question": question, "language": language, "rounds": rounds, "packs_used": packs_used, "rewrites": rewrites}
+    base = {"question": asked, "language": language, "rounds": rounds, "packs_used": packs_used, "rewrites": rewrites}
     if not facts and (not top or not evidence.found):
         why = ("no passage matched" if not top else
                f"no document mentions {', '.join(evidence.unknown_names)}" if evidence.unknown_names else
                f"the passages hold {evidence.coverage:.0%} of the question's key words")
-        yield from _not_found(base, f"nothing relevant in the knowledge base ({why}); no model was called",
-                              timings, started, llm)
+        yield from _not_found(base, f"nothing relevant in the knowledge base ({why}); no model was called"
+                              + _searched_as(standalone), timings, started, llm)
         return
 
     citations = number_hits(top)
@@ -248,12 +283,14 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
         # A linked entity's label is another wording of what the question called it (心跳间隔 -> heartbeat_interval).
         groups = [*options.synonym_groups,
                   *([e["surface"], e["label"]] for e in entities if e.get("surface") and e["surface"] != e.get("label"))]
-        ruled = rules_answer(question, citations, language, groups, facts)
+        ruled = rules_answer(question, citations, language, groups, facts,
+                             own_words(asked) if standalone.carried else "")
         if ruled.coverage <= ANSWER_COVERAGE:
             # Quoting sentences that miss the question's point as its answer would be a confident wrong answer.
             held = f"{ruled.coverage:.0%} of the question's key words" + (
                 f" (not: {', '.join(ruled.missing[:4])})" if ruled.missing else "")
-            reason = "; ".join(notes.reasons + [f"the passages' best sentences hold only {held}: no answer rather than a wrong one"])
+            reason = "; ".join(notes.reasons + [f"the passages' best sentences hold only {held}: no answer rather than a wrong one"]
+                               ) + _searched_as(standalone)
             if ruled.coverage < CLOSEST_COVERAGE:
                 yield from _not_found(base, reason, timings, started, llm)
                 return
@@ -276,7 +313,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
         yield "delta", rendered
     timings["answer"] = (time.perf_counter() - t) * 1e3
     timings["total"] = (time.perf_counter() - started) * 1e3
-    yield "answer", Answer(answer=rendered, found=True, path=path, path_reason=_path_reason(path, llm, notes),
+    yield "answer", Answer(answer=rendered, found=True, path=path, path_reason=_path_reason(path, llm, notes) + _searched_as(standalone),
                            sentences=sentences, citations=citations, timings_ms=timings,
                            llm_usage=list(llm.usage) if llm else [], facts=facts, **base)
 

@@ -15,12 +15,25 @@ from collections.abc import Iterable, Sequence
 
 from retrieval.index.analysis import normalize_text
 
-__all__ = ["parse_rewrites", "rule_rewrites", "SHORT_QUERY"]
+__all__ = ["REWRITE_SCHEMA", "SHORT_QUERY", "parse_rewrites", "parse_standalone", "rule_rewrites"]
 
 SHORT_QUERY = 4  # characters (spaces not counted): below this a query is expanded by rule
 MAX_REWRITES = 5
 MAX_REWRITE_CHARS = 80
 MAX_EXPANSION = 6  # labels added to a short query
+MAX_STANDALONE_CHARS = 300  # a follow-up written out is a question, never a document
+# A follow-up's rewrite, asked for as JSON (llama.cpp, vLLM and OpenAI enforce the schema): the standalone question
+# the conversation makes of it, and the keyword queries for that question.
+REWRITE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "question": {"type": "string", "maxLength": MAX_STANDALONE_CHARS},
+        "queries": {"type": "array", "items": {"type": "string", "maxLength": MAX_REWRITE_CHARS}, "maxItems": MAX_REWRITES},
+    },
+    "required": ["question", "queries"],
+    "additionalProperties": False,
+}
+_STANDALONE_LINE = re.compile(r"^\s*(?:standalone(?:\s+question)?|question|问题|完整问题)\s*[:：]\s*(.+)$", re.IGNORECASE)
 _LEAD = re.compile(r"^\s*(?:[-*•>]+|\d+[.)、:：]|query\s*\d*[:：]|查询\s*\d*[:：])\s*", re.IGNORECASE)
 
 
@@ -51,6 +64,40 @@ def parse_rewrites(reply: str, question: str) -> list[str]:
         if len(out) == MAX_REWRITES:
             break
     return out
+
+
+def parse_standalone(reply: str, question: str) -> tuple[str | None, list[str]]:
+    """A follow-up's rewrite: (the standalone question, or None when the reply holds none; the keyword queries).
+    JSON {"question", "queries"} as asked (prose around it ignored), else a "Question: ..." line and query lines."""
+    text = (reply or "").strip()
+    standalone, queries = None, ""
+    start, end = text.find("{"), text.rfind("}")
+    data = None
+    if start != -1 and end > start:
+        try:
+            data = json.loads(text[start : end + 1])
+        except ValueError:
+            data = None
+    if isinstance(data, dict):
+        lowered = {str(k).strip().lower(): v for k, v in data.items()}
+        found = next((lowered[k] for k in ("question", "standalone_question", "standalone") if isinstance(lowered.get(k), str)), None)
+        standalone = found
+        items = lowered.get("queries")
+        queries = "\n".join(str(v) for v in items if isinstance(v, str | int | float)) if isinstance(items, list) else ""
+    else:
+        rest = []
+        for line in text.splitlines():
+            match = _STANDALONE_LINE.match(line)
+            if match and standalone is None:
+                standalone = match.group(1)
+            else:
+                rest.append(line)
+        queries = "\n".join(rest)
+    if standalone is not None:
+        standalone = " ".join(standalone.split()).strip("\"'“”`")
+        if not standalone or len(standalone) > MAX_STANDALONE_CHARS:
+            standalone = None
+    return standalone, parse_rewrites(queries, standalone or question)
 
 
 def rule_rewrites(question: str, synonym_groups: Sequence[Sequence[str]], surfaces: Iterable[str]) -> list[str]:

@@ -81,7 +81,10 @@ def facts_text(facts: Sequence, language: str) -> str:
 
 
 def rules_answer(question: str, citations: Sequence[Citation], language: str,
-                 synonym_groups: Sequence[Sequence[str]] = (), facts: Sequence = ()) -> RulesAnswer:
+                 synonym_groups: Sequence[Sequence[str]] = (), facts: Sequence = (), own_words: str = "") -> RulesAnswer:
+    """`own_words`: a follow-up's own words, when its subject was carried from the conversation ("部署了多少台？" of
+    "LORA-02 部署了多少台？"); they must be held as the whole question's are, or the subject alone, which every
+    passage found holds, would pass an answer to another question ("公司的年假有几天？" after a LORA-02 question)."""
     extracted = extract_answer(question, citations, language, synonym_groups)
     by_n = {c.n: c for c in citations}
     if facts:
@@ -92,7 +95,11 @@ def rules_answer(question: str, citations: Sequence[Citation], language: str,
     if not extracted:
         return RulesAnswer("", 0.0, [t.text for t in terms])
     headings = "\n".join(f"{by_n[n].title}\n{by_n[n].section}" for n in _cited(extracted) if n in by_n)
-    share, missing = held_share(terms, f"{_MARKS.sub('', extracted)}\n{headings}", synonym_groups)
+    held = f"{_MARKS.sub('', extracted)}\n{headings}"
+    share, missing = held_share(terms, held, synonym_groups)
+    if own_words:
+        own, lacking = held_share(guard_terms(own_words), held, synonym_groups)
+        share, missing = min(share, own), missing + [w for w in lacking if w not in missing]
     # A name the question gives (JVM, LORA-05) that neither the answer nor any passage holds: the passages are about
     # something else, however many of its other words they share.
     names = [t for t in terms if t.identifier and t.text in missing]

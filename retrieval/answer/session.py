@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 
 from kg.errors import InputError
+from retrieval.answer.history import history_turns
 from retrieval.answer.llm import LlmClient, llm_config
 from retrieval.answer.loop import AskOptions, answer_question, ask_events
 
@@ -24,7 +25,15 @@ def client_for(settings) -> LlmClient | None:
     return LlmClient(config) if config else None
 
 
-def ask_options(kb, k: int | None, mode: str, as_of=None, packs=None) -> AskOptions:
+def _linked_names(kb):
+    """The entity surfaces a text links (a follow-up's subject), read as a query reads the graph."""
+    def names(text: str) -> list[str]:
+        with kb.reading():
+            return [m.surface for m in sorted(kb.linker.link(text), key=lambda m: m.start)]
+    return names
+
+
+def ask_options(kb, k: int | None, mode: str, as_of=None, packs=None, history=None) -> AskOptions:
     settings = kb.settings
     k = settings.answer_passages if k is None else k
     if not 1 <= k <= MAX_K:
@@ -42,19 +51,23 @@ def ask_options(kb, k: int | None, mode: str, as_of=None, packs=None) -> AskOpti
 
         matcher = kb._relation_matcher()
         facts = FactFinder(kb.graph.view, kb.graph.vocab, lambda text: set(matcher.find_names(text)))
+    turns = history_turns(history)
+    names = _linked_names(kb) if turns and hasattr(kb, "linker") else None
     return AskOptions(k=k, mode=mode, citation_support=settings.citation_support, rewrites=settings.llm_rewrites,
                       filters=filters, synonym_groups=kb.synonyms.groups,
-                      surfaces=[s for s, _ in kb.graph.view.surfaces()], facts=facts)
+                      surfaces=[s for s, _ in kb.graph.view.surfaces()], facts=facts, history=turns, names=names)
 
 
-def ask(kb, question: str, *, k: int | None = None, mode: str = "full", as_of=None, packs=None,
+def ask(kb, question: str, *, k: int | None = None, mode: str = "full", as_of=None, packs=None, history=None,
         llm: LlmClient | None | str = FROM_SETTINGS, stream: bool = False):
+    """`history`: the conversation before the question, [{"role": "user"|"assistant", "content"}], oldest first
+    (at most `history.MAX_HISTORY_MESSAGES` messages and `MAX_HISTORY_CHARS` characters)."""
     question = " ".join((question or "").split())
     if not question:
         raise InputError("the question is empty: ask something, e.g. kg ask \"LORA-02 的心跳间隔是多少？\"")
     if len(question) > MAX_QUESTION_CHARS:
         raise InputError(f"the question is {len(question)} characters long; ask in at most {MAX_QUESTION_CHARS}")
-    options = ask_options(kb, k, mode, as_of, packs)
+    options = ask_options(kb, k, mode, as_of, packs, history)
     client = client_for(kb.settings) if llm == FROM_SETTINGS else llm
     if stream:
         return ask_events(kb, question, options, client)
