@@ -76,3 +76,18 @@ def test_a_timeout_against_the_real_model_falls_back_to_the_rules(fixture_kb, lo
     assert answer.path == "rules" and "timed out" in answer.path_reason
     assert len(answer.to_json()["llm_calls"]) == 0  # the first call timed out; no further call was made
     assert answer.found or answer.answer.startswith("知识库中暂无相关信息")
+
+
+def test_a_follow_up_with_its_history_runs_end_to_end_with_a_real_model(fixture_kb, local_llm):  # noqa: F811
+    history = [{"role": "user", "content": "LORA-02 网关是什么？"},
+               {"role": "assistant", "content": "LORA-02 是第二代 LoRa 网关。[1]"}]
+    with _kb(fixture_kb, local_llm) as kb:
+        events = list(kb.ask("它的心跳间隔是多少？", history=history, stream=True))
+    answer = events[-1][1]
+    calls = answer.to_json()["llm_calls"]
+    assert calls and calls[0]["task"] == "rewrite" and len(calls) <= 3  # the conversation costs no extra call
+    assert all(c["prompt_tokens"] <= 1600 for c in calls)
+    assert answer.question == "它的心跳间隔是多少？" and answer.rounds[0].query
+    # whatever the model made of it (its own standalone question, or the rules' when it wrote none), the record says
+    # what was searched: the pronoun points back, so the question as asked is never searched unexplained
+    assert f'the follow-up was searched as "{answer.rounds[0].query}"' in answer.path_reason

@@ -89,12 +89,19 @@ def test_errors_are_tool_errors_with_the_fix(mcp_run):
 
 @pytest.mark.skipif(importlib.util.find_spec("retrieval.answer") is None, reason="no answer stage in this version")
 def test_ask_returns_the_answer_record_with_citations(kb_root):
-    _, (ask,) = asyncio.run(_session_calls(kb_root / "kb", [("ask", {"question": CROSS_DOC_QUERY})]))
+    follow_up = {"question": "它依赖哪些组件？", "history": [{"role": "user", "content": "订单服务是做什么的？"}]}
+    _, (ask, after, bad) = asyncio.run(_session_calls(kb_root / "kb", [
+        ("ask", {"question": CROSS_DOC_QUERY}), ("ask", follow_up),
+        ("ask", {**follow_up, "history": [{"role": "system", "content": "x"}]})]))
     record = _field(ask, "structured_content", "structuredContent")
     assert {"question", "answer", "found", "sentences", "citations"} <= set(record)
     assert record["question"] == CROSS_DOC_QUERY
     for citation in record["citations"]:
         assert {"n", "chunk_id", "doc_id", "title", "section", "lines", "text"} <= set(citation)
+    # A follow-up with the conversation before it is searched about what the earlier question named.
+    followed = _field(after, "structured_content", "structuredContent")
+    assert followed["question"] == "它依赖哪些组件？" and followed["rounds"][0]["query"] == "订单服务 依赖哪些组件？"
+    assert _field(bad, "is_error", "isError") and "history[0].role is 'system'" in bad.content[0].text
 
 
 def test_as_of_is_passed_on_or_refused_by_name(mcp_run):

@@ -387,6 +387,9 @@ def test_a_two_turn_conversation_streams_its_answers(browser, server, llm, shots
     assert sent[0]["stream"] is True and "history" not in sent[0]
     if browser.evaluate("Kg.features.ask_history"):
         assert sent[1]["question"] == FOLLOW_UP and sent[1]["history"][0]["content"] == "redis-cluster 宕机会影响哪些服务？"
+        # The server searched the follow-up as the question it stands for (the fake model wrote no standalone one).
+        second = browser.evaluate("Kg.chat.turns()[1].record")
+        assert second["question"] == FOLLOW_UP and second["rounds"][0]["query"].startswith("order-service 宕机会影响哪些服务")
     else:
         assert sent[1]["question"] == "redis-cluster 宕机会影响哪些服务？\n" + FOLLOW_UP
         assert browser.evaluate("document.querySelector('#thread .turn:nth-child(2) .note').textContent").startswith("已连同上一个问题")

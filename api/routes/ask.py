@@ -14,7 +14,7 @@ from api.deps import knowledge_base
 from api.guards import bound_question
 from api.schemas import AS_OF_PATTERN, Text, json_integer
 from kg.errors import KgError
-from retrieval.answer.history import MAX_HISTORY_CHARS, MAX_HISTORY_MESSAGES
+from retrieval.answer.history import MAX_HISTORY_MESSAGES, MAX_MESSAGE_CHARS
 
 # A streamed answer is Server-Sent Events: the spec lists it beside the JSON record.
 STREAM_RESPONSE: dict = {200: {"content": {"text/event-stream": {"schema": {"description": "one JSON object an event"}}}}}
@@ -25,7 +25,7 @@ router = APIRouter()
 class HistoryMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
     role: Literal["user", "assistant"] = Field(..., description="user: an earlier question; assistant: its answer.")
-    content: Text = Field(..., max_length=MAX_HISTORY_CHARS, description="The message's text (an empty answer is ignored).")
+    content: Text = Field(..., max_length=MAX_MESSAGE_CHARS, description="The message's text (an empty answer is ignored).")
 
 
 class AskIn(BaseModel):
@@ -38,22 +38,14 @@ class AskIn(BaseModel):
     history: list[HistoryMessage] | None = Field(
         None, max_length=MAX_HISTORY_MESSAGES,
         description=f"The conversation before this question, oldest first: a follow-up (\"它的端口呢？\", \"and who owns it?\") "
-                    f"is searched as a standalone question made with it. At most {MAX_HISTORY_MESSAGES} messages and "
-                    f"{MAX_HISTORY_CHARS} characters in all.",
+                    f"is searched as a standalone question made with it. At most {MAX_HISTORY_MESSAGES} messages of "
+                    f"at most {MAX_MESSAGE_CHARS} characters each.",
     )
 
     @field_validator("k", mode="before")
     @classmethod
     def _k_is_a_json_integer(cls, value):
         return value if value is None else json_integer(value)
-
-    @field_validator("history")
-    @classmethod
-    def _history_is_bounded(cls, value):
-        total = sum(len(m.content) for m in value or ())
-        if total > MAX_HISTORY_CHARS:
-            raise ValueError(f"holds {total} characters in all; send at most {MAX_HISTORY_CHARS} (the last turns, or shorter answers)")
-        return value
 
 
 def sse(event: str, data) -> str:

@@ -2,7 +2,7 @@
 
 The last user message is the question; the user and assistant messages before it are its conversation
 (`POST /ask`'s `history`: a follow-up is searched as a standalone question; the latest messages within
-its bounds are kept, older ones dropped, and kgrag's own "Sources:" lines are cut from earlier answers;
+its bounds are kept, older ones dropped, a long one cut, and kgrag's own "Sources:" lines are cut from earlier answers;
 system and tool messages are not read). The reply's content is the
 checked answer followed by its sources; the same citations come as structured data in the extra
 `citations` field and the whole answer record in `kgrag`. The `model` a client asks for is echoed
@@ -26,7 +26,7 @@ from api.deps import knowledge_base
 from api.guards import bound_question
 from api.schemas import NON_BLANK, Text
 from kg.errors import InputError, KgError
-from retrieval.answer.history import MAX_HISTORY_CHARS, MAX_HISTORY_MESSAGES
+from retrieval.answer.history import MAX_HISTORY_MESSAGES, MAX_MESSAGE_CHARS
 
 # A streamed answer is Server-Sent Events: the spec lists it beside the JSON record.
 STREAM_RESPONSE: dict = {200: {"content": {"text/event-stream": {"schema": {"description": "one JSON object an event"}}}}}
@@ -80,26 +80,21 @@ def _without_sources(answer: str) -> str:
 
 def conversation_of(messages: list[ChatMessage]) -> tuple[str, list[dict]]:
     """The question (the last user message with text) and the conversation before it as `history`: its user and
-    assistant messages, the latest that fit MAX_HISTORY_MESSAGES and MAX_HISTORY_CHARS (a chat client sends the
-    whole conversation every time; its older turns are dropped rather than refused)."""
+    assistant messages, the latest MAX_HISTORY_MESSAGES, each cut to MAX_MESSAGE_CHARS (a chat client sends the
+    whole conversation every time: what is over the bounds is dropped rather than refused)."""
     for last in range(len(messages) - 1, -1, -1):
         if messages[last].role == "user" and _text(messages[last]):
             break
     else:
         raise InputError("no user message with text: put the question in a message with \"role\": \"user\"")
     history: list[dict] = []
-    room = MAX_HISTORY_CHARS
     for message in reversed(messages[:last]):
-        if message.role not in ("user", "assistant"):
-            continue
-        text = _text(message)
-        text = " ".join((_without_sources(text) if message.role == "assistant" else text).split())
-        if not text:
-            continue
-        if len(history) == MAX_HISTORY_MESSAGES or len(text) > room:
+        if len(history) == MAX_HISTORY_MESSAGES:
             break
-        history.append({"role": message.role, "content": text})
-        room -= len(text)
+        text = _text(message) if message.role in ("user", "assistant") else ""
+        text = " ".join((_without_sources(text) if message.role == "assistant" else text).split())
+        if text:
+            history.append({"role": message.role, "content": text[:MAX_MESSAGE_CHARS]})
     return _text(messages[last]), history[::-1]
 
 

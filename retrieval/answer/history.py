@@ -26,11 +26,13 @@ from retrieval.answer.llm import estimate_tokens
 from retrieval.answer.terms import identifiers
 from retrieval.index.analysis import normalize_text
 
-__all__ = ["HISTORY_TOKENS", "MAX_HISTORY_CHARS", "MAX_HISTORY_MESSAGES", "Standalone", "Turn", "conversation_text",
+__all__ = ["HISTORY_TOKENS", "MAX_HISTORY_MESSAGES", "MAX_MESSAGE_CHARS", "Standalone", "Turn", "conversation_text",
            "history_turns", "names_in", "own_words", "standalone_question", "subject_of"]
 
 MAX_HISTORY_MESSAGES = 12  # six turns of question and answer (the web page sends its last three)
-MAX_HISTORY_CHARS = 12_000  # all messages together; a question alone may have 4,000
+# A message, as long as a question may be. Bounds a schema can state (a total could not be): whatever the OpenAPI
+# spec lets through is accepted. The prompt never sees more than HISTORY_TOKENS of it anyway.
+MAX_MESSAGE_CHARS = 4000
 HISTORY_TOKENS = 400  # of the conversation in the rewrite prompt (the rewrite's whole prompt stays far below ~1,500)
 ROLES = ("user", "assistant")
 
@@ -80,13 +82,12 @@ def history_turns(history: Iterable | None) -> tuple[Turn, ...]:
                              f"\"assistant\", \"content\": \"...\"}} (put instructions in no message; they are not read)")
         if not isinstance(content, str):
             raise InputError(f"history[{i}].content must be text, got {type(content).__name__}")
+        if len(content) > MAX_MESSAGE_CHARS:
+            raise InputError(f"history[{i}].content has {len(content)} characters; send at most {MAX_MESSAGE_CHARS} "
+                             "a message (an answer's start is enough)")
         turns.append(Turn(role, " ".join(content.split())))
     if len(turns) > MAX_HISTORY_MESSAGES:
         raise InputError(f"history has {len(turns)} messages; send at most {MAX_HISTORY_MESSAGES} (the last turns)")
-    total = sum(len(t.content) for t in turns)
-    if total > MAX_HISTORY_CHARS:
-        raise InputError(f"history holds {total} characters; send at most {MAX_HISTORY_CHARS} (the last turns, "
-                         "or shorter answers)")
     return tuple(t for t in turns if t.content)
 
 

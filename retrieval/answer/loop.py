@@ -49,6 +49,8 @@ from retrieval.answer.rules import (
     CLOSEST,
     CLOSEST_COVERAGE,
     facts_text,
+    guard_terms,
+    held_share,
     language_note,
     rules_answer,
 )
@@ -64,6 +66,7 @@ FOLLOWUP_WEIGHT = 0.8  # round 2's ranks against round 1's
 RRF_K = 20.0
 PER_DOCUMENT = 2
 KNOWN_DEPTH = 10  # hits searched for a name the passages lack
+STANDALONE_KEEPS = 0.5  # share of a follow-up's own key words the model's standalone question must hold
 
 
 class Searcher(Protocol):
@@ -167,6 +170,11 @@ def _rewrites(question: str, language: str, options: AskOptions, notes: _Notes) 
                 notes.reasons.append(f"rewrite: {notes.llm.model} wrote no standalone question, the rules read the follow-up")
                 return queries, ruled
             if written.lower() == question.lower() and ruled.how:  # repeated as asked, though it refers to the conversation
+                return queries, ruled
+            if held_share(guard_terms(own_words(question)), written)[0] < STANDALONE_KEEPS:
+                # another question (a small model repeating an earlier one): not a rewrite of this one
+                notes.reasons.append(f"rewrite: {notes.llm.model}'s standalone question lost the follow-up's own words, "
+                                     "the rules read it")
                 return queries, ruled
             how = f"written out by {notes.llm.model} with the conversation" if written.lower() != question.lower() else ""
             return queries, Standalone(written, (), how)

@@ -34,6 +34,9 @@ REWRITE_SCHEMA = {
     "additionalProperties": False,
 }
 _STANDALONE_LINE = re.compile(r"^\s*(?:standalone(?:\s+question)?|question|问题|完整问题)\s*[:：]\s*(.+)$", re.IGNORECASE)
+_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_JSON_QUESTION = re.compile(r'"question"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_JSON_QUERIES = re.compile(r'"queries"\s*:\s*\[(.*)', re.DOTALL)
 _LEAD = re.compile(r"^\s*(?:[-*•>]+|\d+[.)、:：]|query\s*\d*[:：]|查询\s*\d*[:：])\s*", re.IGNORECASE)
 
 
@@ -84,6 +87,12 @@ def parse_standalone(reply: str, question: str) -> tuple[str | None, list[str]]:
         standalone = found
         items = lowered.get("queries")
         queries = "\n".join(str(v) for v in items if isinstance(v, str | int | float)) if isinstance(items, list) else ""
+    elif start != -1:
+        # JSON cut short (a small model babbling until max_tokens): its complete strings, never its broken lines
+        found = _JSON_QUESTION.search(text)
+        standalone = _unescape(found.group(1)) if found else None
+        listed = _JSON_QUERIES.search(text)
+        queries = "\n".join(_unescape(q) for q in _JSON_STRING.findall(listed.group(1))) if listed else ""
     else:
         rest = []
         for line in text.splitlines():
@@ -98,6 +107,13 @@ def parse_standalone(reply: str, question: str) -> tuple[str | None, list[str]]:
         if not standalone or len(standalone) > MAX_STANDALONE_CHARS:
             standalone = None
     return standalone, parse_rewrites(queries, standalone or question)
+
+
+def _unescape(text: str) -> str:
+    try:
+        return json.loads(f'"{text}"')
+    except ValueError:
+        return text
 
 
 def rule_rewrites(question: str, synonym_groups: Sequence[Sequence[str]], surfaces: Iterable[str]) -> list[str]:

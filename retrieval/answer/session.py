@@ -61,7 +61,7 @@ def ask_options(kb, k: int | None, mode: str, as_of=None, packs=None, history=No
 def ask(kb, question: str, *, k: int | None = None, mode: str = "full", as_of=None, packs=None, history=None,
         llm: LlmClient | None | str = FROM_SETTINGS, stream: bool = False):
     """`history`: the conversation before the question, [{"role": "user"|"assistant", "content"}], oldest first
-    (at most `history.MAX_HISTORY_MESSAGES` messages and `MAX_HISTORY_CHARS` characters)."""
+    (at most `history.MAX_HISTORY_MESSAGES` messages of at most `MAX_MESSAGE_CHARS` characters)."""
     question = " ".join((question or "").split())
     if not question:
         raise InputError("the question is empty: ask something, e.g. kg ask \"LORA-02 的心跳间隔是多少？\"")

@@ -177,7 +177,8 @@
         turn.opts.as_of ? { as_of: turn.opts.as_of } : {});
       if (Kg.features.ask_history && turn.history.length) {
         body.history = [];
-        turn.history.forEach(function (x) { body.history.push({ role: "user", content: x.question }, { role: "assistant", content: x.record.answer || "" }); });
+        // POST /ask takes messages of at most 4,000 characters (a question's bound); an answer's start is context enough.
+        turn.history.forEach(function (x) { body.history.push({ role: "user", content: x.question }, { role: "assistant", content: (x.record.answer || "").slice(0, 4000) }); });
       }
       var started = performance.now(), first = null, text = "", rounds = [], record = null, failure = null, pending = false;
       var live = h("div", { "class": "md answer-text streaming" }), status = h("p", { "class": "muted streaming-note" }, t("thinking"));
