@@ -38,12 +38,13 @@ from retrieval.index.postgres_scoped import PostgresScope, add_common_terms, add
 from retrieval.index.whoosh_index import FIELD_BOOSTS, MAX_DF_RATIO
 from retrieval.types import Chunk, TextHit
 
-__all__ = ["PostgresIndex"]
+__all__ = ["PostgresIndex", "connect", "unreachable"]
 
 MAX_CACHED = 5000  # posting lists kept in memory (per (field, term)) before the cache starts again
 
 
-def _connect(dsn: str, **options):
+def connect(dsn: str, **options):
+    """An autocommit connection, or a 503 (`BusyError`) saying PostgreSQL does not answer."""
     try:
         import psycopg
     except ImportError as exc:  # the extra is optional
@@ -51,10 +52,10 @@ def _connect(dsn: str, **options):
     try:
         return psycopg.connect(dsn, autocommit=True, connect_timeout=10, **options)
     except psycopg.OperationalError as exc:
-        raise _unreachable(dsn, exc) from exc
+        raise unreachable(dsn, exc) from exc
 
 
-def _unreachable(dsn: str, exc: Exception) -> BusyError:
+def unreachable(dsn: str, exc: Exception) -> BusyError:
     """PostgreSQL down or restarting: a 503 worth retrying (the next call connects again)."""
     return BusyError(f"PostgreSQL at '{dsn}' does not answer ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc}): "
                      "is the server running? check KG_POSTGRES_DSN; kgrag connects again on the next request")
@@ -81,7 +82,7 @@ class PostgresIndex:
         self._closed = False
         self._writer_conn = None
         self._psycopg = psycopg
-        conn = _connect(dsn)
+        conn = connect(dsn)
         try:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.ns,))
@@ -101,7 +102,7 @@ class PostgresIndex:
         self._scopes: dict[frozenset[str], set[int]] = {}
 
     def _open_reader(self):
-        reader = _connect(self.dsn)
+        reader = connect(self.dsn)
         reader.read_only = True
         return reader
 
@@ -123,7 +124,7 @@ class PostgresIndex:
                     self._reader.close()
                 self._reader = None
                 self._generation = -1  # what was cached may be older than what the server holds now
-                raise _unreachable(self.dsn, exc) from exc
+                raise unreachable(self.dsn, exc) from exc
 
     # -- writes ------------------------------------------------------------------------------
     def add_chunks(self, chunks: Iterable[Chunk], file_words: Mapping[str, str] | None = None) -> int:
@@ -162,16 +163,22 @@ class PostgresIndex:
         index. `optimize` means nothing here (PostgreSQL has no segments to merge)."""
         with self._lock:
             if self._pending or self._deleted or replace_all:
-                if self._writer_conn is None:
-                    self._writer_conn = _connect(self.dsn)
                 from retrieval.index.postgres_write import write_changes
 
-                try:
-                    write_changes(self._writer_conn, self.ns, self._pending, self._deleted, replace_all)
-                except self._psycopg.OperationalError as exc:
-                    self._writer_conn.close()
-                    self._writer_conn = None
-                    raise _unreachable(self.dsn, exc) from exc  # the transaction did not commit: nothing written
+                for attempt in range(2):
+                    fresh = self._writer_conn is None
+                    if fresh:
+                        self._writer_conn = connect(self.dsn)
+                    try:
+                        write_changes(self._writer_conn, self.ns, self._pending, self._deleted, replace_all)
+                        break
+                    except self._psycopg.OperationalError as exc:
+                        self._writer_conn.close()
+                        self._writer_conn = None
+                        # The transaction did not commit: nothing written. A connection that broke while idle
+                        # (PostgreSQL restarted since the last commit) is opened again once.
+                        if fresh or attempt:
+                            raise unreachable(self.dsn, exc) from exc
             self._pending, self._deleted = {}, set()
         with self._read():
             self._follow()
