@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from rdflib import Graph
 
-__all__ = ["MigrationReport", "migrate"]
+__all__ = ["MigrationReport", "migrate", "write_graph"]
 
 SAMPLE_QUERIES = 50
 
@@ -69,7 +69,7 @@ def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", g
         with kb.writing("migrate"):
             if target == "postgres+sparql":
                 whole = kb.graph.rdf
-                _write_graph(store, whole)
+                write_graph(store, whole)
             else:
                 whole = _graph_back(kb, store, report)
             kb.linker  # noqa: B018 - teaches jieba the graph's labels and the synonyms, which the chunks were cut with
@@ -82,6 +82,8 @@ def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", g
             finally:
                 kb.index = old_index
             _verify(kb, old_index, new_index, whole, None if report.notes else store, report)
+        if target == "postgres+sparql" and report.clean:
+            _publish_catalog(kb, dsn, schema)
     finally:
         new_index.close()
         store.close()
@@ -113,7 +115,23 @@ def _graph_back(kb, store, report: MigrationReport) -> Graph:
     return copied
 
 
-def _write_graph(store, whole: Graph) -> None:
+def _publish_catalog(kb, dsn: str, schema: str) -> None:
+    """The catalog and files published in PostgreSQL, so that servers with data dirs of their own start from
+    them (`retrieval.catalog.shared`)."""
+    from retrieval.catalog import commit
+    from retrieval.catalog.postgres_lock import PostgresWriteLock
+    from retrieval.catalog.shared import SharedRecord
+
+    record, lock = SharedRecord(dsn, schema), PostgresWriteLock(dsn, schema, kb.settings.write_wait)
+    try:
+        with lock:
+            record.publish(kb.root, kb.store.db, commit.generation(kb.store.db))
+    finally:
+        lock.close()
+        record.close()
+
+
+def write_graph(store, whole: Graph) -> None:
     from kg.stores import DEFAULT, ONTOLOGY
     from ontology import BASE_ONTOLOGY_PATH, load_rdf
 

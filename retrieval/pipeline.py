@@ -61,7 +61,8 @@ class KnowledgeBase(QueryPath):
         self.lock = threading.RLock()  # one writer at a time in this process (kb.writing() adds the flock)
         self.readers = SharedLock()  # queries share it; a commit takes it alone for an instant
         self.graph = KnowledgeGraph(self.root)
-        if not (self.root / GRAPH_FILE).exists():
+        graph_missing = not (self.root / GRAPH_FILE).exists()
+        if graph_missing:
             self.graph.save()
         self.store = DocStore(self.root / "kb.sqlite")
         self.history = VersionCatalog(self.store)
@@ -80,12 +81,17 @@ class KnowledgeBase(QueryPath):
         self._packs: PackShelf | None = None
         self._vectors = None
         self.commits = Commits(self)
+        if graph_missing and self.commits.shared is not None:
+            # Shared (KG_TEXT_BACKEND=postgres): a data dir without graph.ttl (new, or emptied) starts from the
+            # published one, never publishes an empty graph to every server (and the SPARQL store).
+            self.commits.reload(restore=True)
         self.commits.catch_up()  # finish a commit a killed process left; relink after an outside edit
 
     def close(self) -> None:
         if self.commits.follower is not None:
             self.commits.follower.stop()
         self.index.close()
+        self.commits.close()
         self.store.close()
         if self._vectors is not None:
             self._vectors.store.close()

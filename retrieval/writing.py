@@ -10,6 +10,10 @@ index commits become visible (`enter_commit_instant`). A process that did not wr
 one's commit by the catalog's generation number (one indexed SELECT) or graph.ttl's stamp, and
 reloads in the background (`Follower`, started by the server), serving the old snapshot until
 the new one is built; a library or CLI process without a follower catches up before its next read.
+
+On PostgreSQL (KG_TEXT_BACKEND=postgres) the lock is PostgreSQL's (`catalog.postgres_lock`) and a
+commit ends by publishing the catalog and files to it (`catalog.shared`): servers on other machines,
+each with its own data dir, follow the published generation and restore what was published.
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
+from kg.errors import BusyError
 from kg.files import file_stamp
 from kg.lock import DataDirLock
 from kg.store import KnowledgeGraph
 from retrieval.catalog import commit
+from retrieval.catalog.postgres_lock import PostgresWriteLock
+from retrieval.catalog.shared import open_shared_record
 from retrieval.graph.seeds import GraphEvidence
 from retrieval.index.synonyms import SynonymTable
 
@@ -48,7 +55,9 @@ def writes(method):
 class Commits:
     def __init__(self, kb) -> None:
         self.kb = kb
-        self.flock = DataDirLock(kb.root, kb.settings.write_wait)
+        self.shared = open_shared_record(kb.settings)  # None: the embedded default, one data dir
+        self.flock = (DataDirLock(kb.root, kb.settings.write_wait) if self.shared is None else
+                      PostgresWriteLock(self.shared.dsn, self.shared.ns, kb.settings.write_wait))
         self.generation = commit.generation(kb.store.db)
         self._synonyms_stamp = file_stamp(kb.root / "synonyms.txt")
         self._instant = ExitStack()
@@ -56,6 +65,11 @@ class Commits:
         self._steps: list[str] = []
         self.follower: Follower | None = None
         self.recovered: list[str] = []  # commits a killed process left half done, finished by this one (kg check says so)
+
+    def close(self) -> None:
+        for part in (self.shared, self.flock):
+            if hasattr(part, "close"):
+                part.close()
 
     # -- writes --------------------------------------------------------------------------------
     @contextmanager
@@ -70,22 +84,31 @@ class Commits:
 
             stamp_recipe(kb)
             commit.start_journal(kb.root, op)
+            if self.shared is not None:
+                self.shared.start_journal(op)
             self._op, self._steps = op, []
+            published = False
             try:
                 commit.crash_point(op, "journal")
                 yield
             except BaseException:
                 kb.index.rollback()
-                if self._steps:  # something did commit: bring the rest in line with it now
+                if self._steps and self.shared is None:  # something did commit: bring the rest in line with it now
                     from retrieval.consistency import repair
 
                     repair(kb)
+                elif not self._steps and self.shared is not None:
+                    self._forget_shared_journal()  # nothing changed anywhere
                 raise
             else:
                 self._publish(op)
+                published = True
             finally:
                 self._op = None
-                commit.finish_journal(kb.root)
+                # Shared: a local change that was not published keeps the journal, so the next catch-up
+                # goes back to the published state (`catch_up`) instead of serving what others cannot see.
+                if published or self.shared is None or not self._steps:
+                    commit.finish_journal(kb.root)
 
     def writing_now(self) -> bool:
         """Is this process inside a write (its journal is the one on disk)?"""
@@ -105,17 +128,50 @@ class Commits:
 
     def _publish(self, op: str) -> None:
         kb = self.kb
+        pushed = self._push_graph() if self.shared is not None else None
         with kb.store.transaction():
+            if pushed is not None:
+                commit.set_state(kb.store.db, "store_graph", pushed)
             if commit.get_state(kb.store.db, "linked_graph") is None:
                 commit.set_state(kb.store.db, "linked_graph", kb.graph.digest)
             self.generation = commit.bump_generation(kb.store.db)
         self._synonyms_stamp = file_stamp(kb.root / "synonyms.txt")
         commit.crash_point(op, "generation")
+        if self.shared is not None:
+            self.shared.publish(kb.root, kb.store.db, self.generation)
+            commit.crash_point(op, "publish")
+
+    def _push_graph(self) -> str | None:
+        """Shared with a SPARQL store (KG_GRAPH_STORE=sparql+http://...): the graph, when it changed since the
+        last push, replaces the store's `ontology` and `default` graphs; returns the digest pushed."""
+        kb = self.kb
+        if not kb.settings.graph_store.startswith("sparql+"):
+            return None
+        digest = kb.graph.digest
+        if commit.get_state(kb.store.db, "store_graph") == digest:
+            return None
+        from kg.stores import open_graph_store
+        from retrieval.migration import write_graph
+
+        store = open_graph_store(kb.settings.graph_store, namespace=kb.settings.postgres_schema)
+        try:
+            write_graph(store, kb.graph.rdf)
+        finally:
+            store.close()
+        return digest
+
+    def _forget_shared_journal(self) -> None:
+        try:
+            self.shared.finish_journal()
+        except Exception:  # PostgreSQL is gone: the next writer finds the journal and checks (harmless)
+            pass
 
     # -- following other processes ----------------------------------------------------------------
     def behind(self) -> bool:
         """Cheap: did another process commit, or graph.ttl / synonyms.txt change, since we loaded?"""
         kb = self.kb
+        if self.shared is not None and self.shared.generation() not in (None, self.generation):
+            return True
         return (
             commit.generation(kb.store.db) != self.generation
             or kb.graph.changed_on_disk()
@@ -131,8 +187,9 @@ class Commits:
         outside edit of graph.ttl. The last two are writes: a reader does them only when the write
         lock is free this instant (otherwise the writer holding it will), never waiting for it."""
         kb = self.kb
-        if self.behind():
-            self.reload()
+        unpublished = self.shared is not None and commit.pending_journal(kb.root) is not None
+        if self.behind() or (writing and unpublished):
+            self.reload(restore=unpublished)
         if not writing:
             if (commit.pending_journal(kb.root) is None and not self.needs_relink()) or not self.flock.try_acquire():
                 return
@@ -142,7 +199,10 @@ class Commits:
             finally:
                 self.flock.release()
             return
-        if (journal := commit.pending_journal(kb.root)) is not None:
+        journal = commit.pending_journal(kb.root)
+        if journal is None and self.shared is not None:
+            journal = self.shared.journal()  # left by a writer on another machine that died mid-commit
+        if journal is not None:
             from retrieval.consistency import repair
 
             done = repair(kb)
@@ -154,10 +214,13 @@ class Commits:
             relink(kb)
             sync_index_words(kb)
 
-    def reload(self) -> None:
-        """Build the new snapshot beside the old one, then swap it in at one instant."""
+    def reload(self, restore: bool = False) -> None:
+        """Build the new snapshot beside the old one, then swap it in at one instant. Shared on PostgreSQL:
+        first the published catalog and files (`restore`: even at the same generation)."""
         kb = self.kb
         with kb.lock:
+            if self.shared is not None and (restore or self.shared.generation() not in (None, commit.generation(kb.store.db))):
+                self._restore_published(restore)
             generation = commit.generation(kb.store.db)
             graph = kb.graph
             if graph.changed_on_disk():
@@ -177,6 +240,18 @@ class Commits:
                 kb.evidence.invalidate()
                 kb.index.commit()  # no writer open: reopens the searcher on the latest index commit
                 self.generation, self._synonyms_stamp = generation, synonyms_stamp
+
+    def _restore_published(self, always: bool) -> None:
+        """The published catalog and files into the data dir, only under the write lock: another process
+        on this data dir may be between its local commit and its publication (restoring then would undo
+        its write). Lock taken elsewhere: skipped, the follower's next round tries again."""
+        if not self.flock.try_acquire():
+            return
+        try:
+            if always or self.shared.generation() not in (None, commit.generation(self.kb.store.db)):
+                self.shared.restore(self.kb.root, self.kb.store.db)
+        finally:
+            self.flock.release()
 
     def before_read(self) -> None:
         """Called before each query: a follower reloads in the background (the read goes on with the
@@ -226,6 +301,9 @@ class Follower:
                 commits = self.commits
                 if commits.behind() or commits.needs_relink():
                     commits.catch_up()
+            except BusyError as exc:  # PostgreSQL down, a lock held: one line, no traceback; next round tries again
+                self.errors += 1
+                log.warning("could not follow other processes' commits this round: %s", exc)
             except Exception:  # the server keeps serving its snapshot; the next round tries again
                 self.errors += 1
                 log.exception("reloading the knowledge base after another process's commit failed")

@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Server", "oxigraph_server", "postgres_server"]
+__all__ = ["Server", "http_json", "kg_serve", "oxigraph_server", "postgres_server"]
 
 START_TIMEOUT = 30.0
 
@@ -165,3 +169,50 @@ def oxigraph_server() -> Iterator[Server | str]:
     finally:
         _stop(process)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def http_json(method: str, url: str, body: dict | None = None, timeout: float = 120.0) -> tuple[int, dict]:
+    """One HTTP request with a JSON body; (status, JSON answer) for every status, OSError when nobody answers."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        raw = exc.read()
+        try:
+            return exc.code, json.loads(raw)
+        except ValueError:
+            return exc.code, {"raw": raw.decode(errors="replace")}
+
+
+@contextlib.contextmanager
+def kg_serve(data_dir: Path, env: dict, log: Path) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`kg serve` on a free loopback port in a process of its own (its log in `log`): (process, base URL)."""
+    port = _free_port()
+    with log.open("a") as fh:
+        process = subprocess.Popen([sys.executable, "-m", "kg.cli", "serve", "--port", str(port), "--no-access-log",
+                                    "--data-dir", str(data_dir)], env=env, stdout=fh, stderr=fh)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"kg serve exited with {process.returncode}: {log.read_text()[-2000:]}")
+            try:
+                if http_json("GET", base + "/health", timeout=2)[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"kg serve did not answer within 120 s: {log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield process, base
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)

@@ -1,0 +1,207 @@
+"""A knowledge base shared by several `kg serve` machines (KG_TEXT_BACKEND=postgres): the last published commit in PostgreSQL in, each data dir brought to it out.
+
+The text index already lives in PostgreSQL; what a server also needs to answer is the catalog
+(SQLite), graph.ttl, synonyms.txt and REGISTRY.md. Rather than a second catalog implementation,
+each commit *publishes* those files to the knowledge base's schema, in one transaction with the
+generation number, and every data dir is a local copy of the last publication:
+
+    writer (holding the PostgreSQL write lock, `postgres_lock.py`):
+        restore the published files when the data dir is behind -> write locally as the
+        embedded default does (the text index goes to PostgreSQL) -> publish files + generation
+    reader (the server's follower, every KG_FOLLOW_INTERVAL):
+        SELECT the generation -> when it moved, restore the files and reload
+
+The catalog's own generation is the published one, so "behind" is one indexed SELECT. A journal row
+says a commit is in flight: a writer that died between its text index commit and its publication
+leaves it set, and the next writer re-derives the index from the published catalog (the state
+before). The cost of this design: each commit uploads the whole catalog (chunk texts included)
+and each server downloads it: fine for tens of thousands of chunks, not for millions (the catalog
+itself belongs in PostgreSQL then; README "Scaling out").
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import tempfile
+import threading
+from pathlib import Path
+
+from kg.errors import BusyError
+
+__all__ = ["CATALOG_FILE", "SHARED_FILES", "SharedRecord", "open_shared_record"]
+
+CATALOG_FILE = "kb.sqlite"
+SHARED_FILES = ("graph.ttl", "synonyms.txt", "REGISTRY.md")  # the truth beside the catalog, as files
+_TEMP_PREFIX = ".kgrag-shared-"
+
+
+def open_shared_record(settings) -> SharedRecord | None:
+    """The shared record of a knowledge base on PostgreSQL; None for the embedded default."""
+    if settings.text_backend != "postgres" or not settings.postgres_dsn:
+        return None
+    return SharedRecord(settings.postgres_dsn, settings.postgres_schema)
+
+
+def _schema_sql(ns: str) -> str:
+    return f"""
+    CREATE SCHEMA IF NOT EXISTS {ns};
+    CREATE TABLE IF NOT EXISTS {ns}.kb_commit (
+        id int PRIMARY KEY CHECK (id = 1), generation bigint, journal text, writer text,
+        published_at timestamptz);
+    INSERT INTO {ns}.kb_commit (id) VALUES (1) ON CONFLICT DO NOTHING;
+    CREATE TABLE IF NOT EXISTS {ns}.kb_files (name text PRIMARY KEY, content bytea NOT NULL);
+    """
+
+
+def who() -> str:
+    """How a writer is named to the others (in messages and the journal row)."""
+    return f"kg pid {os.getpid()} on {socket.gethostname()}"
+
+
+class SharedRecord:
+    """`SharedRecord(dsn, namespace)`: the publication of one knowledge base (one PostgreSQL schema)."""
+
+    def __init__(self, dsn: str, namespace: str) -> None:
+        from retrieval.index.postgres_index import connect
+
+        self.dsn, self.ns = dsn, namespace
+        self._connect = connect
+        self._mutex = threading.Lock()
+        self._conn = connect(dsn)
+        from psycopg import OperationalError
+
+        self._broken = OperationalError
+        with self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{namespace}.kb_commit",))
+            self._conn.execute(_schema_sql(namespace))
+
+    def _call(self, work):
+        """`work(connection)` on the record's connection, one caller at a time. A connection that broke
+        while idle (PostgreSQL restarted) is opened again and the work tried once more (a transaction that
+        broke did not commit); PostgreSQL still down is a 503 (`BusyError`) saying so."""
+        from retrieval.index.postgres_index import unreachable
+
+        with self._mutex:
+            for attempt in range(2):
+                fresh = self._conn is None or self._conn.closed
+                if fresh:
+                    self._conn = self._connect(self.dsn)
+                try:
+                    return work(self._conn)
+                except self._broken as exc:
+                    self._conn.close()
+                    self._conn = None
+                    if fresh or attempt:
+                        raise unreachable(self.dsn, exc) from exc
+        raise AssertionError("unreachable")
+
+    def generation(self) -> int | None:
+        """The last published generation (None: nothing published yet)."""
+        return self._call(lambda db: db.execute(f"SELECT generation FROM {self.ns}.kb_commit").fetchone()[0])
+
+    def journal(self) -> dict | None:
+        """The commit in flight ({"op", "writer"}), or None; seen by a lock holder, it is a dead writer's."""
+        op, writer = self._call(lambda db: db.execute(f"SELECT journal, writer FROM {self.ns}.kb_commit").fetchone())
+        return None if op is None else {"op": op, "writer": writer}
+
+    def start_journal(self, op: str) -> None:
+        self._call(lambda db: db.execute(f"UPDATE {self.ns}.kb_commit SET journal = %s, writer = %s", (op, who())))
+
+    def finish_journal(self) -> None:
+        self._call(lambda db: db.execute(f"UPDATE {self.ns}.kb_commit SET journal = NULL"))
+
+    def publish(self, root: Path, catalog: sqlite3.Connection, generation: int) -> None:
+        """The data dir's catalog and files become the published state at `generation` (one transaction;
+        the journal row is cleared in it). Call with the write lock held."""
+        image = _catalog_image(root, catalog)
+        rows = [(CATALOG_FILE, image)] + [(name, content) for name in SHARED_FILES
+                                          if (content := _read(Path(root) / name)) is not None]
+
+        def write(db) -> None:
+            with db.transaction():
+                db.execute(f"DELETE FROM {self.ns}.kb_files")
+                with db.cursor() as cur:
+                    cur.executemany(f"INSERT INTO {self.ns}.kb_files VALUES (%s, %s)", rows)
+                db.execute(f"UPDATE {self.ns}.kb_commit SET generation = %s, journal = NULL, writer = %s, "
+                           "published_at = now()", (generation, who()))
+
+        self._call(write)
+
+    def restore(self, root: Path, catalog: sqlite3.Connection) -> int | None:
+        """Bring the data dir to the published state: the catalog copied into the open database (its other
+        connections see it at their next statement), the files written where they differ. Returns the
+        generation restored (None: nothing published, nothing changed)."""
+        rows = self._call(lambda db: db.execute(  # one statement: one snapshot of generation and files
+            f"SELECT c.generation, f.name, f.content FROM {self.ns}.kb_commit c "
+            f"LEFT JOIN {self.ns}.kb_files f ON true").fetchall())
+        generation = rows[0][0] if rows else None
+        if generation is None:
+            return None
+        files = {name: bytes(content) for _, name, content in rows if name is not None}
+        if CATALOG_FILE not in files:
+            raise BusyError(f"the published record of '{self.ns}' has no catalog: publish again with a write "
+                            "on the server that holds the knowledge base (e.g. `kg check --repair`)")
+        _restore_catalog(root, catalog, files[CATALOG_FILE])
+        for name in SHARED_FILES:
+            _write_if_different(Path(root) / name, files.get(name))
+        return generation
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _catalog_image(root: Path, catalog: sqlite3.Connection) -> bytes:
+    """A consistent copy of the catalog's committed state, as the bytes of a database file."""
+    fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".sqlite", dir=root)
+    os.close(fd)
+    try:
+        copy = sqlite3.connect(tmp)
+        try:
+            catalog.backup(copy)
+            copy.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+        finally:
+            copy.close()
+        return Path(tmp).read_bytes()
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _restore_catalog(root: Path, catalog: sqlite3.Connection, image: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".sqlite", dir=root)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(image)
+        source = sqlite3.connect(tmp)
+        try:
+            source.backup(catalog)
+        finally:
+            source.close()
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(tmp + suffix).unlink(missing_ok=True)
+
+
+def _write_if_different(path: Path, content: bytes | None) -> None:
+    if content is None:
+        path.unlink(missing_ok=True)
+        return
+    if _read(path) == content:
+        return  # unchanged: its stamp stays, so nothing reloads it for nothing
+    fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=path.parent)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(content)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
