@@ -1,6 +1,7 @@
-"""Embedded whoosh vs the PostgreSQL text index on the same chunks: identical top 10, build time, query p50/p95.
+"""Embedded whoosh vs the PostgreSQL text index on the same chunks: identical top 10, build time, query p50/p95; and query throughput with 1, 2 and 4 `kg serve` processes sharing one PostgreSQL + Oxigraph.
 
     python bench/backends.py [--dsn DSN] [--sets demo,2wiki_dev,...] [--out bench/RESULTS-backends.md]
+    python bench/backends.py --servers 1,2,4 [--clients 8] [--seconds 20]
 
 Each set's passages (one chunk each; the demo's documents cut by the real chunker) go into a fresh
 whoosh index and a fresh PostgreSQL schema; every question is searched on both as the query path
@@ -9,6 +10,11 @@ k=200 (what a query asks the text index for) timed twice, the first pass with co
 per-term score cache; PostgreSQL's posting lists not yet fetched into the process) and the second warm.
 Without --dsn a throw-away PostgreSQL is started in a temp dir (Debian's binaries). One thread, one
 process: run it under `nice` on a shared machine.
+
+`--servers` (bench/scaleout.py) replaces the comparison: the demo knowledge base is built once
+on a throw-away PostgreSQL + `oxigraph serve`, then for each count that many `kg serve` processes,
+each with a data dir of its own, answer POST /query (mode full, k 10) from a fixed number of client
+threads for a fixed time, the requests spread round-robin over the servers.
 """
 
 from __future__ import annotations
@@ -145,7 +151,15 @@ def main() -> None:
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "RESULTS-backends.md")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--servers", default=None, help="e.g. 1,2,4: the throughput of that many kg serve processes")
+    parser.add_argument("--clients", type=int, default=8, help="client threads of the --servers run (bounded load)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="load time per server count")
     args = parser.parse_args()
+    if args.servers:
+        from scaleout import run_servers
+
+        run_servers([int(n) for n in args.servers.split(",")], args.clients, args.seconds, args.out)
+        return
     sets = [s for s in args.sets.split(",") if s == "demo" or (SHARED / s / "corpus.jsonl").exists()]
     from contextlib import nullcontext
 
