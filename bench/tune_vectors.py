@@ -6,6 +6,7 @@ weights are chosen) and on the even ones (where they are only confirmed), side b
 
     KG_EMBED_CACHE=DIR python bench/tune_vectors.py ../shared/bench/ops_dev_zh            # the grid
     KG_EMBED_CACHE=DIR python bench/tune_vectors.py ../shared/bench/2wiki_dev --only chosen
+    KG_EMBED_CACHE=DIR python bench/tune_vectors.py ../shared/bench/ops_dev_zh --only diversity   # KG_DIVERSITY's grid
 
 A question's half: the parity of the number its id ends with after a - or _ (opsdev-q-ent-01 is odd), else of its
 position in questions.jsonl (1-based; 2wiki_dev's ids are hex).
@@ -61,6 +62,8 @@ VARIANTS = [
     ("full + dense w1 k60 + fit 0.5", "full", {**OFF, "dense_weight": 1.0, "dense_rrf_k": 60, "dense_fusion": "late", "semantic_fit": 0.5}),
 ]
 
+DIVERSITY_GRID = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0)  # KG_DIVERSITY, on the defaults (`--only diversity`)
+
 
 def half(question_id: str, position: int) -> str:
     digits = re.search(r"[-_](\d+)$", question_id)  # opsdev-q-ent-01, single_text-0; not a hex id's tail
@@ -99,6 +102,8 @@ def main() -> int:
     parser.add_argument("set_dir", type=Path, nargs="?")
     parser.add_argument("--render", action="store_true", help="only write bench/RESULTS-vectors.md from bench/out")
     parser.add_argument("--only", default="", help="variant names separated by ';' (or 'chosen': the defaults of Settings)")
+    parser.add_argument("--append", action="store_true",
+                        help="append this run's tables (with both halves by question kind) to bench/RESULTS-vectors.md")
     parser.add_argument("--budget", type=int, default=200, help="most passages to embed anew before giving up")
     parser.add_argument("--first-passages", type=int, default=None,
                         help="sets of one passage a document: only the first N passages, and the questions whose gold "
@@ -134,6 +139,12 @@ def main() -> int:
         chosen = {k: getattr(defaults, k) for k in ("dense_weight", "dense_rrf_k", "dense_fusion", "semantic_fit",
                                                     "label_expansion")}
         variants = [v for v in VARIANTS if v[2] is None or v[2] == {}] + [("full + vectors (defaults)", "full", chosen)]
+    elif args.only == "diversity":  # the defaults, with the diversity re-ordering's weight varied (0 = off)
+        defaults = Settings()
+        chosen = {k: getattr(defaults, k) for k in ("dense_weight", "dense_rrf_k", "dense_fusion", "semantic_fit",
+                                                    "label_expansion")}
+        variants = [v for v in VARIANTS if v[2] is None or v[2] == {}] + [
+            (f"full + vectors, diversity {w:g}", "full", {**chosen, "diversity": w}) for w in DIVERSITY_GRID]
     elif args.only:
         names = set(args.only.split(";"))
         variants = [v for v in VARIANTS if v[0] in names]
@@ -174,10 +185,23 @@ def main() -> int:
                 print(f"{name:40s} " + "  ".join(
                     f"{h}: R@5 {row[h]['metrics']['R@5']:.1f} Hit@8 {row[h]['metrics']['Hit@8']:.1f}" for h in ("odd", "even", "all")
                     if h in row) + f"  ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
-    target = ROOT / "bench" / "out" / f"tune_vectors-{dataset.name}.json"
+    if args.only == "diversity":
+        out["grid"] = "diversity"
+    target = ROOT / "bench" / "out" / f"tune_vectors-{dataset.name}{'-diversity' if args.only == 'diversity' else ''}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {target}", file=sys.stderr)
+    if args.append:
+        results = ROOT / "bench" / "RESULTS-vectors.md"
+        section = "\n".join(render_run(out, by_half=True)) + "\n"
+        command = (f"Command: `KG_EMBED_CACHE=DIR python bench/tune_vectors.py ../shared/bench/{dataset.name}"
+                   + (f" --only {args.only}" if args.only else "")
+                   + (f" --first-passages {args.first_passages}" if args.first_passages else "")
+                   + (" --covered-only" if args.covered_only else "") + " --append`\n")
+        head, _, body = section.partition("\n\n")
+        with results.open("a", encoding="utf-8") as fh:
+            fh.write("\n" + head + "\n\n" + command + "\n" + body)
+        print(f"appended to {results}", file=sys.stderr)
     return 0
 
 
@@ -196,30 +220,39 @@ def render(runs: list[dict]) -> str:
              "vectors are computed). Latency here is with the question's vector cached (it excludes the ~70 ms of "
              "CPU that embedding a question costs).", ""]
     for run in runs:
-        scope = run.get("covered_only")
-        where = (f"covered only: {scope['questions']} questions, {scope['documents']} documents" if scope
-                 else "whole set")
-        if run.get("first_passages"):
-            first = run["first_passages"]
-            where = f"its first {first['passages']} passages and the {first['questions']} questions they answer"
-        lines += [f"## {run['dataset']} ({where})", "",
-                  "| variant | odd R@5 | odd Hit@8 | even R@5 | even Hit@8 | all R@2 | all R@5 | all Hit@8 | p50 ms |",
-                  "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
-        for name, row in run["variants"].items():
-            lines.append(f"| {name} | {_cell(row.get('odd'), 'R@5')} | {_cell(row.get('odd'), 'Hit@8')} | "
-                         f"{_cell(row.get('even'), 'R@5')} | {_cell(row.get('even'), 'Hit@8')} | "
-                         f"{_cell(row.get('all'), 'R@2')} | {_cell(row.get('all'), 'R@5')} | "
-                         f"{_cell(row.get('all'), 'Hit@8')} | {row['all']['latency_ms']['p50']:.1f} |")
-        kinds = sorted({k for row in run["variants"].values() for k in row["all"]["by_type"]})
-        if len(kinds) > 1:
-            lines += ["", "By question kind, all ids (R@5 / Hit@8):", "",
+        lines += render_run(run)
+    return "\n".join(lines)
+
+
+def render_run(run: dict, by_half: bool = False) -> list[str]:
+    """One run's section: the variants on both halves, then R@5 / Hit@8 by question kind (all ids; with `by_half`,
+    the odd and the even ids too)."""
+    scope = run.get("covered_only")
+    where = (f"covered only: {scope['questions']} questions, {scope['documents']} documents" if scope
+             else "whole set")
+    if run.get("first_passages"):
+        first = run["first_passages"]
+        where = f"its first {first['passages']} passages and the {first['questions']} questions they answer"
+    grid = f", {run['grid']} grid" if run.get("grid") else ""
+    lines = [f"## {run['dataset']} ({where}{grid})", "",
+             "| variant | odd R@5 | odd Hit@8 | even R@5 | even Hit@8 | all R@2 | all R@5 | all Hit@8 | p50 ms |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for name, row in run["variants"].items():
+        lines.append(f"| {name} | {_cell(row.get('odd'), 'R@5')} | {_cell(row.get('odd'), 'Hit@8')} | "
+                     f"{_cell(row.get('even'), 'R@5')} | {_cell(row.get('even'), 'Hit@8')} | "
+                     f"{_cell(row.get('all'), 'R@2')} | {_cell(row.get('all'), 'R@5')} | "
+                     f"{_cell(row.get('all'), 'Hit@8')} | {row['all']['latency_ms']['p50']:.1f} |")
+    kinds = sorted({k for row in run["variants"].values() for k in row["all"]["by_type"]})
+    if len(kinds) > 1:
+        for group in ("all", "odd", "even") if by_half else ("all",):
+            lines += ["", f"By question kind, {group} ids (R@5 / Hit@8):", "",
                       "| variant | " + " | ".join(kinds) + " |", "|---|" + "--:|" * len(kinds)]
             for name, row in run["variants"].items():
-                by = row["all"]["by_type"]
+                by = (row.get(group) or {}).get("by_type", {})
                 lines.append(f"| {name} | " + " | ".join(
                     f"{_cell(by.get(k), 'R@5')} / {_cell(by.get(k), 'Hit@8')}" for k in kinds) + " |")
-        lines.append("")
-    return "\n".join(lines)
+    lines.append("")
+    return lines
 
 
 if __name__ == "__main__":

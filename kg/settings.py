@@ -148,6 +148,7 @@ class Settings(BaseModel):
     dense_fusion: str = Field("early", pattern="^(late|early)$", description="early = a third list beside the words and the graph in the first fusion, under the graph's weight; late = fused with the final words-and-graph ranking (lost 15 points of R@5 on 2wiki_dev: it pushes the graph's second hops down).")
     semantic_fit: float = Field(0.0, ge=0, le=1, description="How much a graph hit's closeness in meaning to the question counts in its fit, against its word match (0 = words only: 1.0 lost 3 points of R@5 on ops_dev_zh's odd ids, 0.5 changed nothing).")
     label_expansion: float = Field(0.0, ge=0, le=1, description="Entity labels/aliases at least this similar to the question add their words and entities to the search (0 = off: 0.85 lost 28 points of R@5 on ops_dev_zh's odd ids, 0.9 changed nothing); `kg embed` embeds the labels only when it is on.")
+    diversity: float = Field(0.0, ge=0, description="With vectors: the first 20 hits are re-ordered by maximal marginal relevance, each next hit's fused score (over the best's) less this weight times its highest similarity in meaning to the hits above it, so a question answered by several documents gets more than near-copies of one (0 = off) (KG_DIVERSITY).")
     llm_mock_response: str | None = Field(None, description="Routing only: the model's routing reply handed to litellm's own mock_response= instead of calling the endpoint (tests, offline demos; KG_LLM_MOCK_RESPONSE). The LLM routing uses KG_LLM_MODEL, KG_LLM_BASE_URL and KG_LLM_TIMEOUT.")
 
 

@@ -22,6 +22,7 @@ from retrieval.graph.expand import chunks_for_entities, expand_neighbours, relat
 from retrieval.graph.seeds import fold_label
 from retrieval.index.analysis import cjk_bigrams, compound_terms, normalize_text, query_terms
 from retrieval.packs.scope import route_query
+from retrieval.rank.diversity import DIVERSITY_WINDOW, diversify
 from retrieval.rank.explain import build_hits, entities_json
 from retrieval.rank.followup import (
     BRIDGE_WEIGHT,
@@ -161,8 +162,13 @@ class QueryPath:
                                                                scope.index)
             if dense is not None and mode == "full" and self.settings.dense_weight > 0 and not early:
                 fused = self._fuse_meaning(fused, dense, scope, parent_of)
+            diverse = dense is not None and mode == "full" and self.settings.diversity > 0 and dense.vectors_of is not None
             if self.settings.one_hit_per_parent:
-                fused = one_hit_per_parent(fused, self.history.parent_of([f.id for f in fused[: k * 4]]))
+                seen = max(k, DIVERSITY_WINDOW) if diverse else k  # the re-ordered head is one hit per parent too
+                fused = one_hit_per_parent(fused, self.history.parent_of([f.id for f in fused[: seen * 4]]))
+            if diverse:  # near-copies of the best hit give way to the other documents a question may need
+                head = [f.id for f in fused[:DIVERSITY_WINDOW]]
+                fused = diversify(fused, dense.vectors_of(head), self.settings.diversity)
             hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits,
                               question=text, dense_sims=dense.chunk_sims if dense is not None else None)
             self.history.annotate(hits, day)  # the version that answered, its lines and page, the parent

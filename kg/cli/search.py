@@ -72,6 +72,9 @@ def print_result(result, max_text: int = 160) -> None:
             reasons.append(f"graph #{hit.why['graph']['rank']}: {hit.why['graph']['path']}{about}")
         if "dense" in hit.why:
             reasons.append(f"meaning #{hit.why['dense']['rank']} (similarity {hit.why['dense']['similarity']:.3f})")
+        if "diversity" in hit.why:
+            reasons.append(f"moved up from #{hit.why['diversity']['from']} for diversity "
+                           f"(similarity to the hits above {hit.why['diversity']['similarity_above']:.3f})")
         if "followup" in hit.why:
             reasons.append(f"second round #{hit.why['followup']['rank']} ({', '.join(_words(hit.why['followup'])[:6])})")
         click.echo("    why: " + " | ".join(reasons))

@@ -14,6 +14,7 @@ class Fused:
     score: float
     ranks: dict[str, int] = field(default_factory=dict)  # input name -> 1-based rank
     kept: str = ""  # why it stands higher than fusion put it (`keep_text_lead`), else ""
+    diversity: dict | None = None  # {"from": rank, "similarity_above"}: moved up for diversity (`rank.diversity`)
 
 
 def reciprocal_rank_fusion(

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from retrieval.catalog import commit
 from retrieval.vectors.dense import ChunkMatrix, LabelMatrix, chunk_keys, label_keys
@@ -46,6 +48,8 @@ class DenseQuery:
     embed_ms: float = 0.0
     search_ms: float = 0.0
     expanded: list[dict] = field(default_factory=list)  # the labels that joined the search (`_near_labels`)
+    vectors_of: Callable[[Sequence[str]], dict[str, np.ndarray]] | None = field(default=None, repr=False)
+    # ^ chunk ids -> the passages' own vectors (the diversity re-ordering compares hits with each other)
 
     def to_json(self) -> dict:
         return {"embed_ms": round(self.embed_ms, 2), "search_ms": round(self.search_ms, 2),
@@ -180,4 +184,5 @@ class Vectors:
         ranked = chunks.nearest(sims, depth, skip=hidden, keep=keep)
         nearest_labels = labels.nearest(query, label_k, label_min) if label_k else []
         t2 = time.perf_counter()
-        return DenseQuery(dict(ranked), ranked, nearest_labels, (t1 - t0) * 1e3, (t2 - t1) * 1e3)
+        return DenseQuery(dict(ranked), ranked, nearest_labels, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
+                          vectors_of=chunks.vectors_of)

@@ -10,7 +10,7 @@ would not change.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -42,6 +42,7 @@ class ChunkMatrix:
     ids: list[str]
     matrix: np.ndarray  # (n, dim) float32, L2-normalised
     total: int  # chunks in the catalog (with or without a vector)
+    _row: dict[str, int] | None = field(default=None, repr=False)  # id -> row, built on first use
 
     @classmethod
     def build(cls, keyed: dict[str, tuple[str, str]], vectors: VectorStore) -> ChunkMatrix:
@@ -57,6 +58,12 @@ class ChunkMatrix:
     @property
     def dim(self) -> int:
         return self.matrix.shape[1] if self.matrix.ndim == 2 else 0
+
+    def vectors_of(self, ids) -> dict[str, np.ndarray]:
+        """Chunk id -> its (normalised) vector, for the ids that have one."""
+        if self._row is None:
+            self._row = {cid: i for i, cid in enumerate(self.ids)}
+        return {cid: self.matrix[self._row[cid]] for cid in ids if cid in self._row}
 
     def similarities(self, query: np.ndarray) -> np.ndarray:
         if not self.ids or len(query) != self.dim:
