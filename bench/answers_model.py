@@ -140,6 +140,9 @@ def table(results: dict) -> str:
 
 def save(json_path: Path, label: str, parts: dict, note: str) -> dict:
     results = json.loads(json_path.read_text(encoding="utf-8")) if json_path.exists() else {}
-    results[label] = {**parts, "_note": note}
+    # A run over some sets adds to what an earlier run of the same label measured on others.
+    earlier = results.get(label, {})
+    notes = [n for n in (earlier.get("_note"), note) if n] if set(parts) - set(earlier) else [note]
+    results[label] = {**{k: v for k, v in earlier.items() if k != "_note"}, **parts, "_note": "; then ".join(dict.fromkeys(notes))}
     json_path.write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     return results

@@ -57,7 +57,7 @@ def test_nothing_found_in_the_questions_language_without_calling_a_model(kb, que
     answer = kb.ask(question, llm=llm)
     assert answer.found is False and answer.answer == NOT_FOUND[language]
     assert answer.path == "rules"
-    assert answer.path_reason == f"nothing relevant in the knowledge base ({missing}); no model was called"
+    assert answer.path_reason == f"nothing relevant in the knowledge base ({missing}); the model was not asked to answer"
     assert answer.sentences == [] and answer.citations == []
     assert "answer" not in llm.tasks  # the model never writes an answer from an irrelevant context
 

@@ -251,7 +251,8 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
         why = ("no passage matched" if not top else
                f"no document mentions {', '.join(evidence.unknown_names)}" if evidence.unknown_names else
                f"the passages hold {evidence.coverage:.0%} of the question's key words")
-        yield from _not_found(base, f"nothing relevant in the knowledge base ({why}); no model was called"
+        asked_model = "the model was not asked to answer" if llm is not None and llm.usage else "no model was called"
+        yield from _not_found(base, f"nothing relevant in the knowledge base ({why}); {asked_model}"
                               + _searched_as(standalone), timings, started, llm)
         return
 
