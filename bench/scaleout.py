@@ -125,9 +125,9 @@ def _write(results: list[dict], path: Path, meta: dict) -> None:
         _START,
         "## Throughput: 1, 2 and 4 `kg serve` processes on one PostgreSQL + Oxigraph",
         "",
-        f"`nice -n 19 python bench/backends.py --servers {','.join(str(r['servers']) for r in results)} "
+        f"`python bench/backends.py --servers {','.join(str(r['servers']) for r in results)} "
         f"--clients {results[0]['clients']} --seconds {round(results[0]['seconds'])}` — one run, {meta['when']}, {meta['cores']} cores "
-        f"(shared with other jobs), Python {meta['python']}, PostgreSQL {meta['postgres']} on a Unix socket (fsync off), "
+        f"(load average {os.getloadavg()[0]:.1f} when it ended), Python {meta['python']}, PostgreSQL {meta['postgres']} on a Unix socket (fsync off), "
         "`oxigraph serve` on loopback. The demo knowledge base (built once on the backends); each server has a data dir "
         f"of its own; {results[0]['clients']} client threads on the same machine send POST /query (mode full, k 10, the "
         f"demo's {meta['questions']} questions in turn) round-robin over the servers. Servers, PostgreSQL and clients "
