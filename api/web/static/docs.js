@@ -69,7 +69,7 @@
     });
     box.replaceChildren(
       h("div", { "class": "doc-head" }, h("h2", {}, doc.title), del),
-      h("p", { "class": "muted" }, (doc.source || "") + (doc.pack ? " · " + t("col_pack") + " " + doc.pack : "") + " · " + t("chunks_n", { n: o.chunks.length })),
+      h("p", { "class": "muted doc-source" }, (doc.source || "") + (doc.pack ? " · " + t("col_pack") + " " + doc.pack : "") + " · " + t("chunks_n", { n: o.chunks.length })),
       h("label", { "class": "doc-version" }, t("versions") + " (" + versions.length + ") ", select),
       h("div", { "class": "doc-layout" }, h("nav", { "class": "doc-toc", "aria-label": t("sections") }, h("h3", {}, t("sections")), toc), body));
     var target = chunk && box.querySelector('.chunk[data-chunk="' + chunk + '"]');
