@@ -19,45 +19,56 @@ from pathlib import Path
 
 from kg.errors import BusyError
 
-__all__ = ["LOCK_FILE", "DataDirLock", "SharedLock"]
+__all__ = ["LOCK_FILE", "DataDirLock", "SharedLock", "WriteLock", "say_waiting"]
 
 LOCK_FILE = "write.lock"
 _POLL = 0.05
 
 
-def _say_waiting(message: str) -> None:
+def say_waiting(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-class DataDirLock:
-    """The cross-process write lock of one data dir; re-entrant inside the process that holds it."""
+class WriteLock:
+    """One writer at a time across processes, re-entrant inside the process that holds it.
 
-    def __init__(self, root: Path, wait: float, on_wait: Callable[[str], None] = _say_waiting) -> None:
-        self.path = Path(root) / LOCK_FILE
+    A subclass says how one attempt takes the lock without waiting (`_try`), how it lets go (`_drop`), who holds
+    it (`_holder`, for messages) and what it guards (`where`); this class does the re-entrancy, the bounded wait
+    and the messages. `DataDirLock` is the one of a data dir, `PostgresWriteLock` the one of a shared knowledge base.
+    """
+
+    where = "the knowledge base"
+
+    def __init__(self, wait: float, on_wait: Callable[[str], None] = say_waiting) -> None:
         self.wait = wait
         self.on_wait = on_wait
         self._mutex = threading.RLock()
-        self._fd: int | None = None
         self._depth = 0
 
     @property
     def held(self) -> bool:
         return self._depth > 0
 
+    def _try(self) -> bool:
+        """One attempt that never waits; True when this process now holds the lock."""
+        raise NotImplementedError
+
+    def _drop(self) -> None:
+        """Let go of the lock `_try` took."""
+        raise NotImplementedError
+
+    def _holder(self) -> str:
+        """' (pid N)' or similar: who holds the lock, for messages; '' when unknown."""
+        return ""
+
     def try_acquire(self) -> bool:
         """Take the lock only if no other process holds it (never waits); True when taken."""
         if not self._mutex.acquire(blocking=False):
             return False
         try:
-            if not self._depth:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os.close(fd)
-                    self._mutex.release()
-                    return False
-                self._fd = fd
+            if not self._depth and not self._try():
+                self._mutex.release()
+                return False
             self._depth += 1
             return True
         except BaseException:
@@ -70,40 +81,74 @@ class DataDirLock:
             self._depth += 1
             return
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                self._take(fd)
-            except BaseException:
-                os.close(fd)
-                raise
+            self._take()
         except BaseException:
             self._mutex.release()
             raise
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd, self._depth = fd, 1
+        self._depth = 1
 
-    def _take(self, fd: int) -> None:
+    def _take(self) -> None:
         deadline = time.monotonic() + self.wait
         told = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                pass
+        while not self._try():
             holder = self._holder()
             if time.monotonic() >= deadline:
                 raise BusyError(
-                    f"another kg process{holder} is writing to {self.path.parent} and kept its write lock for "
+                    f"another kg process{holder} is writing to {self.where} and kept its write lock for "
                     f"{self.wait:g} s: try again when it has finished, or wait longer with KG_WRITE_WAIT=<seconds>",
                     retry_after=max(1, min(60, round(self.wait) or 1)),
                 )
             if not told:
-                self.on_wait(f"waiting for another kg process{holder} to finish writing to {self.path.parent} "
+                self.on_wait(f"waiting for another kg process{holder} to finish writing to {self.where} "
                              f"(up to {self.wait:g} s, KG_WRITE_WAIT)…")
                 told = True
             time.sleep(_POLL)
+
+    def release(self) -> None:
+        if not self._depth:
+            raise RuntimeError(f"release of a {type(self).__name__} that is not held")
+        self._depth -= 1
+        if not self._depth:
+            self._drop()
+        self._mutex.release()
+
+    def __enter__(self) -> WriteLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+class DataDirLock(WriteLock):
+    """The cross-process write lock of one data dir: `fcntl.flock` on `<data dir>/write.lock`, the holder's pid in it."""
+
+    def __init__(self, root: Path, wait: float, on_wait: Callable[[str], None] = say_waiting) -> None:
+        super().__init__(wait, on_wait)
+        self.path = Path(root) / LOCK_FILE
+        self.where = str(self.path.parent)
+        self._fd: int | None = None
+
+    def _try(self) -> bool:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+        return True
+
+    def _drop(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
 
     def _holder(self) -> str:
         try:
@@ -111,23 +156,6 @@ class DataDirLock:
         except OSError:
             return ""
         return f" (pid {pid})" if pid.isdigit() else ""
-
-    def release(self) -> None:
-        if not self._depth:
-            raise RuntimeError("release of a DataDirLock that is not held")
-        self._depth -= 1
-        if not self._depth and self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
-        self._mutex.release()
-
-    def __enter__(self) -> DataDirLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.release()
 
 
 class SharedLock:
