@@ -142,20 +142,13 @@ def targets(summaries: dict, extras: dict) -> list[str]:
 def dataset_kb(root: Path, data_dir: Path, embedder=None):
     """A knowledge base of a benchmark folder, built as `kg eval` builds it (kept in data_dir for reruns)."""
     from retrieval.eval.datasets import load_dataset
+    from retrieval.eval.evaluate import fill_knowledge_base
     from retrieval.pipeline import KnowledgeBase
-    from retrieval.types import SourceDocument
 
     if data_dir.exists():
         return KnowledgeBase(Settings(data_dir=data_dir))
-    dataset = load_dataset(root, None)
     kb = KnowledgeBase(Settings(data_dir=data_dir), create=True)
-    if dataset.ontology_path:
-        kb.import_file(dataset.ontology_path)
-    kb.add_entities(p.title for p in dataset.passages if p.title)
-    if dataset.relations_path:
-        kb.import_file(dataset.relations_path, skip_invalid=True)
-    kb.ingest_documents(SourceDocument(source=f"{dataset.name}:{p.id}", text=p.text or p.title, format="txt",
-                                       title=p.title or None) for p in dataset.passages)
+    fill_knowledge_base(kb, load_dataset(root, None))
     return with_vectors(kb, embedder)
 
 

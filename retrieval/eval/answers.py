@@ -200,8 +200,8 @@ def evaluate_answers_dataset(root: Path, *, settings=None, limit: int | None = N
     (with `embedder`, every chunk is embedded first, as `kg embed` does, so retrieval has its meaning channel)."""
     from kg.settings import Settings
     from retrieval.eval.datasets import QUESTIONS_FILE, load_dataset
+    from retrieval.eval.evaluate import fill_knowledge_base
     from retrieval.pipeline import KnowledgeBase
-    from retrieval.types import SourceDocument
 
     dataset = load_dataset(root, limit)
     questions = read_answer_questions(Path(root) / QUESTIONS_FILE)
@@ -212,13 +212,7 @@ def evaluate_answers_dataset(root: Path, *, settings=None, limit: int | None = N
         base = settings or Settings()
         started = time.perf_counter()
         with KnowledgeBase(base.model_copy(update={"data_dir": Path(tmp) / "kb"}), create=True) as kb:
-            if dataset.ontology_path:
-                kb.import_file(dataset.ontology_path)
-            kb.add_entities(p.title for p in dataset.passages if p.title)
-            if dataset.relations_path:
-                kb.import_file(dataset.relations_path, skip_invalid=True)
-            kb.ingest_documents(SourceDocument(source=f"{dataset.name}:{p.id}", text=p.text or p.title, format="txt",
-                                               title=p.title or None) for p in dataset.passages)
+            fill_knowledge_base(kb, dataset)  # as `kg eval` builds it: aliases too, a user's passages as one document
             if embedder is not None:
                 kb.vectors.use(embedder)
                 kb.vectors.embed_missing()
