@@ -42,6 +42,7 @@ from retrieval.answer.judge import (
 )
 from retrieval.answer.llm import LlmClient, LlmUnavailable
 from retrieval.answer.prompts import answer_messages, judge_messages, rewrite_messages
+from retrieval.answer.quotes import MAX_SOURCE_LINES, source_lines
 from retrieval.answer.record import NOT_FOUND, Answer, Round, detect_language
 from retrieval.answer.rewrite import REWRITE_SCHEMA, parse_rewrites, parse_standalone, rule_rewrites
 from retrieval.answer.rules import (
@@ -87,6 +88,7 @@ class AskOptions:
     facts: Callable | None = None  # `retrieval.answer.facts.FactFinder`: the graph's facts a question asks for
     history: Sequence[Turn] = ()  # the conversation before the question (`retrieval.answer.history`)
     names: Callable[[str], Sequence[str]] | None = None  # the entity surfaces a text links: a follow-up's subject
+    source_lines: int = MAX_SOURCE_LINES  # under a model's answer, the source lines of the values it states (0 = none)
 
 
 @dataclass
@@ -282,6 +284,14 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
             if checked.sent <= len(facts):
                 # "", "[1]" or punctuation: no sentence reached the user, so the rules answer instead
                 raise LlmUnavailable(f"{notes.llm.model} wrote no answer sentence ({''.join(pieces)[:40]!r})")
+            # Each value the model states, with the passage line that holds it (names included), quoted and cited.
+            _, said = check_answer("".join(pieces), citations, options.citation_support, language, facts, attribute=True)
+            quotes = source_lines(question, said, citations, language, options.source_lines)
+            if quotes:
+                pieces.append("\n" + "\n".join(quotes) + "\n")
+                ready = checked.feed(pieces[-1]) + checked.flush()
+                if ready:
+                    yield "delta", ready
             text, path = "".join(pieces), "llm"
         except LlmUnavailable as exc:
             notes.failed("answer", exc)

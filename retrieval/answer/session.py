@@ -54,6 +54,7 @@ def ask_options(kb, k: int | None, mode: str, as_of=None, packs=None, history=No
     turns = history_turns(history)
     names = _linked_names(kb) if turns and hasattr(kb, "linker") else None
     return AskOptions(k=k, mode=mode, citation_support=settings.citation_support, rewrites=settings.llm_rewrites,
+                      source_lines=settings.answer_source_lines,
                       filters=filters, synonym_groups=kb.synonyms.groups,
                       surfaces=[s for s, _ in kb.graph.view.surfaces()], facts=facts, history=turns, names=names)
 

@@ -1,0 +1,83 @@
+"""A model's checked answer sentences + the numbered passages in -> the source line of each value the answer states out.
+
+A small model states a value and drops what names it ("阈值是 30s" where the document says "`wdt_timeout` | 30s |
+硬件看门狗超时"). Under a model's answer, each value it states (a number of two or more digits, with its unit if it
+has one) whose passage line names something the answer leaves out (a setting, a host, a key) gets that line, quoted
+as written and cited: "原文：「`wdt_timeout` | 30s | …」[2]". The passages the sentence cites are searched first, then
+the others in rank order; a value no passage holds and a number the question itself gives are skipped; a line that
+names nothing the answer lacks adds nothing and is not quoted. At most `limit` lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from retrieval.answer.record import AnswerSentence, Citation
+from retrieval.answer.terms import identifiers
+from retrieval.index.analysis import normalize_text
+
+__all__ = ["MAX_SOURCE_LINES", "source_lines"]
+
+MAX_SOURCE_LINES = 2
+MAX_LINE_CHARS = 160
+_VALUE = re.compile(r"(?<![\w.\-])(\d{2,}(?:\.\d+)?|\d+\.\d+)(?![\d])")
+_UNIT_CUT = re.compile(r"(?<=[。！？；;])|(?<=\.)\s+|\n+")
+_LEAD = {"zh": "原文：「{line}」[{n}]", "en": 'Source: "{line}" [{n}]'}
+_QUANTITY = re.compile(r"^\d+(?:\.\d+)?[a-z%]{0,3}$")  # 30s, 128mb: a value with its unit, not a name
+_TRIM = " \t|-*>#：:，,。；;"
+
+
+def _values(text: str) -> list[str]:
+    return list(dict.fromkeys(m.group(1) for m in _VALUE.finditer(normalize_text(text))))
+
+
+def _holds(line: str, value: str) -> bool:
+    return re.search(rf"(?<![\d.]){re.escape(value)}(?![\d])", line) is not None
+
+
+def _line_with(text: str, value: str) -> str:
+    """The shortest line (or sentence of a long line) of `text` that holds `value`, shortened around it."""
+    units = [" ".join(u.split()) for u in _UNIT_CUT.split(text) if u and u.strip()]  # as written: a quote
+    found = sorted((u for u in units if _holds(normalize_text(u), value) and not u.startswith("```")), key=len)
+    if not found:
+        return ""
+    line = found[0].strip(_TRIM)
+    if len(line) > MAX_LINE_CHARS:
+        hit = re.search(rf"(?<![\d.]){re.escape(value)}(?![\d])", line)
+        at = hit.start() if hit else 0
+        start = max(0, at - MAX_LINE_CHARS // 2)
+        line = ("…" if start else "") + line[start:start + MAX_LINE_CHARS].strip() + "…"
+    return line.replace("「", "“").replace("」", "”").replace("[", "(").replace("]", ")")
+
+
+def _names_left_out(line: str, answer: str) -> bool:
+    """The line names something (a setting, a host, a key) the answer does not: only then is it worth quoting."""
+    names = [n for n in identifiers(line) if not _QUANTITY.match(n)]
+    return any(n not in answer for n in names)
+
+
+def source_lines(question: str, sentences: Sequence[AnswerSentence], citations: Sequence[Citation], language: str,
+                 limit: int = MAX_SOURCE_LINES) -> list[str]:
+    """One quoted, cited line a value the answer states ("" values skipped), in the answer's order."""
+    if limit <= 0 or not citations:
+        return []
+    asked = set(_values(question))
+    lowered = normalize_text(" ".join(s.text for s in sentences)).lower()
+    by_n = {c.n: c for c in citations}
+    out: list[str] = []
+    seen: set[str] = set()
+    for sentence in sentences:
+        order = [by_n[n] for n in sentence.citations if n in by_n] + [c for c in citations if c.n not in sentence.citations]
+        for value in _values(sentence.text):
+            if value in asked:
+                continue
+            for cit in order:
+                line = _line_with(cit.text, value)
+                if line and line not in seen and _names_left_out(line, lowered):
+                    seen.add(line)
+                    out.append(_LEAD["zh" if language == "zh" else "en"].format(line=line, n=cit.n))
+                    break
+            if len(out) >= limit:
+                return out
+    return out

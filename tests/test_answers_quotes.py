@@ -1,0 +1,111 @@
+"""Under a model's answer, the source line of each value it states whose name it leaves out
+(`retrieval.answer.quotes`): the function on real `Citation`s, then the whole loop against an OpenAI-compatible
+endpoint on 127.0.0.1 (tests/fake_llm.py) through litellm, streamed and not, and switched off."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import make_settings
+from fake_llm import FakeLLM, cite_passage_with
+
+from retrieval.answer.quotes import source_lines
+from retrieval.answer.record import AnswerSentence, Citation
+
+TABLE = ("## 参数\n\n| 参数 | 当前值 | 说明 |\n|---|---|---|\n| `wdt_timeout` | 45s | 硬件看门狗超时，主循环每 5s 喂狗 |\n"
+         "| `heartbeat_interval` | 15s | 心跳上报间隔 |\n")
+
+
+def cite(n: int, text: str) -> Citation:
+    return Citation(n, f"c{n}", "d", "LORA-09 网关", "lora-09.md", "参数", (1, 9), text)
+
+
+def said(text: str, *cited: int) -> AnswerSentence:
+    return AnswerSentence(text, list(cited), 0.9, False)
+
+
+def test_a_value_without_its_name_gets_the_line_that_names_it():
+    citations = [cite(1, "LORA-09 部署在冷库，共 12 台。"), cite(2, TABLE)]
+    lines = source_lines("LORA-09 的看门狗超时是多少？", [said("LORA-09 的看门狗超时阈值是 45s。", 2)], citations, "zh")
+    assert lines == ["原文：「`wdt_timeout` | 45s | 硬件看门狗超时，主循环每 5s 喂狗」[2]"]  # as written, cited
+
+
+def test_nothing_is_quoted_when_the_answer_names_it_or_the_question_gave_the_number():
+    citations = [cite(1, TABLE)]
+    assert source_lines("看门狗超时是多少？", [said("wdt_timeout 为 45s。", 1)], citations, "zh") == []
+    assert source_lines("45s 是哪个参数？", [said("是看门狗超时 45s。", 1)], citations, "zh") == []
+    assert source_lines("看门狗超时是多少？", [said("看门狗超时是 99s。", 1)], citations, "zh") == []  # no passage holds it
+
+
+def test_the_cited_passage_is_searched_first_and_the_limit_holds():
+    other = cite(1, "旧版本里 `legacy_wdt` | 45s。")
+    lines = source_lines("超时和心跳各是多少？", [said("看门狗超时 45s，心跳 15s。", 2)], [other, cite(2, TABLE)], "zh")
+    assert lines == ["原文：「`wdt_timeout` | 45s | 硬件看门狗超时，主循环每 5s 喂狗」[2]",
+                     "原文：「`heartbeat_interval` | 15s | 心跳上报间隔」[2]"]
+    assert len(source_lines("超时和心跳各是多少？", [said("看门狗超时 45s，心跳 15s。", 2)], [cite(2, TABLE)], "zh",
+                            limit=1)) == 1
+    english = source_lines("What is the port?", [said("It is 8883.", 1)],
+                           [cite(1, "Gateways connect to mqtt.example.com:8883 over TLS. Keepalive is 60 s.")], "en")
+    assert english == ['Source: "Gateways connect to mqtt.example.com:8883 over TLS." [1]']
+
+
+@pytest.fixture
+def fake():
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def table_kb(tmp_path_factory):
+    from retrieval.pipeline import KnowledgeBase
+
+    root = tmp_path_factory.mktemp("quotes")
+    (root / "docs").mkdir()
+    (root / "docs" / "lora-09.md").write_text("# LORA-09 网关\n\nLORA-09 是冷库用的网关。\n\n" + TABLE, encoding="utf-8")
+    with KnowledgeBase(make_settings(root / "kb"), create=True) as kb:
+        kb.ingest_paths([root / "docs"])
+    return root / "kb"
+
+
+def open_kb(data_dir, base_url: str, **overrides):
+    from retrieval.pipeline import KnowledgeBase
+
+    return KnowledgeBase(make_settings(data_dir, llm_model="openai/test-model", llm_base_url=base_url, **overrides))
+
+
+QUESTION = "LORA-09 的看门狗超时阈值是多少？"
+TERSE = cite_passage_with("wdt_timeout", "LORA-09 的看门狗超时阈值是 45s[{n}]。")
+
+
+def test_the_loop_quotes_the_line_under_the_models_answer_streamed_or_not(table_kb, fake):
+    fake.replies["answer"] = TERSE
+    with open_kb(table_kb, fake.base_url) as kb:
+        answer = kb.ask(QUESTION)
+        events = list(kb.ask(QUESTION, stream=True))
+    assert answer.path == "llm"
+    model, quote = answer.sentences
+    assert model.text == "LORA-09 的看门狗超时阈值是 45s。"
+    assert quote.text.startswith("原文：「`wdt_timeout` | 45s |") and quote.citations == model.citations
+    assert not quote.flagged and quote.support >= 0.8
+    assert answer.answer.endswith(f"」[{model.citations[0]}]")
+    streamed = events[-1][1]
+    assert "".join(v for k, v in events if k == "delta") == streamed.answer == answer.answer
+
+
+def test_no_line_is_quoted_when_switched_off_or_when_the_model_names_the_setting(table_kb, fake):
+    fake.replies["answer"] = TERSE
+    with open_kb(table_kb, fake.base_url, answer_source_lines=0) as kb:
+        off = kb.ask(QUESTION)
+    fake.replies["answer"] = cite_passage_with("wdt_timeout", "看门狗超时 wdt_timeout 为 45s[{n}]。")
+    with open_kb(table_kb, fake.base_url) as kb:
+        named = kb.ask(QUESTION)
+    assert off.path == named.path == "llm"
+    assert [s.text for s in off.sentences] == ["LORA-09 的看门狗超时阈值是 45s。"]
+    assert [s.text for s in named.sentences] == ["看门狗超时 wdt_timeout 为 45s。"]
+
+
+def test_the_rules_path_quotes_nothing_extra(table_kb):
+    from retrieval.pipeline import KnowledgeBase
+
+    with KnowledgeBase(make_settings(table_kb)) as kb:
+        answer = kb.ask(QUESTION)
+    assert answer.path == "rules" and not any(s.text.startswith("原文") for s in answer.sentences)
