@@ -272,7 +272,10 @@ def main() -> None:
     for name, extra in extras.items():
         lines += [f"## {name}: the loop's guarantees", "", "```", json.dumps(extra, indent=2), "```", ""]
     lines += ["## Targets (issue 10)", "", *targets(summaries, extras), ""]
-    args.out.write_text("\n".join(lines), encoding="utf-8")
+    # The model runs' section (written by --model-run) and what follows it are kept as they are.
+    before = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    kept = before[before.index("## With a model in the loop"):] if "## With a model in the loop" in before else ""
+    args.out.write_text("\n".join(lines) + ("\n" + kept if kept else ""), encoding="utf-8")
     (args.out.with_suffix(".json")).write_text(
         json.dumps({k: {x: y for x, y in v.items() if x != "rows"} | extras.get(k, {}) for k, v in summaries.items()},
                    ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
