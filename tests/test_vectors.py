@@ -270,3 +270,24 @@ def test_fusions_with_meaning_are_permutations_that_keep_each_lists_rank():
     late = fuse_dense([Fused("a", 1.0, {"bm25": 1}), Fused("b", 0.5, {"bm25": 2})], ["d", "b"], weight=1.0, k=20)
     assert sorted(f.id for f in late) == ["a", "b", "d"] and late[0].id == "b"
     assert {f.id: f.ranks for f in late}["b"] == {"bm25": 2, "dense": 2}
+
+
+def test_the_nearest_rows_are_a_full_stable_sorts_prefix_with_ties_skips_and_refusals():
+    """`ChunkMatrix.nearest` reads only the best rows (argpartition) but must give exactly what sorting every row
+    gives: ties (duplicate chunks have the same similarity) in row order, skipped ids and refused ids passed over."""
+    import numpy as np
+
+    from retrieval.vectors.dense import ChunkMatrix
+
+    rng = np.random.default_rng(3)
+    sims = np.round(rng.random(5000).astype(np.float32), 2)  # ~100 rows a value: ties everywhere
+    matrix = ChunkMatrix([f"c{i}" for i in range(len(sims))], np.zeros((len(sims), 1), np.float32), len(sims))
+
+    def by_sorting(k, skip=(), keep=None):
+        rows = [r for r in np.argsort(-sims, kind="stable") if f"c{r}" not in skip and (keep is None or keep(f"c{r}"))]
+        return [(f"c{r}", float(sims[r])) for r in rows[:k]]
+
+    skip = {f"c{r}" for r in np.argsort(-sims, kind="stable")[:30]}
+    for k, kwargs in [(1, {}), (20, {}), (20, {"skip": skip}), (20, {"keep": lambda cid: int(cid[1:]) % 7 == 0}),
+                      (20, {"keep": lambda cid: int(cid[1:]) > 4990}), (6000, {})]:
+        assert matrix.nearest(sims, k, **kwargs) == by_sorting(k, **kwargs)

@@ -46,14 +46,19 @@ class ChunkMatrix:
 
     @classmethod
     def build(cls, keyed: dict[str, tuple[str, str]], vectors: VectorStore) -> ChunkMatrix:
-        found = vectors.get(list({key for key, _ in keyed.values()}))
-        ids = [cid for cid, (key, _) in keyed.items() if key in found]
-        dim = len(next(iter(found.values()))) if found else 0
-        matrix = np.empty((len(ids), dim), dtype=np.float32)
+        # Only the float32 matrix is held whole: the stored float16 rows are copied in as they are read (at 100k
+        # chunks a dict of every stored vector first doubled the peak memory of building it).
+        present = vectors.present(list({key for key, _ in keyed.values()}))
+        ids = [cid for cid, (key, _) in keyed.items() if key in present]
+        rows: dict[str, list[int]] = {}
         for row, cid in enumerate(ids):
-            matrix[row] = found[keyed[cid][0]]
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True) if len(ids) else np.ones((0, 1), np.float32)
-        return cls(ids, matrix / np.maximum(norms, 1e-6), len(keyed))
+            rows.setdefault(keyed[cid][0], []).append(row)
+        matrix = np.empty((len(ids), vectors.dim() if ids else 0), dtype=np.float32)
+        for key, vector in vectors.each(list(rows)):
+            matrix[rows[key]] = vector
+        if len(ids):
+            matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-6)
+        return cls(ids, matrix, len(keyed))
 
     @property
     def dim(self) -> int:
@@ -75,16 +80,33 @@ class ChunkMatrix:
         if not len(sims):
             return []
         skip = set(skip)
-        order = np.argsort(-sims, kind="stable")
-        out = []
-        for row in order:
-            cid = self.ids[row]
-            if cid in skip or (keep is not None and not keep(cid)):
-                continue
-            out.append((cid, float(sims[row])))
-            if len(out) >= k:
-                break
+        # The best few first (argpartition), every row tied with the last of them included so the order is
+        # exactly a full stable sort's; all rows only when filters refuse too many of those.
+        want = k * 4 + len(skip) + 16
+        for order in (_best_rows(sims, want), None):
+            if order is None:
+                order = np.argsort(-sims, kind="stable")
+            out = []
+            for row in order:
+                cid = self.ids[row]
+                if cid in skip or (keep is not None and not keep(cid)):
+                    continue
+                out.append((cid, float(sims[row])))
+                if len(out) >= k:
+                    return out
+            if len(order) == len(sims):
+                return out
         return out
+
+
+def _best_rows(sims: np.ndarray, m: int) -> np.ndarray:
+    """Row numbers of the `m` highest similarities and every row tied with the lowest of them, in the order of a
+    stable sort by descending similarity (the whole order when m covers every row)."""
+    if m >= len(sims):
+        return np.argsort(-sims, kind="stable")
+    floor = np.partition(sims, len(sims) - m)[len(sims) - m]
+    rows = np.flatnonzero(sims >= floor)
+    return rows[np.argsort(-sims[rows], kind="stable")]
 
 
 @dataclass

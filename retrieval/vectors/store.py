@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -122,6 +122,33 @@ class VectorStore:
                     f"SELECT key, vec FROM vectors WHERE key IN ({','.join('?' * len(part))})", part):
                 out[key] = np.frombuffer(blob, dtype=np.float16)
         return out
+
+    def present(self, keys: Sequence[str]) -> set[str]:
+        """Those of `keys` that have a vector (without reading the vectors)."""
+        out: set[str] = set()
+        if not self.exists():
+            return out
+        for i in range(0, len(keys), 500):
+            part = list(keys[i:i + 500])
+            out.update(k for (k,) in self.db.execute(f"SELECT key FROM vectors WHERE key IN ({','.join('?' * len(part))})", part))
+        return out
+
+    def each(self, keys: Sequence[str]) -> Iterator[tuple[str, np.ndarray]]:
+        """(key, float16 vector) of those of `keys` that have one, 500 read at a time."""
+        if not self.exists():
+            return
+        for i in range(0, len(keys), 500):
+            part = list(keys[i:i + 500])
+            for key, blob in self.db.execute(f"SELECT key, vec FROM vectors WHERE key IN ({','.join('?' * len(part))})", part):
+                yield key, np.frombuffer(blob, dtype=np.float16)
+
+    def dim(self) -> int:
+        """The stored vectors' dimension (0: none yet)."""
+        recorded = int(self.state("dim", "0") or 0)
+        if recorded or not self.exists():
+            return recorded
+        row = self.db.execute("SELECT vec FROM vectors LIMIT 1").fetchone()  # a store written before 'dim' was kept
+        return len(row[0]) // 2 if row else 0
 
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] if self.exists() else 0
