@@ -191,7 +191,12 @@ class Commits:
         if self.behind() or (writing and unpublished):
             self.reload(restore=unpublished)
         if not writing:
-            if (commit.pending_journal(kb.root) is None and not self.needs_relink()) or not self.flock.try_acquire():
+            # Shared: a writer on another machine that died mid-commit left only the shared journal row (and
+            # perhaps index rows nothing published): any machine that gets the lock finishes it, not only the
+            # next writer, so `kg check` on another machine says so instead of reporting orphans.
+            left = (commit.pending_journal(kb.root) is not None or self.needs_relink()
+                    or (self.shared is not None and self.shared.journal() is not None))
+            if not left or not self.flock.try_acquire():
                 return
             try:
                 with self.writing("catch_up"):
@@ -206,7 +211,8 @@ class Commits:
             from retrieval.consistency import repair
 
             done = repair(kb)
-            self.recovered.append(f"finished the '{journal.get('op')}' commit a killed process left half done"
+            writer = f" ({journal['writer']})" if journal.get("writer") else ""  # shared: who died, and where
+            self.recovered.append(f"finished the '{journal.get('op')}' commit a killed process{writer} left half done"
                                   + (f" ({'; '.join(done)})" if done else ""))
         if self.needs_relink():
             from retrieval.write_path import relink, sync_index_words
