@@ -188,7 +188,12 @@ def model_run(args) -> None:
             else:
                 continue
             with kb:
-                parts[name] = am.summarize(am.run_questions(kb, questions, factory, f"{label}/{name}"))
+                rows = am.run_questions(kb, questions, factory, f"{label}/{name}")
+                parts[name] = am.summarize(rows)
+                if args.kb_cache:  # every answer as written, to read them again later
+                    slug = "".join(c if c.isalnum() else "-" for c in f"{label}-{name}")
+                    (args.kb_cache / f"rows-{slug}.jsonl").write_text(
+                        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
                 rel = [q for q in relation_questions if q["set"] == name][: args.limit_relations]
                 parts[f"{name} relations"] = am.summarize(am.run_relations(kb, rel, table_csv, factory, f"{label}/{name}"))
     finally:

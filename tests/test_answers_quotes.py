@@ -36,11 +36,14 @@ def test_nothing_is_quoted_when_the_answer_names_it_or_the_question_gave_the_num
     assert source_lines("看门狗超时是多少？", [said("看门狗超时是 99s。", 1)], citations, "zh") == []  # no passage holds it
 
 
-def test_the_cited_passage_is_searched_first_and_the_limit_holds():
-    other = cite(1, "旧版本里 `legacy_wdt` | 45s。")
+def test_only_the_cited_passages_are_searched_and_the_limit_holds():
+    other = cite(1, "旧版本里 `legacy_wdt` | 45s。连接池 `pool_idle` | 15s。")
     lines = source_lines("超时和心跳各是多少？", [said("看门狗超时 45s，心跳 15s。", 2)], [other, cite(2, TABLE)], "zh")
     assert lines == ["原文：「`wdt_timeout` | 45s | 硬件看门狗超时，主循环每 5s 喂狗」[2]",
                      "原文：「`heartbeat_interval` | 15s | 心跳上报间隔」[2]"]
+    # The same numbers in a passage the sentence does not cite are other quantities: nothing is quoted from it.
+    assert source_lines("超时和心跳各是多少？", [said("看门狗超时 45s，心跳 15s。", 2)], [other, cite(2, "无关内容")], "zh") == []
+    assert source_lines("超时是多少？", [said("看门狗超时 45s。")], [cite(1, TABLE)], "zh") == []  # cites nothing
     assert len(source_lines("超时和心跳各是多少？", [said("看门狗超时 45s，心跳 15s。", 2)], [cite(2, TABLE)], "zh",
                             limit=1)) == 1
     english = source_lines("What is the port?", [said("It is 8883.", 1)],

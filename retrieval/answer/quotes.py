@@ -3,9 +3,10 @@
 A small model states a value and drops what names it ("阈值是 30s" where the document says "`wdt_timeout` | 30s |
 硬件看门狗超时"). Under a model's answer, each value it states (a number of two or more digits, with its unit if it
 has one) whose passage line names something the answer leaves out (a setting, a host, a key) gets that line, quoted
-as written and cited: "原文：「`wdt_timeout` | 30s | …」[2]". The passages the sentence cites are searched first, then
-the others in rank order; a value no passage holds and a number the question itself gives are skipped; a line that
-names nothing the answer lacks adds nothing and is not quoted. At most `limit` lines.
+as written and cited: "原文：「`wdt_timeout` | 30s | …」[2]". Only the passages the sentence cites are searched (the
+same number in another passage is as likely another quantity: "keepalive 60 seconds" is not a pool's "60"); a value
+they do not hold and a number the question itself gives are skipped; a line that names nothing the answer lacks
+adds nothing and is not quoted. At most `limit` lines.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def source_lines(question: str, sentences: Sequence[AnswerSentence], citations: 
     out: list[str] = []
     seen: set[str] = set()
     for sentence in sentences:
-        order = [by_n[n] for n in sentence.citations if n in by_n] + [c for c in citations if c.n not in sentence.citations]
+        order = [by_n[n] for n in sentence.citations if n in by_n]  # only what it cites: a "60" elsewhere is another 60
         for value in _values(sentence.text):
             if value in asked:
                 continue
