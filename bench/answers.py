@@ -145,8 +145,8 @@ def dataset_kb(root: Path, data_dir: Path, embedder=None):
     from retrieval.eval.evaluate import fill_knowledge_base
     from retrieval.pipeline import KnowledgeBase
 
-    if data_dir.exists():
-        return KnowledgeBase(Settings(data_dir=data_dir))
+    if data_dir.exists():  # vectors already stored are used again (none embedded), as `kg embed` leaves them
+        return with_vectors(KnowledgeBase(Settings(data_dir=data_dir)), embedder)
     kb = KnowledgeBase(Settings(data_dir=data_dir), create=True)
     fill_knowledge_base(kb, load_dataset(root, None))
     return with_vectors(kb, embedder)
@@ -176,7 +176,7 @@ def model_run(args) -> None:
         for name in args.sets.split(","):
             if name == "demo":
                 kb = (build_demo(cache / f"demo{suffix}", embedder) if not (cache / f"demo{suffix}").exists()
-                      else dataset_kb(Path(), cache / f"demo{suffix}"))
+                      else dataset_kb(Path(), cache / f"demo{suffix}", embedder))
                 questions = (read_answer_questions(DEMO_DIR / "questions.jsonl")[: args.limit]
                              + read_answer_questions(DEMO_DIR / "unanswerable.jsonl")[: args.limit_unanswerable])
                 table_csv = DEMO_DIR / "relations.csv"

@@ -36,14 +36,16 @@ def test_nothing_is_quoted_when_the_answer_names_it_or_the_question_gave_the_num
     assert source_lines("看门狗超时是多少？", [said("看门狗超时是 99s。", 1)], citations, "zh") == []  # no passage holds it
 
 
-def test_only_the_cited_passages_are_searched_and_the_limit_holds():
-    other = cite(1, "旧版本里 `legacy_wdt` | 45s。连接池 `pool_idle` | 15s。")
+def test_the_cited_passages_come_first_and_elsewhere_a_line_must_share_a_word():
+    other = cite(1, "连接池 `pool_idle` | 45s。连接池 `pool_wait` | 15s。")
     lines = source_lines("超时和心跳各是多少？", [said("看门狗超时 45s，心跳 15s。", 2)], [other, cite(2, TABLE)], "zh")
     assert lines == ["原文：「`wdt_timeout` | 45s | 硬件看门狗超时，主循环每 5s 喂狗」[2]",
                      "原文：「`heartbeat_interval` | 15s | 心跳上报间隔」[2]"]
-    # The same numbers in a passage the sentence does not cite are other quantities: nothing is quoted from it.
+    # The same numbers in a passage it does not cite, on lines sharing no word with it, are other quantities.
     assert source_lines("超时和心跳各是多少？", [said("看门狗超时 45s，心跳 15s。", 2)], [other, cite(2, "无关内容")], "zh") == []
-    assert source_lines("超时是多少？", [said("看门狗超时 45s。")], [cite(1, TABLE)], "zh") == []  # cites nothing
+    # A sentence that cites nothing (or the wrong passage) gets the line where the value and its words are.
+    assert source_lines("超时是多少？", [said("看门狗超时 45s。")], [other, cite(2, TABLE)], "zh") == [
+        "原文：「`wdt_timeout` | 45s | 硬件看门狗超时，主循环每 5s 喂狗」[2]"]
     assert len(source_lines("超时和心跳各是多少？", [said("看门狗超时 45s，心跳 15s。", 2)], [cite(2, TABLE)], "zh",
                             limit=1)) == 1
     english = source_lines("What is the port?", [said("It is 8883.", 1)],

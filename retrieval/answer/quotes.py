@@ -3,10 +3,11 @@
 A small model states a value and drops what names it ("阈值是 30s" where the document says "`wdt_timeout` | 30s |
 硬件看门狗超时"). Under a model's answer, each value it states (a number of two or more digits, with its unit if it
 has one) whose passage line names something the answer leaves out (a setting, a host, a key) gets that line, quoted
-as written and cited: "原文：「`wdt_timeout` | 30s | …」[2]". Only the passages the sentence cites are searched (the
-same number in another passage is as likely another quantity: "keepalive 60 seconds" is not a pool's "60"); a value
-they do not hold and a number the question itself gives are skipped; a line that names nothing the answer lacks
-adds nothing and is not quoted. At most `limit` lines.
+as written and cited: "原文：「`wdt_timeout` | 30s | …」[2]". The passages the sentence cites are searched first, then the
+others in rank order, where the line must also share a word with the sentence (the same number in another passage
+is as likely another quantity: "keepalive 60 seconds" is not a pool table's bare "60"); a value no passage holds and
+a number the question itself gives are skipped; a line that names nothing the answer lacks adds nothing and is not
+quoted. At most `limit` lines.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 from retrieval.answer.record import AnswerSentence, Citation
-from retrieval.answer.terms import identifiers
+from retrieval.answer.terms import identifiers, units
 from retrieval.index.analysis import normalize_text
 
 __all__ = ["MAX_SOURCE_LINES", "source_lines"]
@@ -52,6 +53,12 @@ def _line_with(text: str, value: str) -> str:
     return line.replace("「", "“").replace("」", "”").replace("[", "(").replace("]", ")")
 
 
+def _words(text: str) -> set[str]:
+    """Chinese character pairs and English words of `text`, without numbers."""
+    u = units(text)
+    return {g for g in u.grams if not any(ch.isdigit() for ch in g)}
+
+
 def _names_left_out(line: str, answer: str) -> bool:
     """The line names something (a setting, a host, a key) the answer does not: only then is it worth quoting."""
     names = [n for n in identifiers(line) if not _QUANTITY.match(n)]
@@ -69,12 +76,18 @@ def source_lines(question: str, sentences: Sequence[AnswerSentence], citations: 
     out: list[str] = []
     seen: set[str] = set()
     for sentence in sentences:
-        order = [by_n[n] for n in sentence.citations if n in by_n]  # only what it cites: a "60" elsewhere is another 60
+        cited = [by_n[n] for n in sentence.citations if n in by_n]
+        others = [c for c in citations if c.n not in sentence.citations]
+        words = _words(sentence.text)
         for value in _values(sentence.text):
             if value in asked:
                 continue
-            for cit in order:
+            for cit in cited + others:
                 line = _line_with(cit.text, value)
+                # Elsewhere than what it cites, the same number is as likely another quantity ("keepalive 60
+                # seconds" is not a table's bare "60"): there the line must also share a word with the sentence.
+                if cit not in cited and not (words & _words(line)):
+                    continue
                 if line and line not in seen and _names_left_out(line, lowered):
                     seen.add(line)
                     out.append(_LEAD["zh" if language == "zh" else "en"].format(line=line, n=cit.n))
