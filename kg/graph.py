@@ -10,40 +10,18 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 from rdflib import OWL, RDF, RDFS, SKOS, BNode, Graph, Literal, URIRef
 
+from kg.graph_packed import PackedGraph
+from kg.graph_types import Edge, Entity
 from ontology import KG, Vocabulary, local_name
 
 __all__ = ["Edge", "Entity", "GraphView", "entity_subjects", "pick_label"]
 
 REVERSE_WITHOUT_INVERSE = 0.5
 _QUALIFIER = re.compile(r"\s*[(（][^()（）]*[)）]\s*$")  # walking an edge backwards that the ontology gives no inverse for
-
-
-@dataclass(frozen=True)
-class Entity:
-    iri: str
-    label: str
-    aliases: tuple[str, ...]
-    types: tuple[str, ...]  # class names
-
-    def to_json(self) -> dict:
-        return {"id": self.iri, "label": self.label, "aliases": list(self.aliases), "types": list(self.types)}
-
-
-@dataclass(frozen=True)
-class Edge:
-    """One walkable step: from `source` along `relation` (as walked) to `target`."""
-
-    source: str
-    relation: str
-    target: str
-    weight: float  # property expansion weight x the edge's own weight
-    asserted: str  # the property actually asserted in the graph
-    forward: bool  # False when walked from the object end
-    edge_weight: float = 1.0
 
 
 def entity_subjects(g: Graph, vocab: Vocabulary) -> set:
@@ -65,13 +43,17 @@ def pick_label(literals: list[Literal], fallback: str) -> str:
 
 
 class GraphView:
+    """Read as plain dicts when built from the triples; read from a PackedGraph (graph.cache's columns)
+    when unpickled, building an entity or a neighbour list on first use. Both read the same."""
+
     def __init__(self, vocab: Vocabulary) -> None:
         self.vocab = vocab
-        self.entities: dict[str, Entity] = {}
-        self._edges: dict[tuple[str, str, str], float] = {}  # (source, relation, target) -> its own weight
+        self._packed: PackedGraph | None = None  # set when unpickled, until the view is changed
+        self._entities: dict[str, Entity] = {}
+        self._edge_weights: dict[tuple[str, str, str], float] | None = {}  # (source, relation, target) -> its own weight
         self._graph = None  # the networkx view of _edges, built when first asked for
-        self.adjacency: dict[str, list[Edge]] = defaultdict(list)
-        self.by_label: dict[str, str] = {}
+        self._adjacency: dict[str, list[Edge]] | None = defaultdict(list)
+        self._by_label: dict[str, str] | None = {}
 
     @classmethod
     def from_rdf(cls, g: Graph, vocab: Vocabulary) -> GraphView:
@@ -88,7 +70,7 @@ class GraphView:
             aliases.discard(label)
             types = sorted({class_names[t] for t in g.objects(s, RDF.type) if t in class_names})
             entity = Entity(str(s), label, tuple(sorted(aliases)), tuple(types))
-            view.entities[entity.iri] = entity
+            view._entities[entity.iri] = entity
             view.by_label.setdefault(label, entity.iri)
 
         edge_weights: dict[tuple[str, str, str], float] = {}
@@ -119,6 +101,7 @@ class GraphView:
         return view
 
     def add_edge(self, source: str, relation: str, target: str, weight: float = 1.0) -> None:
+        self._unpack()
         info = self.vocab.properties[relation]
         self._edges[(source, relation, target)] = weight
         if self._graph is not None:
@@ -132,8 +115,56 @@ class GraphView:
             back, back_weight = "^" + relation, info.weight * REVERSE_WITHOUT_INVERSE
         self.adjacency[target].append(Edge(target, back, source, back_weight * weight, relation, False, weight))
 
+    # -- graph.cache: the view as columns (kg.graph_packed) ------------------------------------------
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_graph": None}  # graph.cache holds the edges, not a networkx copy of them
+        packed = self._packed or PackedGraph.pack(self.entities, self.adjacency, self._edges)
+        return {"vocab": self.vocab, "packed": packed}  # no networkx copy, no per-object entities or edges
+
+    def __setstate__(self, state: dict) -> None:
+        self.vocab, self._packed = state["vocab"], state["packed"]
+        self._entities = self._packed.entities
+        self._graph = self._adjacency = self._edge_weights = self._by_label = None
+
+    def _unpack(self) -> None:
+        """Plain dicts again, before a change (the packed columns describe the view as it was loaded)."""
+        if self._packed is not None:
+            self._entities, self._adjacency = dict(self._entities.items()), self.adjacency
+            self._edge_weights, self._by_label = self._edges, self.by_label
+            self._packed = None
+
+    @property
+    def entities(self) -> Mapping[str, Entity]:
+        return self._entities
+
+    @property
+    def adjacency(self) -> dict[str, list[Edge]]:
+        """Every node's walkable edges (all of them built: the query path asks `neighbours` instead)."""
+        if self._adjacency is None:
+            self._adjacency = self._packed.adjacency()
+        return self._adjacency
+
+    @property
+    def _edges(self) -> dict[tuple[str, str, str], float]:
+        """The asserted edges: (source, relation, target) -> the edge's own weight."""
+        if self._edge_weights is None:
+            self._edge_weights = self._packed.asserted_edges()
+        return self._edge_weights
+
+    @property
+    def by_label(self) -> dict[str, str]:
+        """Label -> the first entity (in the view's order) that has it."""
+        if self._by_label is None:
+            by_label: dict[str, str] = {}
+            for iri, label, _ in self._rows():
+                by_label.setdefault(label, iri)
+            self._by_label = by_label
+        return self._by_label
+
+    def _rows(self):
+        """(iri, label, aliases) of every entity in order, without building entities that are packed."""
+        if self._packed is not None:
+            return self._packed.rows()
+        return ((e.iri, e.label, e.aliases) for e in self._entities.values())
 
     # -- reads -------------------------------------------------------------------------------
     @property
@@ -152,10 +183,10 @@ class GraphView:
         return self._graph
 
     def surfaces(self):
-        for entity in self.entities.values():
-            yield entity.label, entity.iri
-            for alias in entity.aliases:
-                yield alias, entity.iri
+        for iri, label, aliases in self._rows():
+            yield label, iri
+            for alias in aliases:
+                yield alias, iri
 
     def link_surfaces(self):
         """`surfaces()` plus each label's short form without a trailing qualifier in brackets.
@@ -164,16 +195,18 @@ class GraphView:
         (ambiguously, if another entity shares it). Exact labels and aliases come first.
         """
         yield from self.surfaces()
-        for entity in self.entities.values():
-            short = _QUALIFIER.sub("", entity.label).strip()
-            if short != entity.label and len(short) >= 2 and short not in entity.aliases:
-                yield short, entity.iri
+        for iri, label, aliases in self._rows():
+            short = _QUALIFIER.sub("", label).strip()
+            if short != label and len(short) >= 2 and short not in aliases:
+                yield short, iri
 
     def labels(self) -> dict[str, str]:
-        return {iri: e.label for iri, e in self.entities.items()}
+        return {iri: label for iri, label, _ in self._rows()}
 
     def neighbours(self, iri: str) -> list[Edge]:
-        return self.adjacency.get(iri, [])
+        if self._adjacency is None:
+            return self._packed.neighbours(iri)  # built for this node alone, once
+        return self._adjacency.get(iri, [])
 
     def resolve(self, key: str) -> Entity | None:
         """An entity by IRI, by exact label, or by local name of its IRI."""
@@ -182,10 +215,11 @@ class GraphView:
         if key in self.by_label:
             return self.entities[self.by_label[key]]
         folded = key.casefold()
-        for entity in self.entities.values():
-            if entity.label.casefold() == folded or local_name(entity.iri) == key:
-                return entity
+        for iri, label, _ in self._rows():
+            if label.casefold() == folded or local_name(iri) == key:
+                return self.entities[iri]
         return None
 
     def stats(self) -> dict[str, int]:
-        return {"entities": len(self.entities), "edges": len(self._edges)}
+        edges = self._packed.edge_count() if self._edge_weights is None else len(self._edge_weights)
+        return {"entities": len(self.entities), "edges": edges}

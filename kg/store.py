@@ -30,7 +30,7 @@ __all__ = ["CACHE_FILE", "GRAPH_FILE", "KnowledgeGraph"]
 
 GRAPH_FILE = "graph.ttl"
 CACHE_FILE = "graph.cache"
-_CACHE_FORMAT = 3  # bump when Vocabulary or GraphView change shape
+_CACHE_FORMAT = 4  # bump when Vocabulary or GraphView change shape (4: the view as columns, kg.graph_packed)
 _TEMP_PREFIX = ".graph-"
 
 
