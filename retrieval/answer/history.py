@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kg.errors import InputError
-from retrieval.answer.llm import estimate_tokens
+from retrieval.answer.llm import char_tokens, estimate_tokens
 from retrieval.answer.terms import identifiers
 from retrieval.index.analysis import normalize_text
 
@@ -136,7 +136,7 @@ def _cut(text: str, tokens: int) -> str:
     """The start of `text` within about `tokens` (the measure of `estimate_tokens`)."""
     used = 0.0
     for i, ch in enumerate(text):
-        used += 1.0 if "\u3400" <= ch <= "\u9fff" else 0.25
+        used += char_tokens(ch)
         if used > tokens:
             return text[:i].rstrip()
     return text

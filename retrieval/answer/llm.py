@@ -12,13 +12,14 @@ document or a question can change them.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["LlmClient", "LlmConfig", "LlmUnavailable", "estimate_tokens", "llm_config", "load_litellm", "missing_keys",
+__all__ = ["LlmClient", "LlmConfig", "LlmUnavailable", "char_tokens", "estimate_tokens", "llm_config", "load_litellm", "missing_keys",
            "warm_up"]
 
 _lock = threading.Lock()
@@ -50,10 +51,24 @@ def warm_up() -> threading.Thread:
     return thread
 
 
+def char_tokens(ch: str) -> float:
+    """One character's share of `estimate_tokens`."""
+    if "\u3400" <= ch <= "\u9fff":
+        return 0.8
+    if ch.isascii() and ch.isalpha():
+        return 0.25
+    if ch.isspace():
+        return 0.0
+    return 1.0  # a digit, a punctuation mark, any other character
+
+
 def estimate_tokens(text: str) -> int:
-    """A model-free estimate of a text's tokens: a CJK character about one, other text about four characters each."""
-    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
-    return cjk + (len(text) - cjk + 3) // 4
+    """A model-free estimate of a text's tokens, erring high: 0.8 a CJK character, one a digit or punctuation mark
+    (a tokenizer splits `max_connections=2000` finely), a quarter a letter. Fitted to Qwen2.5's tokenizer (the
+    llama.cpp server's /tokenize) on the demo's documents (total 0.99 of the estimate) and confirmed on ops_dev_zh
+    (0.83) and gitlab_handbook_dev (0.82); the rule it replaced (a CJK character one, four other characters one)
+    read the demo 9% short, and identifier-heavy text up to 1.8x short, so prompts passed their bound."""
+    return math.ceil(sum(char_tokens(ch) for ch in text))
 
 
 def missing_keys(config: LlmConfig) -> list[str]:
