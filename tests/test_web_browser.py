@@ -12,9 +12,9 @@ saved (to docs/screenshots/ when WEB_SCREENSHOTS_DIR says so). Skips where no Ch
 from __future__ import annotations
 
 import json
-import shutil
 import os
 import re
+import shutil
 import subprocess
 import sys
 import urllib.parse
