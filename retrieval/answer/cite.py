@@ -130,14 +130,18 @@ class CheckedStream:
         self.citations, self.threshold, self.language, self.facts = citations, threshold, language, facts
         self.attribute = attribute
         self.buffer = ""
-        self.sent = 0
+        self.sentences: list[AnswerSentence] = []  # every checked sentence sent so far
+
+    @property
+    def sent(self) -> int:
+        return len(self.sentences)
 
     def _emit(self, text: str) -> str:
         rendered, sentences = check_answer(text, self.citations, self.threshold, self.language, self.facts, self.attribute)
         if not sentences:
             return ""
         sep = "" if self.language == "zh" or not self.sent else " "
-        self.sent += len(sentences)
+        self.sentences.extend(sentences)
         return sep + rendered
 
     def feed(self, piece: str) -> str:

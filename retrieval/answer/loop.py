@@ -285,8 +285,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
                 # "", "[1]" or punctuation: no sentence reached the user, so the rules answer instead
                 raise LlmUnavailable(f"{notes.llm.model} wrote no answer sentence ({''.join(pieces)[:40]!r})")
             # Each value the model states, with the passage line that holds it (names included), quoted and cited.
-            _, said = check_answer("".join(pieces), citations, options.citation_support, language, facts, attribute=True)
-            quotes = source_lines(question, said, citations, language, options.source_lines)
+            quotes = source_lines(question, checked.sentences, citations, language, options.source_lines)
             if quotes:
                 pieces.append("\n" + "\n".join(quotes) + "\n")
                 ready = checked.feed(pieces[-1]) + checked.flush()

@@ -34,19 +34,20 @@ def _values(text: str) -> list[str]:
     return list(dict.fromkeys(m.group(1) for m in _VALUE.finditer(normalize_text(text))))
 
 
-def _holds(line: str, value: str) -> bool:
-    return re.search(rf"(?<![\d.]){re.escape(value)}(?![\d])", line) is not None
+def _find(line: str, value: str) -> re.Match | None:
+    """`value` in `line` as a whole number (30 is not in 300 or 3.30)."""
+    return re.search(rf"(?<![\d.]){re.escape(value)}(?![\d])", line)
 
 
 def _line_with(text: str, value: str) -> str:
     """The shortest line (or sentence of a long line) of `text` that holds `value`, shortened around it."""
     units = [" ".join(u.split()) for u in _UNIT_CUT.split(text) if u and u.strip()]  # as written: a quote
-    found = sorted((u for u in units if _holds(normalize_text(u), value) and not u.startswith("```")), key=len)
+    found = sorted((u for u in units if _find(normalize_text(u), value) and not u.startswith("```")), key=len)
     if not found:
         return ""
     line = found[0].strip(_TRIM)
     if len(line) > MAX_LINE_CHARS:
-        hit = re.search(rf"(?<![\d.]){re.escape(value)}(?![\d])", line)
+        hit = _find(line, value)
         at = hit.start() if hit else 0
         start = max(0, at - MAX_LINE_CHARS // 2)
         line = ("…" if start else "") + line[start:start + MAX_LINE_CHARS].strip() + "…"
@@ -84,11 +85,11 @@ def source_lines(question: str, sentences: Sequence[AnswerSentence], citations: 
                 continue
             for cit in cited + others:
                 line = _line_with(cit.text, value)
+                if not line or line in seen or not _names_left_out(line, lowered):
+                    continue
                 # Elsewhere than what it cites, the same number is as likely another quantity ("keepalive 60
                 # seconds" is not a table's bare "60"): there the line must also share a word with the sentence.
-                if cit not in cited and not (words & _words(line)):
-                    continue
-                if line and line not in seen and _names_left_out(line, lowered):
+                if cit in cited or words & _words(line):
                     seen.add(line)
                     out.append(_LEAD["zh" if language == "zh" else "en"].format(line=line, n=cit.n))
                     break
