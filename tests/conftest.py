@@ -152,3 +152,19 @@ def fresh_kb(tmp_path: Path) -> Iterator:
         yield kb
     finally:
         kb.close()
+
+
+@pytest.fixture
+def fake():
+    """An OpenAI-compatible endpoint on 127.0.0.1 (tests/fake_llm.py): the loop's model path through litellm."""
+    from fake_llm import FakeLLM
+
+    with FakeLLM() as server:
+        yield server
+
+
+def open_llm_kb(data_dir: Path, base_url: str, **overrides):
+    """The knowledge base in data_dir with its model at base_url (`openai/test-model`), open; caller closes."""
+    from retrieval.pipeline import KnowledgeBase
+
+    return KnowledgeBase(make_settings(data_dir, llm_model="openai/test-model", llm_base_url=base_url, **overrides))

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import build_demo_kb, make_settings, run_in_own_process
-from fake_llm import FakeLLM, task_of
+from conftest import build_demo_kb, make_settings, open_llm_kb, run_in_own_process
+from fake_llm import task_of
 from fastapi.testclient import TestClient
 
 from kg.errors import InputError
@@ -244,16 +244,8 @@ def test_the_page_is_told_that_ask_takes_history(client):
 
 # ---------------------------------------------------------------- the model path (a local OpenAI-compatible endpoint)
 
-@pytest.fixture
-def fake():
-    with FakeLLM() as server:
-        yield server
-
-
 def _open(kb_dir, fake, **overrides):
-    from retrieval.pipeline import KnowledgeBase
-
-    return KnowledgeBase(make_settings(kb_dir, llm_model="openai/test-model", llm_base_url=fake.base_url, **overrides))
+    return open_llm_kb(kb_dir, fake.base_url, **overrides)
 
 
 FIXTURE_HISTORY = [{"role": "user", "content": "LORA-02 网关是什么？"},

@@ -11,7 +11,8 @@ import socket
 
 import pytest
 from conftest import build_kb, make_settings
-from fake_llm import FakeLLM, cite_passage_with, task_of
+from conftest import open_llm_kb as open_kb
+from fake_llm import cite_passage_with, task_of
 from fastapi.testclient import TestClient
 
 from retrieval.answer.session import client_for
@@ -23,25 +24,12 @@ SHORT = "LORA-02 的心跳间隔和固件签名算法是什么？"
 GOOD = cite_passage_with("心跳间隔为 30 秒", "LORA-02 的心跳间隔为 30 秒[{n}]。")
 
 
-@pytest.fixture
-def fake():
-    with FakeLLM() as server:
-        yield server
-
-
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory):
     """The fixture corpus, built once for this module; each test opens it with its own LLM settings."""
     root = tmp_path_factory.mktemp("answers-llm")
     build_kb(root).close()
     return root / "kb"
-
-
-def open_kb(data_dir, base_url: str, **overrides):
-    from retrieval.pipeline import KnowledgeBase
-
-    settings = make_settings(data_dir, llm_model="openai/test-model", llm_base_url=base_url, **overrides)
-    return KnowledgeBase(settings)
 
 
 def test_good_answer_is_the_models_with_checked_citations(shared, fake):

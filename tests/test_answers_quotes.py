@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 from conftest import make_settings
-from fake_llm import FakeLLM, cite_passage_with
+from conftest import open_llm_kb as open_kb
+from fake_llm import cite_passage_with
 
 from retrieval.answer.quotes import source_lines
 from retrieval.answer.record import AnswerSentence, Citation
@@ -53,12 +54,6 @@ def test_the_cited_passages_come_first_and_elsewhere_a_line_must_share_a_word():
     assert english == ['Source: "Gateways connect to mqtt.example.com:8883 over TLS." [1]']
 
 
-@pytest.fixture
-def fake():
-    with FakeLLM() as server:
-        yield server
-
-
 @pytest.fixture(scope="module")
 def table_kb(tmp_path_factory):
     from retrieval.pipeline import KnowledgeBase
@@ -69,12 +64,6 @@ def table_kb(tmp_path_factory):
     with KnowledgeBase(make_settings(root / "kb"), create=True) as kb:
         kb.ingest_paths([root / "docs"])
     return root / "kb"
-
-
-def open_kb(data_dir, base_url: str, **overrides):
-    from retrieval.pipeline import KnowledgeBase
-
-    return KnowledgeBase(make_settings(data_dir, llm_model="openai/test-model", llm_base_url=base_url, **overrides))
 
 
 QUESTION = "LORA-09 的看门狗超时阈值是多少？"
