@@ -168,3 +168,16 @@ def open_llm_kb(data_dir: Path, base_url: str, **overrides):
     from retrieval.pipeline import KnowledgeBase
 
     return KnowledgeBase(make_settings(data_dir, llm_model="openai/test-model", llm_base_url=base_url, **overrides))
+
+
+@pytest.fixture(scope="module")
+def backends():
+    """(PostgreSQL, Oxigraph) servers of this module's own on loopback (tests/backends_servers.py); skips saying
+    what is missing where either cannot start."""
+    from backends_servers import oxigraph_server, postgres_server
+
+    with postgres_server() as pg, oxigraph_server() as graph:
+        for server in (pg, graph):
+            if isinstance(server, str):
+                pytest.skip(server)
+        yield pg, graph

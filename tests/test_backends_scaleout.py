@@ -28,15 +28,6 @@ pytestmark = pytest.mark.slow
 FOLLOW_WAIT = 60.0  # most seconds a server may take to follow a commit made through the other (a bound, not a target)
 
 
-@pytest.fixture(scope="module")
-def backends():
-    with postgres_server() as pg, oxigraph_server() as graph:
-        for server in (pg, graph):
-            if isinstance(server, str):
-                pytest.skip(server)
-        yield pg, graph
-
-
 def backend_env(pg, graph, schema: str) -> dict:
     return {**{k: v for k, v in os.environ.items() if not k.startswith("KG_")},
             "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1",

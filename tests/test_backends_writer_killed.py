@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from backends_servers import http_json, kg_serve, oxigraph_server, postgres_server
+from backends_servers import http_json, kg_serve
 from test_backends_scaleout import backend_env, post, titles, wait_until
 
 pytestmark = pytest.mark.slow
@@ -37,15 +37,6 @@ STEPS = {
     "generation": False,  # ... and A's local generation bumped, still nothing published
     "publish": True,      # published (catalog, files, generation), A's local journal not yet removed
 }
-
-
-@pytest.fixture(scope="module")
-def backends():
-    with postgres_server() as pg, oxigraph_server() as graph:
-        for server in (pg, graph):
-            if isinstance(server, str):
-                pytest.skip(server)
-        yield pg, graph
 
 
 def run_kg(env: dict, *args: str, cwd: Path) -> subprocess.CompletedProcess:
