@@ -48,8 +48,9 @@ class ChunkMatrix:
     def build(cls, keyed: dict[str, tuple[str, str]], vectors: VectorStore) -> ChunkMatrix:
         # Only the float32 matrix is held whole: the stored float16 rows are copied in as they are read (at 100k
         # chunks a dict of every stored vector first doubled the peak memory of building it).
-        present = vectors.present(list({key for key, _ in keyed.values()}))
-        ids = [cid for cid, (key, _) in keyed.items() if key in present]
+        keys = list({key for key, _ in keyed.values()})
+        absent = set(vectors.missing(keys))
+        ids = [cid for cid, (key, _) in keyed.items() if key not in absent]
         rows: dict[str, list[int]] = {}
         for row, cid in enumerate(ids):
             rows.setdefault(keyed[cid][0], []).append(row)
@@ -80,22 +81,23 @@ class ChunkMatrix:
         if not len(sims):
             return []
         skip = set(skip)
-        # The best few first (argpartition), every row tied with the last of them included so the order is
-        # exactly a full stable sort's; all rows only when filters refuse too many of those.
-        want = k * 4 + len(skip) + 16
-        for order in (_best_rows(sims, want), None):
-            if order is None:
-                order = np.argsort(-sims, kind="stable")
-            out = []
-            for row in order:
-                cid = self.ids[row]
-                if cid in skip or (keep is not None and not keep(cid)):
-                    continue
-                out.append((cid, float(sims[row])))
-                if len(out) >= k:
-                    return out
-            if len(order) == len(sims):
-                return out
+        # The best few first (argpartition, every row tied with the last of them included, so the order is exactly a
+        # full stable sort's); every row only when the filters refuse too many of those.
+        order = _best_rows(sims, k * 4 + len(skip) + 16)
+        out = self._first(order, sims, k, skip, keep)
+        if len(out) < k and len(order) < len(sims):
+            out = self._first(np.argsort(-sims, kind="stable"), sims, k, skip, keep)
+        return out
+
+    def _first(self, order, sims: np.ndarray, k: int, skip: set, keep) -> list[tuple[str, float]]:
+        out = []
+        for row in order:
+            cid = self.ids[row]
+            if cid in skip or (keep is not None and not keep(cid)):
+                continue
+            out.append((cid, float(sims[row])))
+            if len(out) >= k:
+                break
         return out
 
 

@@ -113,25 +113,7 @@ class VectorStore:
             raise
 
     def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        if not self.exists():
-            return out
-        for i in range(0, len(keys), 500):
-            part = list(keys[i:i + 500])
-            for key, blob in self.db.execute(
-                    f"SELECT key, vec FROM vectors WHERE key IN ({','.join('?' * len(part))})", part):
-                out[key] = np.frombuffer(blob, dtype=np.float16)
-        return out
-
-    def present(self, keys: Sequence[str]) -> set[str]:
-        """Those of `keys` that have a vector (without reading the vectors)."""
-        out: set[str] = set()
-        if not self.exists():
-            return out
-        for i in range(0, len(keys), 500):
-            part = list(keys[i:i + 500])
-            out.update(k for (k,) in self.db.execute(f"SELECT key FROM vectors WHERE key IN ({','.join('?' * len(part))})", part))
-        return out
+        return dict(self.each(keys))
 
     def each(self, keys: Sequence[str]) -> Iterator[tuple[str, np.ndarray]]:
         """(key, float16 vector) of those of `keys` that have one, 500 read at a time."""
