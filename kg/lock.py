@@ -112,6 +112,9 @@ class WriteLock:
             self._drop()
         self._mutex.release()
 
+    def close(self) -> None:
+        """Let go of what the lock keeps open between writes (nothing, unless a backing says otherwise)."""
+
     def __enter__(self) -> WriteLock:
         self.acquire()
         return self

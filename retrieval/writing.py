@@ -67,9 +67,9 @@ class Commits:
         self.recovered: list[str] = []  # commits a killed process left half done, finished by this one (kg check says so)
 
     def close(self) -> None:
-        for part in (self.shared, self.flock):
-            if hasattr(part, "close"):
-                part.close()
+        if self.shared is not None:
+            self.shared.close()
+        self.flock.close()
 
     # -- writes --------------------------------------------------------------------------------
     @contextmanager
