@@ -23,11 +23,14 @@ from retrieval.answer.llm import estimate_tokens
 from retrieval.answer.record import Citation
 from retrieval.answer.terms import has_term, key_terms, units
 
-__all__ = ["PROMPT_TOKENS", "answer_messages", "judge_messages", "passages_block", "rewrite_messages", "trim_passage"]
+__all__ = ["PROMPT_TOKENS", "answer_messages", "judge_messages", "passages_block", "passages_budget", "rewrite_messages",
+           "trim_passage"]
 
 PROMPT_TOKENS = 1500  # the whole prompt of a judge or answer call, estimated (a CPU model reads ~30 tokens/s)
-TASK_TOKENS = 260  # the system message, question and task lines, within PROMPT_TOKENS
-MIN_PASSAGE_TOKENS = 60  # a passage's least share: its best sentence or two
+TEMPLATE_TOKENS = 20  # a chat template's role markers around the two messages (Qwen2.5's ChatML: 13)
+ESTIMATE_SLACK = 30  # the estimate read a whole prompt up to 24 tokens short of Qwen2.5's count (demo; ops_dev_zh: 2)
+MIN_PASSAGE_TOKENS = 60  # a passage's least share: its best sentence or two, unless the passages' budget is smaller
+LEAST_PASSAGE_TOKENS = 20  # even then: a passage's first words
 _MARKER = re.compile(r"<\s*/?\s*(passage|question|conversation|system|instructions?)\b[^>]*>", re.IGNORECASE)
 
 _DATA_RULE = (
@@ -74,17 +77,31 @@ def trim_passage(text: str, question: str, budget: int) -> str:
 
 
 def passages_block(citations: Sequence[Citation], question: str = "", facts: str = "",
-                   budget: int = PROMPT_TOKENS - TASK_TOKENS) -> str:
-    """The numbered passages (graph facts first, when given), each cut to its share of `budget` tokens."""
+                   budget: int | None = None) -> str:
+    """The numbered passages (graph facts first, when given), each cut to its share of `budget` tokens (by default
+    what a judge or answer prompt about `question` leaves for them: `passages_budget`). Each passage's marker
+    (its title and section) is counted, so only a passage that would get fewer than MIN_PASSAGE_TOKENS pushes the block past the
+    budget, and then by its first words at most."""
+    if budget is None:
+        budget = passages_budget(question)
     parts = [facts] if facts else []
     left = budget - estimate_tokens(facts)
-    for i, c in enumerate(citations):
-        where = c.title + (f" § {c.section}" if c.section else "")
-        share = max(MIN_PASSAGE_TOKENS, left // (len(citations) - i))
+    opens = [f'<passage n="{c.n}" from="{_defuse(c.title + (f" § {c.section}" if c.section else ""))}">' for c in citations]
+    left -= sum(estimate_tokens(o + "\n\n</passage>\n") for o in opens)
+    floor = max(LEAST_PASSAGE_TOKENS, min(MIN_PASSAGE_TOKENS, left // max(1, len(citations))))
+    for i, (c, opened) in enumerate(zip(citations, opens, strict=True)):
+        share = max(floor, left // (len(citations) - i))
         text = trim_passage(c.text, question, share) if question else c.text
-        left -= estimate_tokens(text) + 12
-        parts.append(f'<passage n="{c.n}" from="{_defuse(where)}">\n{_defuse(text)}\n</passage>')
+        left -= estimate_tokens(text)
+        parts.append(f"{opened}\n{_defuse(text)}\n</passage>")
     return "\n".join(parts)
+
+
+def passages_budget(question: str) -> int:
+    """What PROMPT_TOKENS leaves for the passages and facts once the system message, the question, the longest
+    task (judge or answer, Chinese or English: the judge and the answer share one passages block so the server
+    reuses its cache) and the chat template are counted."""
+    return PROMPT_TOKENS - _FIXED_TOKENS - estimate_tokens(_question(question) + "\n\n\n\n")
 
 
 def _question(question: str) -> str:
@@ -100,11 +117,25 @@ def _context(question: str, citations: Sequence[Citation], facts: str) -> str:
     return f"{passages_block(citations, question, facts)}\n\n{_question(question)}\n\n"
 
 
+JUDGE_TASK = ("Task: decide whether the passages contain enough to answer the question. Reply with one JSON "
+              'object and nothing else: {"sufficient": true or false, "missing": [what the passages lack; '
+              'empty if nothing], "followup_query": "one short search query for what is missing; empty if sufficient"}.')
+ANSWER_TASK = {
+    "zh": ("任务：用中文回答问题，简短，几句话，照抄材料里的名称、参数名、数值和单位。每句话末尾用方括号写出它所依据的材料编号，如 [1] 或 [R1]；"
+           "材料里没有依据的话标 [未知]。材料不足以回答时直说，不要用你自己的知识补充。"),
+    "en": ("Task: answer the question in English, briefly, in a few sentences, keeping the passages' exact "
+           "names, setting names, values and units. End every sentence with the "
+           "numbers of the passages it rests on, like [1] or [R1]; mark a sentence the passages do not "
+           "support with [unknown]. If the passages do not answer the question, say so; never add "
+           "knowledge of your own."),
+}
+_FIXED_TOKENS = (estimate_tokens(SYSTEM) + max(estimate_tokens(t) for t in (JUDGE_TASK, *ANSWER_TASK.values()))
+                 + TEMPLATE_TOKENS + ESTIMATE_SLACK)
+
+
 def judge_messages(question: str, citations: Sequence[Citation], facts: str = "") -> list[dict]:
-    task = ("Task: decide whether the passages contain enough to answer the question. Reply with one JSON "
-            'object and nothing else: {"sufficient": true or false, "missing": [what the passages lack; '
-            'empty if nothing], "followup_query": "one short search query for what is missing; empty if sufficient"}.')
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": _context(question, citations, facts) + task}]
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": _context(question, citations, facts) + JUDGE_TASK}]
 
 
 def rewrite_messages(question: str, language: str, conversation: str = "") -> list[dict]:
@@ -130,13 +161,5 @@ def rewrite_messages(question: str, language: str, conversation: str = "") -> li
 
 
 def answer_messages(question: str, citations: Sequence[Citation], language: str, facts: str = "") -> list[dict]:
-    if language == "zh":
-        task = ("任务：用中文回答问题，简短，几句话，照抄材料里的名称、参数名、数值和单位。每句话末尾用方括号写出它所依据的材料编号，如 [1] 或 [R1]；"
-                "材料里没有依据的话标 [未知]。材料不足以回答时直说，不要用你自己的知识补充。")
-    else:
-        task = ("Task: answer the question in English, briefly, in a few sentences, keeping the passages' exact "
-                "names, setting names, values and units. End every sentence with the "
-                "numbers of the passages it rests on, like [1] or [R1]; mark a sentence the passages do not "
-                "support with [unknown]. If the passages do not answer the question, say so; never add "
-                "knowledge of your own.")
+    task = ANSWER_TASK["zh" if language == "zh" else "en"]
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": _context(question, citations, facts) + task}]
