@@ -270,3 +270,11 @@ def test_the_store_view_walks_the_demo_as_the_in_memory_view(oxigraph_url, tmp_p
                     assert edge.target in remote.entailed(iri, edge.relation), (iri, edge)
     finally:
         store.close()
+
+
+def test_select_over_some_named_graphs(store):
+    store.replace(ontology(), ONTOLOGY)
+    store.replace(facts(), DEFAULT)
+    query = "SELECT ?s WHERE { ?s ?p ?o }"
+    assert {r[0] for r in store.select(query, names=[ONTOLOGY])} == set(ontology().subjects())
+    assert len(store.select(query, names=[ONTOLOGY, DEFAULT])) == len(store.select(query)) == len(ontology() + facts())
