@@ -3,7 +3,7 @@
 The catalog (SQLite in the data dir) is the truth for chunks, as in `kg check --repair`: the target
 text index is written anew from it through the write path's own `reindex_all`, so the chunks are
 analysed exactly as an ingest analyses them. The graph is split into the base ontology's triples
-(named graph `ontology`) and the user's (`default`). The check afterwards compares chunk ids,
+(named graph `ontology`), each pack's (`pack:ID`) and the user's (`default`). The check afterwards compares chunk ids,
 the graph (triple for triple, numeric literals by value) and the top 10 of a sample of searches
 (each document's title as a question) between the old index and the new one.
 """
@@ -131,16 +131,20 @@ def _publish_catalog(kb, dsn: str, schema: str) -> None:
         record.close()
 
 
-def write_graph(store, whole: Graph) -> None:
-    from kg.stores import DEFAULT, ONTOLOGY
-    from ontology import BASE_ONTOLOGY_PATH, load_rdf
+def write_graph(store, whole: Graph) -> list[str]:
+    """The graph as the store's named graphs (`kg.stores.layout`: `ontology`, `default`, one `pack:ID` per
+    pack), each replaced in one request; a pack's graph whose pack is gone is dropped. Returns the names."""
+    from kg.stores.layout import named_graphs
+    from ontology import BASE_ONTOLOGY_PATH, KG, load_rdf
+    from retrieval.packs.shelf import PACK_CLASS
 
-    base = load_rdf(BASE_ONTOLOGY_PATH)
-    ontology_part, user = Graph(), Graph()
-    for triple in whole:
-        (ontology_part if triple in base else user).add(triple)
-    store.replace(ontology_part, ONTOLOGY)
-    store.replace(user, DEFAULT)
+    graphs = named_graphs(whole, load_rdf(BASE_ONTOLOGY_PATH), KG[PACK_CLASS])
+    for name in store.names():
+        if name.startswith("pack:") and name not in graphs:
+            store.drop(name)
+    for name, graph in graphs.items():
+        store.replace(graph, name)
+    return sorted(graphs)
 
 
 def _verify(kb, old_index, new_index, whole: Graph, store, report: MigrationReport) -> None:

@@ -143,7 +143,8 @@ class Commits:
 
     def _push_graph(self) -> str | None:
         """Shared with a SPARQL store (KG_GRAPH_STORE=sparql+http://...): the graph, when it changed since the
-        last push, replaces the store's `ontology` and `default` graphs; returns the digest pushed."""
+        last push, replaces the store's `ontology`, `default` and `pack:ID` graphs and drops those of packs
+        that are gone (`migration.write_graph`); returns the digest pushed."""
         kb = self.kb
         if not kb.settings.graph_store.startswith("sparql+"):
             return None

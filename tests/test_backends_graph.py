@@ -176,3 +176,105 @@ def test_the_demo_graph_answers_the_same_in_rdflib_and_in_oxigraph(oxigraph_url,
     finally:
         for s in stores:
             s.close()
+
+
+def _sparql_update(url: str, update: str) -> None:
+    """A SPARQL 1.1 Protocol update, as another tool (Protégé's plugins, a script) would send it."""
+    import urllib.parse
+    import urllib.request
+
+    body = urllib.parse.urlencode({"update": update}).encode()
+    request = urllib.request.Request(url + "/update", data=body, method="POST",
+                                     headers={"Content-Type": "application/x-www-form-urlencoded"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status in (200, 204)
+
+
+def test_kg_export_reads_the_store_with_what_other_tools_changed(oxigraph_url, tmp_path, monkeypatch):
+    """With KG_GRAPH_STORE a SPARQL store, `kg export` writes what the store holds (numeric literals by
+    value), so an edit made in the store by another tool shows in the export; graph.ttl is not read."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from kg.cli import cli
+    from kg.stores.sparql_store import GRAPH_PREFIX
+    from ontology import entity_iri, load_rdf
+    from retrieval.migration import write_graph
+
+    def kg(*args):
+        return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+    data_dir = tmp_path / "kb"
+    assert kg("import", Path(__file__).parent / "data" / "relations.csv", "--data-dir", data_dir).exit_code == 0
+    on_disk = load_rdf(data_dir / "graph.ttl")
+    store = open_graph_store("sparql+" + oxigraph_url, namespace="exported")
+    try:
+        write_graph(store, on_disk)
+        default = f"{GRAPH_PREFIX}exported/default"
+        orders, redis, kafka = (entity_iri(n) for n in ("order-service", "Redis", "Kafka"))
+        _sparql_update(oxigraph_url, f"""PREFIX kg: <https://kgrag.dev/ontology#> PREFIX rdfs: <{RDFS}>
+            INSERT DATA {{ GRAPH <{default}> {{ <{kafka}> a kg:MessageQueue ; rdfs:label "Kafka" .
+                                              <{orders}> kg:dependsOn <{kafka}> . }} }} ;
+            DELETE DATA {{ GRAPH <{default}> {{ <{orders}> kg:dependsOn <{redis}> . }} }}""")
+        held = store.read()
+    finally:
+        store.close()
+    monkeypatch.setenv("KG_GRAPH_STORE", "sparql+" + oxigraph_url)
+    monkeypatch.setenv("KG_POSTGRES_SCHEMA", "exported")
+
+    printed = kg("export", "--format", "turtle", "--data-dir", data_dir)
+    assert printed.exit_code == 0, printed.output
+    exported = Graph().parse(data=printed.stdout, format="turtle")
+    assert isomorphic(canonical(exported), canonical(held))
+    assert (orders, None, kafka) in exported and (orders, None, redis) not in exported
+    table = kg("export", "--data-dir", data_dir).stdout.splitlines()
+    assert any(row.startswith("order-service,dependsOn,Kafka,") and ",MessageQueue," in row for row in table)
+    assert not any(row.startswith("order-service,dependsOn,Redis") for row in table)
+    assert isomorphic(load_rdf(data_dir / "graph.ttl"), on_disk)  # the working copy is left as it was
+
+    monkeypatch.setenv("KG_POSTGRES_SCHEMA", "never_migrated")
+    empty = CliRunner().invoke(cli, ["export", "--data-dir", str(data_dir)])
+    assert empty.exit_code == 2
+    assert "holds no graph for 'never_migrated'" in empty.stderr and "kg migrate --to postgres+sparql" in empty.stderr
+
+
+@pytest.mark.slow
+def test_the_store_view_walks_the_demo_as_the_in_memory_view(oxigraph_url, tmp_path):
+    """The demo's graph migrated to Oxigraph: for every entity, the store view's typed edges (relation as
+    walked, target, weight, asserted property, direction, in order) equal the in-memory view's, with the
+    vocabulary read from the store's ontology; and each step the view walks under a relation's own name is
+    in the OWL closure the store computes for that relation (owl_paths: inverse, symmetric, sub-property)."""
+    from kg.cli.base import DEMO_DIR
+    from kg.store import KnowledgeGraph
+    from kg.stores.store_view import StoreGraphView
+    from retrieval.migration import write_graph
+
+    kg = KnowledgeGraph(tmp_path / "kb")
+    kg.import_relations(DEMO_DIR / "relations.csv")
+    local = kg.view
+    store = open_graph_store("sparql+" + oxigraph_url, namespace="demo_view")
+    try:
+        write_graph(store, kg.rdf)
+        remote = StoreGraphView(store, local.entities)
+        assert remote.vocab.properties == local.vocab.properties
+        walked = [iri for iri in local.entities if local.neighbours(iri)]
+        assert len(walked) > 50
+        assert {iri: remote.neighbours(iri) for iri in local.entities} == \
+            {iri: local.neighbours(iri) for iri in local.entities}
+        assert any(not e.forward and e.relation.startswith("^") for iri in walked for e in remote.neighbours(iri))
+        assert any(not e.forward and not e.relation.startswith("^") for iri in walked for e in remote.neighbours(iri))
+        for iri in walked[:12]:
+            for edge in local.neighbours(iri):
+                if not edge.relation.startswith("^"):
+                    assert edge.target in remote.entailed(iri, edge.relation), (iri, edge)
+    finally:
+        store.close()
+
+
+def test_select_over_some_named_graphs(store):
+    store.replace(ontology(), ONTOLOGY)
+    store.replace(facts(), DEFAULT)
+    query = "SELECT ?s WHERE { ?s ?p ?o }"
+    assert {r[0] for r in store.select(query, names=[ONTOLOGY])} == set(ontology().subjects())
+    assert len(store.select(query, names=[ONTOLOGY, DEFAULT])) == len(store.select(query)) == len(ontology() + facts())

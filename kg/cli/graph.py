@@ -18,7 +18,8 @@ from kg.cli.base import (
 
 @cli.command()
 @click.option("--format", "fmt", type=click.Choice(["csv", "turtle"]), default="csv", show_default=True,
-              help="csv = the relation table `kg import` reads; turtle = the whole graph.ttl.")
+              help="csv = the relation table `kg import` reads; turtle = the whole graph (graph.ttl, or the "
+                   "SPARQL store's graphs with KG_GRAPH_STORE=sparql+http://...).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to this file (atomically) instead of stdout.")
 @data_dir_option
@@ -28,14 +29,16 @@ def export(fmt: str, output: Path | None, data_dir: Path | None) -> None:
     \b
     The CSV has one row per relation, with the columns `kg import` reads; importing it into an
     empty knowledge base gives back the same entities and relations. What a table cannot hold
-    (entities without relations, aliases containing |, ...) is listed on stderr.
+    (entities without relations, aliases containing |, ...) is listed on stderr. With
+    KG_GRAPH_STORE=sparql+http://... the graph is read from the store (what other tools changed
+    there included), not from graph.ttl.
     """
     import io
 
     from kg.export import export_relations_csv, export_turtle, write_atomically
 
     with open_kb(data_dir) as kb:
-        graph, vocab = kb.graph.rdf, kb.graph.vocab
+        graph, vocab = _graph_to_export(kb)
         if fmt == "turtle":
             if output is None:
                 click.echo(graph.serialize(format="turtle"), nl=False)
@@ -54,6 +57,30 @@ def export(fmt: str, output: Path | None, data_dir: Path | None) -> None:
         # With a BOM, as the rejects file: Excel then reads the Chinese labels as UTF-8.
         write_atomically(output, text.getvalue().encode("utf-8-sig"))
         click.echo(f"exported {n} relations to {output}", err=True)
+
+
+def _graph_to_export(kb):
+    """graph.ttl's graph and vocabulary, or the SPARQL store's when KG_GRAPH_STORE names one: the store is
+    what Protégé and other tools read and edit, so an export shows their changes too."""
+    from kg.stores import configured_store
+
+    store = configured_store(kb.settings)
+    if store is None:
+        return kb.graph.rdf, kb.graph.vocab
+    from kg.errors import InputError
+    from ontology import Vocabulary
+
+    try:
+        graph = store.read()
+    finally:
+        store.close()
+    if not len(graph):
+        raise InputError(f"the SPARQL store at {store.url} holds no graph for '{kb.settings.postgres_schema}': "
+                         "copy it there with `kg migrate --to postgres+sparql`, or unset KG_GRAPH_STORE "
+                         "to export graph.ttl")
+    for prefix, namespace in kb.graph.rdf.namespaces():  # the Turtle reads as graph.ttl does
+        graph.bind(prefix, namespace, override=True, replace=True)
+    return graph, Vocabulary.from_graph(graph)
 
 
 @cli.group()

@@ -7,7 +7,8 @@ from pathlib import Path
 from kg.errors import InputError
 from kg.stores.base import DEFAULT, ONTOLOGY, GraphStore, canonical, check_name, pack_graph
 
-__all__ = ["DEFAULT", "ONTOLOGY", "GraphStore", "canonical", "check_name", "open_graph_store", "pack_graph"]
+__all__ = ["DEFAULT", "ONTOLOGY", "GraphStore", "canonical", "check_name", "configured_store", "open_graph_store",
+           "pack_graph"]
 
 
 def open_graph_store(spec: str, folder: Path | None = None, namespace: str = "kgrag") -> GraphStore:
@@ -24,3 +25,11 @@ def open_graph_store(spec: str, folder: Path | None = None, namespace: str = "kg
 
         return SparqlGraphStore(spec[len("sparql+"):], namespace=namespace)
     raise InputError(f"unknown graph store '{spec}': use 'file' or 'sparql+http://HOST:PORT' (KG_GRAPH_STORE)")
+
+
+def configured_store(settings) -> GraphStore | None:
+    """The SPARQL store `KG_GRAPH_STORE` names, with this knowledge base's graphs (`KG_POSTGRES_SCHEMA`);
+    None for the embedded default (graph.ttl in the data dir). The caller closes it."""
+    if not settings.graph_store.startswith("sparql+"):
+        return None
+    return open_graph_store(settings.graph_store, namespace=settings.postgres_schema)

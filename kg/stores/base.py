@@ -54,8 +54,9 @@ class GraphStore(Protocol):
     def drop(self, name: str) -> None:
         """Remove a named graph and everything in it (a pack that is gone)."""
 
-    def select(self, query: str) -> list[tuple]:
-        """Rows of a SPARQL 1.1 SELECT over the union of the named graphs (write the query without FROM)."""
+    def select(self, query: str, names: list[str] | None = None) -> list[tuple]:
+        """Rows of a SPARQL 1.1 SELECT over the union of the named graphs `names` (default: all of them,
+        which costs a SPARQL store one more request); write the query without FROM."""
 
     def close(self) -> None: ...
 

@@ -96,7 +96,12 @@ class FileGraphStore:
         self._graphs.pop(name, None)
         self._union = None
 
-    def select(self, query: str) -> list[tuple]:
+    def select(self, query: str, names: list[str] | None = None) -> list[tuple]:
+        if names is not None:
+            graph = Graph()
+            for name in names:
+                graph += self._graph(name)
+            return [tuple(row) for row in graph.query(query)]
         if self._union is None:
             self.read()
         return [tuple(row) for row in self._union.query(query)]

@@ -95,9 +95,10 @@ class SparqlGraphStore:
     def drop(self, name: str) -> None:
         self._update(f"DROP SILENT GRAPH <{self.iri(name)}>")
 
-    def select(self, query: str) -> list[tuple]:
-        """The query over the union of this knowledge base's graphs (FROM clauses added before WHERE)."""
-        names = self.names()
+    def select(self, query: str, names: list[str] | None = None) -> list[tuple]:
+        """The query over the union of this knowledge base's graphs, or of `names` (FROM clauses added
+        before WHERE; without `names`, one more request asks which graphs there are)."""
+        names = self.names() if names is None else [check_name(n) for n in names]
         if not names:
             return []
         match = _WHERE.search(query)

@@ -1,0 +1,100 @@
+"""What walking the graph in the SPARQL store costs a query: the demo knowledge base, its graph migrated to a
+throw-away `oxigraph serve`, each demo question's seeds expanded through the in-memory view and through
+`kg.stores.store_view.StoreGraphView` (a fresh view per question: nothing cached between questions).
+
+Prints the round trips per question and the CPU ms of the expansion in this process and in the Oxigraph
+server (from /proc), p50 and max, and whether every question reached the same entities with the same scores.
+
+    python bench/store_view.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+for extra in (REPO_ROOT, REPO_ROOT / "tests"):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
+
+
+def server_cpu_ms(pid: int) -> float:
+    """utime + stime of a process, in ms (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+class Counting:
+    """A graph store that counts its SELECTs (the round trips a view asks)."""
+
+    def __init__(self, store) -> None:
+        self.store, self.selects = store, 0
+
+    def names(self):
+        self.selects += 1
+        return self.store.names()
+
+    def select(self, query, names=None):
+        self.selects += 1 + (names is None)
+        return self.store.select(query, names)
+
+
+def main() -> None:
+    from backends_servers import oxigraph_server
+    from conftest import build_demo_kb
+
+    from kg.cli.base import DEMO_DIR
+    from kg.stores import open_graph_store
+    from kg.stores.store_view import StoreGraphView, store_vocabulary
+    from retrieval.graph.expand import expand_neighbours
+    from retrieval.migration import write_graph
+
+    questions = [json.loads(line)["question"] for line in
+                 (DEMO_DIR / "questions.jsonl").read_text("utf-8").splitlines() if line.strip()]
+    with tempfile.TemporaryDirectory() as tmp, oxigraph_server() as server:
+        if isinstance(server, str):
+            sys.exit(f"cannot run: {server}")
+        kb = build_demo_kb(Path(tmp) / "kb")
+        store = open_graph_store("sparql+" + server.url, namespace="bench")
+        try:
+            write_graph(store, kb.graph.rdf)
+            local = kb.graph.view
+            vocab = store_vocabulary(store)  # once per generation of the graph, not per question
+            rows, same = [], 0
+            for question in questions:
+                mentions = kb.linker.link(question)
+                if not mentions:
+                    continue
+                seeds = kb.evidence.seed_weights(mentions)
+                counting = Counting(store)
+                before_cpu, before_server, before_wall = time.process_time(), server_cpu_ms(server.process.pid), time.perf_counter()
+                view = StoreGraphView(counting, local.entities, vocab)
+                remote_hits = expand_neighbours(view, seeds, kb.expansion)
+                cpu = (time.process_time() - before_cpu) * 1000
+                wall = (time.perf_counter() - before_wall) * 1000
+                server_ms = server_cpu_ms(server.process.pid) - before_server
+                local_hits = expand_neighbours(local, seeds, kb.expansion)
+                same += remote_hits == local_hits
+                rows.append((counting.selects, cpu, server_ms, wall))
+        finally:
+            store.close()
+            kb.close()
+
+    def line(name: str, values: list[float]) -> str:
+        return f"{name}: p50 {statistics.median(values):.1f}, max {max(values):.1f}"
+
+    print(f"{len(rows)} demo questions with seeds; the same entities and scores as the in-memory view: {same}/{len(rows)}")
+    print(line("round trips per question", [r[0] for r in rows]))
+    print(line("client CPU ms per question", [r[1] for r in rows]))
+    print(line("Oxigraph CPU ms per question", [r[2] for r in rows]))
+    print(line("wall ms per question (loopback)", [r[3] for r in rows]))
+
+
+if __name__ == "__main__":
+    main()

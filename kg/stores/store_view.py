@@ -1,0 +1,103 @@
+"""A SPARQL store's graph as the read-only graph view the query-time expansion reads: an entity IRI in, its walkable typed edges (`kg.graph_types.Edge`) out, asked of the store.
+
+`StoreGraphView(store, entities)` answers `neighbours(iri)` with one SELECT per entity (cached for the
+view's life: make one per query, or per generation) and reads the vocabulary (properties, their
+inverses, symmetry, transitivity, weights) from the store's own ontology, so an ontology edited in the
+store (Protégé, another tool) is the one walked. The entities (labels, aliases, classes) are the
+caller's: linking needs them in memory anyway.
+
+Conventions, the same as `kg.graph.GraphView` (a differential test holds them equal on the demo):
+- one Edge per asserted triple `s p o` between two distinct entities, `p` an object property;
+- walked from `s`: relation `p`, forward; from `o`: `p`'s `owl:inverseOf` partner, or `p` itself when
+  `owl:SymmetricProperty`, or `^p` at half weight when the ontology declares neither;
+- weight = the walked property's expansion weight x the edge's own (`kg:weight` on an owl:Axiom);
+- an entity's edges in the order of its asserted triples sorted by (source, relation, target).
+Sub-properties and transitive chains are the expansion's business (it filters by `sub_properties` and
+chains transitive steps), as with the in-memory view; `entailed` gives the store's OWL closure of one
+relation (`kg.stores.owl_paths`: sub-properties, inverses, symmetry, `+` for transitive).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rdflib import Graph, URIRef
+
+from kg.graph_types import Edge, Entity
+from kg.stores.base import GraphStore
+from kg.stores.owl_paths import related
+from ontology import KG, Vocabulary
+
+__all__ = ["StoreGraphView", "store_vocabulary"]
+
+REVERSE_WITHOUT_INVERSE = 0.5  # as kg.graph's
+_PREFIXES = ("PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> "
+             "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> PREFIX owl: <http://www.w3.org/2002/07/owl#> ")
+
+
+def store_vocabulary(store: GraphStore) -> Vocabulary:
+    """The vocabulary of the ontology in the store: every triple about a property or a class, wherever
+    it is held (the base ontology's graph, or the user's when an ontology file was imported)."""
+    rows = store.select(_PREFIXES + "SELECT DISTINCT ?s ?p ?o WHERE { ?s ?p ?o . "
+                        "{ ?s rdf:type ?t VALUES ?t { owl:ObjectProperty owl:TransitiveProperty owl:SymmetricProperty "
+                        "owl:Class rdfs:Class } } UNION { ?s owl:inverseOf ?x } UNION { ?x owl:inverseOf ?s } }")
+    schema = Graph()
+    for s, p, o in rows:
+        schema.add((s, p, o))
+    return Vocabulary.from_graph(schema)
+
+
+class StoreGraphView:
+    """The neighbour questions of `GraphView`, answered by a SPARQL (or file) graph store."""
+
+    def __init__(self, store: GraphStore, entities: Mapping[str, Entity], vocab: Vocabulary | None = None) -> None:
+        self.store = store
+        self.entities = entities
+        self.vocab = vocab if vocab is not None else store_vocabulary(store)
+        self._by_iri = {p.iri: p for p in self.vocab.properties.values()}
+        self._props = " ".join(f"<{iri}>" for iri in sorted(self._by_iri))
+        self._graphs = store.names()  # read once: a view answers for the graphs as they were when it was made
+        self._neighbours: dict[str, list[Edge]] = {}
+
+    def neighbours(self, iri: str) -> list[Edge]:
+        cached = self._neighbours.get(iri)
+        if cached is None:
+            cached = self._neighbours[iri] = self._ask(iri) if iri in self.entities and self._props else []
+        return cached
+
+    def entailed(self, iri: str, relation: str) -> set[str]:
+        """The entities `iri relation ?x` entails under the store's ontology (the OWL closure)."""
+        return {x for x in related(self.store, iri, self.vocab.properties[relation].iri) if x in self.entities}
+
+    def _ask(self, iri: str) -> list[Edge]:
+        rows = self.store.select(
+            _PREFIXES + f"SELECT DISTINCT ?s ?p ?o ?w WHERE {{ VALUES ?p {{ {self._props} }} "
+            f"{{ <{iri}> ?p ?o BIND(<{iri}> AS ?s) }} UNION {{ ?s ?p <{iri}> BIND(<{iri}> AS ?o) }} "
+            "OPTIONAL { ?axiom rdf:type owl:Axiom ; owl:annotatedSource ?s ; owl:annotatedProperty ?p ; "
+            f"owl:annotatedTarget ?o ; <{KG.weight}> ?w }} }}", names=self._graphs)
+        asserted: dict[tuple[str, str, str], float] = {}
+        for s, p, o, w in rows:
+            if not isinstance(s, URIRef) or not isinstance(o, URIRef) or s == o:
+                continue
+            source, target = str(s), str(o)
+            if source not in self.entities or target not in self.entities:
+                continue
+            key = (source, self._by_iri[str(p)].name, target)
+            try:
+                asserted[key] = float(w) if w is not None else asserted.get(key, 1.0)
+            except (TypeError, ValueError):
+                asserted.setdefault(key, 1.0)
+        edges = []
+        for (source, relation, target), weight in sorted(asserted.items()):
+            info = self.vocab.properties[relation]
+            if source == iri:
+                edges.append(Edge(source, relation, target, info.weight * weight, relation, True, weight))
+                continue
+            if info.symmetric:
+                back, back_weight = relation, info.weight
+            elif info.inverse and info.inverse in self.vocab.properties:
+                back, back_weight = info.inverse, self.vocab.properties[info.inverse].weight
+            else:
+                back, back_weight = "^" + relation, info.weight * REVERSE_WITHOUT_INVERSE
+            edges.append(Edge(target, back, source, back_weight * weight, relation, False, weight))
+        return edges
