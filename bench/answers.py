@@ -158,6 +158,8 @@ def model_run(args) -> None:
     from retrieval.answer.local_server import LocalServer
 
     server, base, model = None, args.llm, args.llm_model
+    if args.kb_cache:
+        args.kb_cache.mkdir(parents=True, exist_ok=True)
     if args.serve:
         log = args.kb_cache / f"server-{args.serve}.log" if args.kb_cache else None
         server = LocalServer(args.serve, threads=args.threads, nice=args.nice, log=log).start()
