@@ -82,6 +82,22 @@ def test_named_graphs_round_trip_and_the_union_holds_them_all(store):
     assert isomorphic(store.read(), union)
 
 
+def test_replace_graphs_replaces_and_drops_in_one_go(store):
+    """What a commit pushes: every named graph replaced and a gone pack's graph dropped (one request on a
+    SPARQL store, blank nodes of several graphs included)."""
+    store.replace(facts(), DEFAULT)
+    store.replace(facts(), pack_graph("gone"))
+    default, pack = Graph(), Graph()
+    for graph in (default, pack):  # a blank node of its own in each (a store cannot share one between graphs)
+        b = BNode()
+        graph.add((EX.runbook, EX.step, b))
+        graph.add((b, RDFS.label, Literal("重启 nginx")))
+    store.replace_graphs({ONTOLOGY: ontology(), DEFAULT: default, pack_graph("ops"): pack}, drop=[pack_graph("gone")])
+    assert store.names() == [DEFAULT, ONTOLOGY, "pack:ops"]
+    assert isomorphic(store.read(DEFAULT), default) and isomorphic(store.read("pack:ops"), pack)
+    assert isomorphic(store.read(ONTOLOGY), ontology())
+
+
 def test_numeric_literals_keep_their_value(store):
     from rdflib.namespace import XSD
 
