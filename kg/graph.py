@@ -203,6 +203,9 @@ class GraphView:
     def labels(self) -> dict[str, str]:
         return {iri: label for iri, label, _ in self._rows()}
 
+    def prefetch(self, iris) -> None:
+        """The entities a walk starts from: nothing to do in memory (a store's view fetches them together)."""
+
     def neighbours(self, iri: str) -> list[Edge]:
         if self._adjacency is None:
             return self._packed.neighbours(iri)  # built for this node alone, once

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from retrieval.catalog import commit
 
-__all__ = ["CheckReport", "check", "repair"]
+__all__ = ["CheckReport", "check", "repair", "store_behind"]
 
 
 @dataclass
@@ -86,6 +86,9 @@ def inspect(kb) -> tuple[CheckReport, dict]:
         report.problems.append(
             f"the text index was written by an older kgrag ({RECIPES[recipe]}; this one indexes "
             f"{RECIPES[INDEX_RECIPE]}): --repair indexes its {len(catalog)} chunk(s) again")
+    found["push"] = store_behind(kb)
+    if found["push"] is not None:
+        report.problems.append(found["push"])
     report.counts = {"documents": kb.store.stats()["documents"], "chunks": len(catalog), "indexed": len(indexed),
                      "entities": len(entities)}
     from retrieval.vectors.check import inspect_vectors
@@ -94,12 +97,31 @@ def inspect(kb) -> tuple[CheckReport, dict]:
     return report, found
 
 
+def store_behind(kb) -> str | None:
+    """With KG_GRAPH_STORE=sparql+...: why the SPARQL store does not hold graph.ttl's graph, if it does not
+    (what the commits recorded: `Commits.push_graph`; the store itself is not asked)."""
+    if not kb.settings.graph_store.startswith("sparql+"):
+        return None
+    from retrieval.migration import store_mark
+
+    mark = store_mark(kb.settings.graph_store, kb.settings.postgres_schema, kb.graph.digest)
+    if commit.get_state(kb.store.db, "store_graph") == mark:
+        return None
+    failed = commit.get_state(kb.store.db, "store_push_failed")
+    why = f"the last push failed: {failed}" if failed else "no commit has pushed this graph to it yet"
+    return (f"the SPARQL store ({kb.settings.graph_store}) is behind graph.ttl ({why}); the next commit pushes it, "
+            "or `kg check --repair` now")
+
+
 def check(kb, repair_problems: bool = False, progress=None) -> CheckReport:
     """`progress(n)`: n more chunks indexed again, when the repair writes the text index anew."""
     report, found = inspect(kb)
     report.recovered = list(kb.commits.recovered)
     if repair_problems and not report.clean:
         report.repaired = _repair(kb, report, found, rebuild=True, progress=progress)
+        if found["push"] is not None:  # a store still down fails the repair with what to do (BusyError)
+            kb.commits.push_graph(strict=True)
+            report.repaired.append(f"pushed graph.ttl's graph to the SPARQL store ({kb.settings.graph_store})")
     return report
 
 

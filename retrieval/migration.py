@@ -70,6 +70,10 @@ def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", g
             if target == "postgres+sparql":
                 whole = kb.graph.rdf
                 write_graph(store, whole)
+                from retrieval.catalog import commit
+
+                with kb.store.transaction():  # the store holds this graph: the next commit need not push it
+                    commit.set_state(kb.store.db, "store_graph", store_mark(graph_store, schema, kb.graph.digest))
             else:
                 whole = _graph_back(kb, store, report)
             kb.linker  # noqa: B018 - teaches jieba the graph's labels and the synonyms, which the chunks were cut with
@@ -131,19 +135,23 @@ def _publish_catalog(kb, dsn: str, schema: str) -> None:
         record.close()
 
 
+def store_mark(spec: str, namespace: str, digest: str) -> str:
+    """What the catalog records (`store_graph`) once a graph reached a store: which store, which knowledge
+    base in it, which graph; a store or schema set anew is behind until a push."""
+    return f"{spec} {namespace} {digest}"
+
+
 def write_graph(store, whole: Graph) -> list[str]:
     """The graph as the store's named graphs (`kg.stores.layout`: `ontology`, `default`, one `pack:ID` per
-    pack), each replaced in one request; a pack's graph whose pack is gone is dropped. Returns the names."""
+    pack), all replaced in one request (a SPARQL store takes it whole or not at all); a pack's graph whose
+    pack is gone is dropped. Returns the names."""
     from kg.stores.layout import named_graphs
     from ontology import BASE_ONTOLOGY_PATH, KG, load_rdf
     from retrieval.packs.shelf import PACK_CLASS
 
     graphs = named_graphs(whole, load_rdf(BASE_ONTOLOGY_PATH), KG[PACK_CLASS])
-    for name in store.names():
-        if name.startswith("pack:") and name not in graphs:
-            store.drop(name)
-    for name, graph in graphs.items():
-        store.replace(graph, name)
+    gone = [name for name in store.names() if name.startswith("pack:") and name not in graphs]
+    store.replace_graphs(graphs, drop=gone)
     return sorted(graphs)
 
 

@@ -14,11 +14,14 @@ the new one is built; a library or CLI process without a follower catches up bef
 On PostgreSQL (KG_TEXT_BACKEND=postgres) the lock is PostgreSQL's (`catalog.postgres_lock`) and a
 commit ends by publishing the catalog and files to it (`catalog.shared`): servers on other machines,
 each with its own data dir, follow the published generation and restore what was published.
+With a SPARQL store (KG_GRAPH_STORE=sparql+http://...), on either, a commit pushes a changed graph to it
+before its generation (`push_graph`).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -128,10 +131,8 @@ class Commits:
 
     def _publish(self, op: str) -> None:
         kb = self.kb
-        pushed = self._push_graph() if self.shared is not None else None
+        self.push_graph()
         with kb.store.transaction():
-            if pushed is not None:
-                commit.set_state(kb.store.db, "store_graph", pushed)
             if commit.get_state(kb.store.db, "linked_graph") is None:
                 commit.set_state(kb.store.db, "linked_graph", kb.graph.digest)
             self.generation = commit.bump_generation(kb.store.db)
@@ -141,25 +142,43 @@ class Commits:
             self.shared.publish(kb.root, kb.store.db, self.generation)
             commit.crash_point(op, "publish")
 
-    def _push_graph(self) -> str | None:
-        """Shared with a SPARQL store (KG_GRAPH_STORE=sparql+http://...): the graph, when it changed since the
-        last push, replaces the store's `ontology`, `default` and `pack:ID` graphs and drops those of packs
-        that are gone (`migration.write_graph`); returns the digest pushed."""
+    def push_graph(self, strict: bool = False) -> str | None:
+        """With a SPARQL store (KG_GRAPH_STORE=sparql+http://...), embedded or shared: the graph, when it changed
+        since the last push, replaces the store's `ontology`, `default` and `pack:ID` graphs and drops those of
+        packs that are gone, in one update request (`migration.write_graph`: the store takes it whole or not
+        at all). Returns why the push failed, None when the store holds this graph.
+
+        A store that fails does not fail the commit (`strict`: it raises): by then the commit is written
+        locally, and the store is a copy of graph.ttl that other tools read, so its outage should not stop
+        ingesting. The failure is recorded (`store_push_failed`) beside what was pushed last (`store_graph`):
+        the next commit, whatever it changes, pushes again, and `kg check` says the store is behind."""
         kb = self.kb
         if not kb.settings.graph_store.startswith("sparql+"):
             return None
-        digest = kb.graph.digest
-        if commit.get_state(kb.store.db, "store_graph") == digest:
-            return None
         from kg.stores import open_graph_store
-        from retrieval.migration import write_graph
+        from retrieval.migration import store_mark, write_graph
 
-        store = open_graph_store(kb.settings.graph_store, namespace=kb.settings.postgres_schema)
+        mark = store_mark(kb.settings.graph_store, kb.settings.postgres_schema, kb.graph.digest)
+        if commit.get_state(kb.store.db, "store_graph") == mark:
+            return None
+        failure = None
         try:
-            write_graph(store, kb.graph.rdf)
-        finally:
-            store.close()
-        return digest
+            store = open_graph_store(kb.settings.graph_store, namespace=kb.settings.postgres_schema)
+            try:
+                write_graph(store, kb.graph.rdf)
+            finally:
+                store.close()
+        except Exception as exc:  # the commit is written: whatever failed, record it and let the next one retry
+            if strict:
+                raise
+            failure = str(exc)
+            logging.getLogger("kgrag").warning("committed, but the graph did not reach the SPARQL store (%s); the next "
+                                               "commit pushes it again, `kg check` says the store is behind", exc)
+        with kb.store.transaction():
+            if failure is None:
+                commit.set_state(kb.store.db, "store_graph", mark)
+            commit.set_state(kb.store.db, "store_push_failed", failure or "")
+        return failure
 
     def _forget_shared_journal(self) -> None:
         try:
@@ -296,8 +315,6 @@ class Follower:
         self.thread.join(timeout=30)
 
     def _run(self) -> None:
-        import logging
-
         log = logging.getLogger("kgrag")
         while not self._stop.is_set():
             self._wake.wait(self.interval)

@@ -82,6 +82,22 @@ def test_named_graphs_round_trip_and_the_union_holds_them_all(store):
     assert isomorphic(store.read(), union)
 
 
+def test_replace_graphs_replaces_and_drops_in_one_go(store):
+    """What a commit pushes: every named graph replaced and a gone pack's graph dropped (one request on a
+    SPARQL store, blank nodes of several graphs included)."""
+    store.replace(facts(), DEFAULT)
+    store.replace(facts(), pack_graph("gone"))
+    default, pack = Graph(), Graph()
+    for graph in (default, pack):  # a blank node of its own in each (a store cannot share one between graphs)
+        b = BNode()
+        graph.add((EX.runbook, EX.step, b))
+        graph.add((b, RDFS.label, Literal("重启 nginx")))
+    store.replace_graphs({ONTOLOGY: ontology(), DEFAULT: default, pack_graph("ops"): pack}, drop=[pack_graph("gone")])
+    assert store.names() == [DEFAULT, ONTOLOGY, "pack:ops"]
+    assert isomorphic(store.read(DEFAULT), default) and isomorphic(store.read("pack:ops"), pack)
+    assert isomorphic(store.read(ONTOLOGY), ontology())
+
+
 def test_numeric_literals_keep_their_value(store):
     from rdflib.namespace import XSD
 
@@ -243,11 +259,13 @@ def test_kg_export_reads_the_store_with_what_other_tools_changed(oxigraph_url, t
 def test_the_store_view_walks_the_demo_as_the_in_memory_view(oxigraph_url, tmp_path):
     """The demo's graph migrated to Oxigraph: for every entity, the store view's typed edges (relation as
     walked, target, weight, asserted property, direction, in order) equal the in-memory view's, with the
-    vocabulary read from the store's ontology; and each step the view walks under a relation's own name is
-    in the OWL closure the store computes for that relation (owl_paths: inverse, symmetric, sub-property)."""
+    vocabulary read from the store's ontology; each step the view walks under a relation's own name is
+    in the OWL closure the store computes for that relation (owl_paths: inverse, symmetric, sub-property);
+    and an expansion from one seed reaches the same entities in about max_hops + 1 SELECTs (one per hop)."""
     from kg.cli.base import DEMO_DIR
     from kg.store import KnowledgeGraph
     from kg.stores.store_view import StoreGraphView
+    from retrieval.graph.expand import ExpansionSettings, expand_neighbours
     from retrieval.migration import write_graph
 
     kg = KnowledgeGraph(tmp_path / "kb")
@@ -268,8 +286,34 @@ def test_the_store_view_walks_the_demo_as_the_in_memory_view(oxigraph_url, tmp_p
             for edge in local.neighbours(iri):
                 if not edge.relation.startswith("^"):
                     assert edge.target in remote.entailed(iri, edge.relation), (iri, edge)
+
+        # A walk asks one SELECT per hop, not one per entity it reaches (transitive chains may add a few).
+        settings = ExpansionSettings()
+        asked = []
+        for iri in walked[:20]:
+            counting = _CountingStore(store)
+            hits = expand_neighbours(StoreGraphView(counting, local.entities, remote.vocab), {iri: 1.0}, settings)
+            assert hits == expand_neighbours(local, {iri: 1.0}, settings)
+            asked.append((counting.selects, len(hits)))
+        assert max(n for n, _ in asked) <= settings.max_hops + 1 + settings.transitive_depth, asked
+        assert sorted(n for n, _ in asked)[len(asked) // 2] <= settings.max_hops + 1, asked
+        assert max(reached for _, reached in asked) > 3 * (settings.max_hops + 1)  # one per entity would be many more
     finally:
         store.close()
+
+
+class _CountingStore:
+    """A graph store that counts the SELECTs asked of it."""
+
+    def __init__(self, store) -> None:
+        self.store, self.selects = store, 0
+
+    def names(self):
+        return self.store.names()
+
+    def select(self, query, names=None):
+        self.selects += 1
+        return self.store.select(query, names)
 
 
 def test_select_over_some_named_graphs(store):

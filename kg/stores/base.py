@@ -7,7 +7,7 @@ graph.ttl holds beside the ontology) and `pack:ID` (a knowledge pack's own graph
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Protocol, runtime_checkable
 
 from rdflib import Graph
@@ -44,6 +44,10 @@ class GraphStore(Protocol):
 
     def replace(self, graph: Graph, name: str = DEFAULT) -> None:
         """The named graph becomes exactly `graph` (one request / one atomic file write)."""
+
+    def replace_graphs(self, graphs: Mapping[str, Graph], drop: Iterable[str] = ()) -> None:
+        """Each named graph of `graphs` becomes exactly its graph and those of `drop` go: one request (a SPARQL
+        store applies it whole or not at all), or one atomic file write per graph."""
 
     def add(self, triples: Iterable[Triple], name: str = DEFAULT) -> int:
         """Add triples to one named graph; returns how many were sent."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from rdflib import Graph
@@ -74,6 +74,12 @@ class FileGraphStore:
         copy = Graph()
         copy += graph
         self._save(name, copy)
+
+    def replace_graphs(self, graphs: Mapping[str, Graph], drop: Iterable[str] = ()) -> None:
+        for name in drop:
+            self.drop(name)
+        for name, graph in graphs.items():
+            self.replace(graph, name)
 
     def add(self, triples: Iterable[Triple], name: str = DEFAULT) -> int:
         graph, n = self.read(name), 0

@@ -10,7 +10,7 @@ Nothing relies on the store's reasoning: OWL semantics are rewritten into proper
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from urllib.error import HTTPError, URLError
 
 from rdflib import BNode, Graph
@@ -77,6 +77,15 @@ class SparqlGraphStore:
         target = self.iri(name)
         body = _triples(graph)
         self._update(f"DROP SILENT GRAPH <{target}> ;\nINSERT DATA {{ GRAPH <{target}> {{\n{body}\n}} }}")
+
+    def replace_graphs(self, graphs: Mapping[str, Graph], drop: Iterable[str] = ()) -> None:
+        """One update request of DROP / INSERT DATA operations: the store applies it whole or not at all, so a
+        push cut short (a store that stops, a refused triple) leaves every graph as it was."""
+        operations = [f"DROP SILENT GRAPH <{self.iri(name)}>" for name in [*drop, *graphs]]
+        operations += [f"INSERT DATA {{ GRAPH <{self.iri(name)}> {{\n{_triples(graph)}\n}} }}"
+                       for name, graph in graphs.items() if len(graph)]
+        if operations:
+            self._update(" ;\n".join(operations))
 
     def add(self, triples: Iterable[Triple], name: str = DEFAULT) -> int:
         triples = list(triples)

@@ -1,9 +1,10 @@
 """A SPARQL store's graph as the read-only graph view the query-time expansion reads: an entity IRI in, its walkable typed edges (`kg.graph_types.Edge`) out, asked of the store.
 
-`StoreGraphView(store, entities)` answers `neighbours(iri)` with one SELECT per entity (cached for the
-view's life: make one per query, or per generation) and reads the vocabulary (properties, their
-inverses, symmetry, transitivity, weights) from the store's own ontology, so an ontology edited in the
-store (Protégé, another tool) is the one walked. The entities (labels, aliases, classes) are the
+`StoreGraphView(store, entities)` answers `neighbours(iri)` with one SELECT per hop of a walk: an entity
+asked for is fetched together with every entity its fetched neighbours reached (`prefetch` adds the
+seeds), all cached for the view's life (make one per query, or per generation). It reads the vocabulary
+(properties, their inverses, symmetry, transitivity, weights) from the store's own ontology, so an
+ontology edited in the store (Protégé, another tool) is the one walked. The entities (labels, aliases, classes) are the
 caller's: linking needs them in memory anyway.
 
 Conventions, the same as `kg.graph.GraphView` (a differential test holds them equal on the demo):
@@ -19,7 +20,7 @@ relation (`kg.stores.owl_paths`: sub-properties, inverses, symmetry, `+` for tra
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from rdflib import Graph, URIRef
 
@@ -31,6 +32,7 @@ from ontology import KG, Vocabulary
 __all__ = ["StoreGraphView", "store_vocabulary"]
 
 REVERSE_WITHOUT_INVERSE = 0.5  # as kg.graph's
+BATCH = 500  # entities a SELECT asks about at most (a hop wider than this takes more requests)
 _PREFIXES = ("PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> "
              "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> PREFIX owl: <http://www.w3.org/2002/07/owl#> ")
 
@@ -58,23 +60,46 @@ class StoreGraphView:
         self._props = " ".join(f"<{iri}>" for iri in sorted(self._by_iri))
         self._graphs = store.names()  # read once: a view answers for the graphs as they were when it was made
         self._neighbours: dict[str, list[Edge]] = {}
+        self._frontier: set[str] = set()  # reached through a fetched edge, not fetched yet
+
+    def prefetch(self, iris: Iterable[str]) -> None:
+        """The entities a walk starts from (its seeds): asked for together with the next one asked."""
+        self._frontier.update(i for i in iris if i in self.entities and i not in self._neighbours)
 
     def neighbours(self, iri: str) -> list[Edge]:
         cached = self._neighbours.get(iri)
         if cached is None:
-            cached = self._neighbours[iri] = self._ask(iri) if iri in self.entities and self._props else []
+            if iri not in self.entities or not self._props:
+                cached = self._neighbours[iri] = []
+            else:
+                self._fetch([iri, *sorted(self._frontier - {iri})[: BATCH - 1]])
+                cached = self._neighbours[iri]
         return cached
 
     def entailed(self, iri: str, relation: str) -> set[str]:
         """The entities `iri relation ?x` entails under the store's ontology (the OWL closure)."""
         return {x for x in related(self.store, iri, self.vocab.properties[relation].iri) if x in self.entities}
 
-    def _ask(self, iri: str) -> list[Edge]:
+    def _fetch(self, batch: list[str]) -> None:
+        """The edges of every entity of `batch` in one SELECT; their targets become the frontier, which the
+        next miss fetches whole. A best-first walk asks for an entity's neighbours only after reaching it from
+        one already asked for, so the walk's k-th hop is one request: about max_hops + 1 a question."""
+        values = "VALUES ?e { " + " ".join(f"<{iri}>" for iri in batch) + f" }} VALUES ?p {{ {self._props} }}"
         rows = self.store.select(
-            _PREFIXES + f"SELECT DISTINCT ?s ?p ?o ?w WHERE {{ VALUES ?p {{ {self._props} }} "
-            f"{{ <{iri}> ?p ?o BIND(<{iri}> AS ?s) }} UNION {{ ?s ?p <{iri}> BIND(<{iri}> AS ?o) }} "
+            _PREFIXES + f"SELECT DISTINCT ?e ?s ?p ?o ?w WHERE {{ {{ {values} ?e ?p ?o BIND(?e AS ?s) }} "
+            f"UNION {{ {values} ?s ?p ?e BIND(?e AS ?o) }} "
             "OPTIONAL { ?axiom rdf:type owl:Axiom ; owl:annotatedSource ?s ; owl:annotatedProperty ?p ; "
             f"owl:annotatedTarget ?o ; <{KG.weight}> ?w }} }}", names=self._graphs)
+        grouped: dict[str, list[tuple]] = {iri: [] for iri in batch}
+        for e, *row in rows:
+            if str(e) in grouped:
+                grouped[str(e)].append(tuple(row))
+        for iri, found in grouped.items():
+            edges = self._neighbours[iri] = self._edges(iri, found)
+            self._frontier.update(edge.target for edge in edges if edge.target not in self._neighbours)
+        self._frontier.difference_update(batch)
+
+    def _edges(self, iri: str, rows: list[tuple]) -> list[Edge]:
         asserted: dict[tuple[str, str, str], float] = {}
         for s, p, o, w in rows:
             if not isinstance(s, URIRef) or not isinstance(o, URIRef) or s == o:

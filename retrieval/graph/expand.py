@@ -61,6 +61,7 @@ def expand_neighbours(
         if iri in labels:
             heapq.heappush(heap, (-score, tie, iri, 0, 0, "", ()))
             tie += 1
+    view.prefetch([iri for iri in seeds if iri in labels])  # a store's view asks for all the seeds at once
     vocab = view.vocab
     # An entity keeps the score and path of the first (best-scoring) time it is reached, but is
     # walked again when reached in fewer hops, so a strong long path does not hide a short one.
