@@ -15,12 +15,11 @@ from collections.abc import Mapping
 from rdflib import OWL, RDF, RDFS, SKOS, BNode, Graph, Literal, URIRef
 
 from kg.graph_packed import PackedGraph
-from kg.graph_types import Edge, Entity
+from kg.graph_types import Edge, Entity, walkable_steps
 from ontology import KG, Vocabulary, local_name
 
 __all__ = ["Edge", "Entity", "GraphView", "entity_subjects", "pick_label"]
 
-REVERSE_WITHOUT_INVERSE = 0.5
 _QUALIFIER = re.compile(r"\s*[(（][^()（）]*[)）]\s*$")  # walking an edge backwards that the ontology gives no inverse for
 
 
@@ -102,18 +101,12 @@ class GraphView:
 
     def add_edge(self, source: str, relation: str, target: str, weight: float = 1.0) -> None:
         self._unpack()
-        info = self.vocab.properties[relation]
+        forward, backward = walkable_steps(self.vocab, source, relation, target, weight)
         self._edges[(source, relation, target)] = weight
         if self._graph is not None:
             self._graph.add_edge(source, target, key=relation, weight=weight)
-        self.adjacency[source].append(Edge(source, relation, target, info.weight * weight, relation, True, weight))
-        if info.symmetric:
-            back, back_weight = relation, info.weight
-        elif info.inverse and info.inverse in self.vocab.properties:
-            back, back_weight = info.inverse, self.vocab.properties[info.inverse].weight
-        else:
-            back, back_weight = "^" + relation, info.weight * REVERSE_WITHOUT_INVERSE
-        self.adjacency[target].append(Edge(target, back, source, back_weight * weight, relation, False, weight))
+        self.adjacency[source].append(forward)
+        self.adjacency[target].append(backward)
 
     # -- graph.cache: the view as columns (kg.graph_packed) ------------------------------------------
     def __getstate__(self) -> dict:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Edge", "Entity"]
+__all__ = ["REVERSE_WITHOUT_INVERSE", "Edge", "Entity", "walkable_steps"]
+
+REVERSE_WITHOUT_INVERSE = 0.5  # a relation walked backwards that the ontology gives no inverse or symmetry
 
 
 @dataclass(frozen=True)
@@ -29,3 +31,18 @@ class Edge:
     asserted: str  # the property actually asserted in the graph
     forward: bool  # False when walked from the object end
     edge_weight: float = 1.0
+
+
+def walkable_steps(vocab, source: str, relation: str, target: str, weight: float = 1.0) -> tuple[Edge, Edge]:
+    """The two steps an asserted edge `source relation target` gives (`vocab`: ontology.Vocabulary): forward, and
+    backward from the target under the relation's inverse, itself when symmetric, else `^relation` at
+    REVERSE_WITHOUT_INVERSE of its weight. Every graph view (in memory, in a SPARQL store) walks these."""
+    info = vocab.properties[relation]
+    if info.symmetric:
+        back, back_weight = relation, info.weight
+    elif info.inverse and info.inverse in vocab.properties:
+        back, back_weight = info.inverse, vocab.properties[info.inverse].weight
+    else:
+        back, back_weight = "^" + relation, info.weight * REVERSE_WITHOUT_INVERSE
+    return (Edge(source, relation, target, info.weight * weight, relation, True, weight),
+            Edge(target, back, source, back_weight * weight, relation, False, weight))

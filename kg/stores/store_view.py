@@ -24,14 +24,13 @@ from collections.abc import Iterable, Mapping
 
 from rdflib import Graph, URIRef
 
-from kg.graph_types import Edge, Entity
+from kg.graph_types import Edge, Entity, walkable_steps
 from kg.stores.base import GraphStore
 from kg.stores.owl_paths import related
 from ontology import KG, Vocabulary
 
 __all__ = ["StoreGraphView", "store_vocabulary"]
 
-REVERSE_WITHOUT_INVERSE = 0.5  # as kg.graph's
 BATCH = 500  # entities a SELECT asks about at most (a hop wider than this takes more requests)
 _PREFIXES = ("PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> "
              "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> PREFIX owl: <http://www.w3.org/2002/07/owl#> ")
@@ -114,15 +113,6 @@ class StoreGraphView:
                 asserted.setdefault(key, 1.0)
         edges = []
         for (source, relation, target), weight in sorted(asserted.items()):
-            info = self.vocab.properties[relation]
-            if source == iri:
-                edges.append(Edge(source, relation, target, info.weight * weight, relation, True, weight))
-                continue
-            if info.symmetric:
-                back, back_weight = relation, info.weight
-            elif info.inverse and info.inverse in self.vocab.properties:
-                back, back_weight = info.inverse, self.vocab.properties[info.inverse].weight
-            else:
-                back, back_weight = "^" + relation, info.weight * REVERSE_WITHOUT_INVERSE
-            edges.append(Edge(target, back, source, back_weight * weight, relation, False, weight))
+            forward, backward = walkable_steps(self.vocab, source, relation, target, weight)
+            edges.append(forward if source == iri else backward)
         return edges
