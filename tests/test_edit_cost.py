@@ -1,17 +1,23 @@
 """What a one-paragraph edit must not pay for the size of the knowledge base (issue 25): opening the text index's
-searcher and writer reads its segment files in place instead of copying them whole."""
+searcher and writer reads its segment files in place instead of copying them whole, and the catalog statements
+of an edit find their rows through indexes instead of walking tables that grow with every document."""
 
 from __future__ import annotations
 
 import io
+import os
 import pickle
 import random
+import sqlite3
+import time
 
 import whoosh.filedb.structfile as structfile
+from conftest import copy_fixture_corpus, make_settings
 
 from retrieval.index.whoosh_files import ViewFile
 from retrieval.index.whoosh_index import WhooshIndex
-from retrieval.types import Chunk
+from retrieval.pipeline import KnowledgeBase
+from retrieval.types import Chunk, SourceDocument
 
 WORDS = [f"w{i:03d}" for i in range(400)] + ["缓存", "网关", "副本", "超时"]
 
@@ -21,6 +27,13 @@ def _chunks(n: int) -> list[Chunk]:
     return [Chunk(chunk_id=f"c{i}", doc_id=f"d{i}", ordinal=0, title=f"t{i % 7}", section="",
                   text=" ".join(rng.choice(WORDS) for _ in range(60)), line_start=1, line_end=1, sha256=f"h{i}")
             for i in range(n)]
+
+
+def _age(path, seconds: int) -> None:
+    past = time.time() - seconds
+    for f in [path, *path.rglob("*")] if path.is_dir() else [path]:
+        if f.is_file():
+            os.utime(f, (past, past))
 
 
 def _index_bytes(path) -> int:
@@ -70,3 +83,58 @@ def test_a_view_file_reads_as_a_bytes_file_does():
     bio.seek(3)
     out_v, out_b = bytearray(7), bytearray(7)
     assert view.readinto(out_v) == bio.readinto(out_b) and out_v == out_b
+
+
+# A statement that walks a table that grows with every document costs at least a few VM steps a row: with
+# BULK documents in the catalog such a walk is far over this, a look-up through an index far under it.
+BULK = 600
+STEPS = 1_000
+
+
+def _steps(db: sqlite3.Connection, sql: str) -> int:
+    count = [0]
+
+    def tick() -> int:
+        count[0] += 1
+        return 0
+
+    db.set_progress_handler(tick, 1)
+    try:
+        db.execute(sql).fetchall()
+    finally:
+        db.set_progress_handler(None, 1)
+    return count[0]
+
+
+def test_no_catalog_statement_of_an_edit_walks_the_catalog(tmp_path, monkeypatch):
+    docs, _ = copy_fixture_corpus(tmp_path)
+    _age(docs, 3600)  # stamps old enough to be recorded, as for files edited a while ago
+    data = tmp_path / "kb"
+    with KnowledgeBase(make_settings(data), create=True) as kb:
+        kb.ingest_paths([docs])
+        kb.ingest_documents([SourceDocument(f"bulk/{i}.md", f"# Note {i}\n\nThe gateway {WORDS[i % 400]} note {i}.")
+                             for i in range(BULK)])
+    edited = next(docs.rglob("*.md"))
+    edited.write_text(edited.read_text(encoding="utf-8") + "\n\nOne more paragraph: the gateway timeout is 9s.\n",
+                      encoding="utf-8")
+    _age(edited, 60)
+
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args, **kwargs):
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(statements.append)  # statements as run, their parameters inlined
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    with KnowledgeBase(make_settings(data)) as kb:  # opening is part of every `kg ingest`
+        report = kb.ingest_paths([docs])
+    monkeypatch.undo()
+    assert report.updated == 1 and report.chunks_indexed >= 1
+    reads = [sql for sql in dict.fromkeys(statements) if sql.lstrip().upper().startswith("SELECT")]
+    assert len(reads) > 20
+    with connect(data / "kb.sqlite") as db:
+        # index_words is the graph's vocabulary, read whole once a process to find words taught since.
+        costly = {sql: n for sql in reads if "index_words" not in sql and (n := _steps(db, sql)) > STEPS}
+    assert costly == {}
