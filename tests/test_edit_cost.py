@@ -9,6 +9,8 @@ import os
 import pickle
 import random
 import sqlite3
+import subprocess
+import sys
 import time
 
 import whoosh.filedb.structfile as structfile
@@ -138,3 +140,19 @@ def test_no_catalog_statement_of_an_edit_walks_the_catalog(tmp_path, monkeypatch
         # index_words is the graph's vocabulary, read whole once a process to find words taught since.
         costly = {sql: n for sql in reads if "index_words" not in sql and (n := _steps(db, sql)) > STEPS}
     assert costly == {}
+
+
+def test_kg_ingest_of_an_edit_imports_no_numpy(tmp_path):
+    """numpy (~0.17 s of a start-up) serves the query path's diversity and the vectors; an edit uses neither."""
+    docs, _ = copy_fixture_corpus(tmp_path)
+    script = ("import runpy, sys\nsys.argv = ['kg', 'ingest', sys.argv[1], '--data-dir', sys.argv[2], '-q']\n"
+              "try:\n    runpy.run_module('kg.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+              "print('numpy' in sys.modules)")
+    for _ in range(2):  # a new knowledge base, then an edit of it
+        done = subprocess.run([sys.executable, "-c", script, str(docs), str(tmp_path / "kb")], capture_output=True,
+                              text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().splitlines()[-1] == "False"
+        edited = next(docs.rglob("*.md"))
+        edited.write_text(edited.read_text(encoding="utf-8") + "\n\nOne more paragraph.\n", encoding="utf-8")
+    assert (tmp_path / "kb" / "kb.sqlite").exists()
