@@ -175,8 +175,11 @@ def edit_folder(folder: Path, data_dir: Path, round_: int, pycache: Path | None 
     target = folder / "note-07.md"
     target.write_text(target.read_text(encoding="utf-8") + f"\n\nEdit {round_}: the gateway timeout is now {round_}s.\n",
                       encoding="utf-8")
+    # `settle` > 2 s: the edit is ingested when its file's stamp can be trusted (filestats.RACY_NS), as a user's `kg
+    # ingest` a while after saving, so the unchanged run is answered from the stamps; 0: at once, and the unchanged
+    # run reads the edited file again.
+    time.sleep(settle)
     edit = kg("ingest", str(folder), "-q", data_dir=data_dir, pycache=pycache)
-    time.sleep(settle)  # `settle` > 2 s: the edited file's stamp is trusted again (filestats.RACY_NS), as a while later
     same = kg("ingest", str(folder), "-q", data_dir=data_dir, pycache=pycache)
     return {"edit": edit, "unchanged": same}
 
