@@ -156,3 +156,38 @@ def test_kg_ingest_of_an_edit_imports_no_numpy(tmp_path):
         edited = next(docs.rglob("*.md"))
         edited.write_text(edited.read_text(encoding="utf-8") + "\n\nOne more paragraph.\n", encoding="utf-8")
     assert (tmp_path / "kb" / "kb.sqlite").exists()
+
+
+def test_an_edit_opens_each_segment_of_the_text_index_once(tmp_path, monkeypatch):
+    """The writer opens every segment (its deletes look the old chunk up); a process that only writes opens no
+    searcher besides, neither at start nor after its commit (the next read opens one)."""
+    import whoosh.reading
+
+    docs, _ = copy_fixture_corpus(tmp_path)
+    data = tmp_path / "kb"
+    with KnowledgeBase(make_settings(data), create=True) as kb:
+        kb.ingest_paths([docs])
+        for batch in range(3):  # one segment an ingest (each larger than the first tiers)
+            kb.ingest_documents([SourceDocument(f"bulk/{batch}-{i}.md", f"# Note {batch} {i}\n\nThe gateway {WORDS[i]}.")
+                                 for i in range(40 * (batch + 1))])
+        segments = kb.index.segment_count()
+    assert segments >= 3
+    edited = next(docs.rglob("*.md"))
+    edited.write_text(edited.read_text(encoding="utf-8") + "\n\nOne more paragraph: the gateway timeout is 9s.\n",
+                      encoding="utf-8")
+
+    opened = []
+    original = whoosh.reading.SegmentReader.__init__
+
+    def counting(self, storage, schema, segment, *args, **kwargs):
+        opened.append(segment.segment_id())
+        original(self, storage, schema, segment, *args, **kwargs)
+
+    monkeypatch.setattr(whoosh.reading.SegmentReader, "__init__", counting)
+    with KnowledgeBase(make_settings(data)) as kb:
+        report = kb.ingest_paths([docs])
+    monkeypatch.undo()
+    assert report.updated == 1 and report.chunks_indexed >= 1
+    assert len(opened) == segments, opened  # was three times: at open, in the writer, after the commit
+    with KnowledgeBase(make_settings(data)) as kb:  # and the next read finds the edit
+        assert any("9s" in h.text for h in kb.query("gateway timeout 9s", mode="bm25").hits)
