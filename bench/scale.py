@@ -95,71 +95,28 @@ def questions(limit: int = 120) -> list[str]:
     return out
 
 
-# -- references over the same chunks ----------------------------------------------------------------------------
-class Fts5:
-    """jieba-cut text in an FTS5 table (the approach users copy from blog posts), one transaction a batch."""
-
-    def __init__(self, path: Path) -> None:
-        import jieba
-
-        jieba.setLogLevel(60)
-        self.cut = jieba.lcut
-        self.db = sqlite3.connect(path)
-        self.db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS chunks USING fts5(chunk_id UNINDEXED, title, body)")
-
-    def add(self, chunks) -> None:
-        with self.db:
-            self.db.executemany("INSERT INTO chunks VALUES (?, ?, ?)",
-                                [(c.chunk_id, " ".join(self.cut(c.title)), " ".join(self.cut(c.text))) for c in chunks])
-
-    def query(self, text: str) -> list[str]:
-        words = {w.strip() for w in self.cut(text) if w.strip() and re.search(r"\w", w)}
-        if not words:
-            return []
-        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-        return [r[0] for r in self.db.execute(
-            "SELECT chunk_id FROM chunks WHERE chunks MATCH ? ORDER BY bm25(chunks, 2.0, 1.0) LIMIT 10", (match,))]
-
-
-class Tantivy:
-    """tantivy over the same jieba-cut text (whitespace tokens), one commit a batch."""
-
-    def __init__(self, path: Path) -> None:
-        import jieba
-        import tantivy
-
-        self.cut = jieba.lcut
-        builder = tantivy.SchemaBuilder()
-        builder.add_text_field("chunk_id", stored=True, tokenizer_name="raw")
-        builder.add_text_field("title", tokenizer_name="whitespace")
-        builder.add_text_field("body", tokenizer_name="whitespace")
-        self.schema = builder.build()
-        path.mkdir(parents=True, exist_ok=True)
-        self.index = tantivy.Index(self.schema, path=str(path))
-        self.tantivy = tantivy
-
-    def add(self, chunks) -> None:
-        writer = self.index.writer(heap_size=50_000_000, num_threads=1)
-        for c in chunks:
-            writer.add_document(self.tantivy.Document(chunk_id=c.chunk_id, title=" ".join(self.cut(c.title)).lower(),
-                                                      body=" ".join(self.cut(c.text)).lower()))
-        writer.commit()
-        writer.wait_merging_threads()
-        self.index.reload()
-
-    def query(self, text: str) -> list[str]:
-        words = {w.strip().lower() for w in self.cut(text) if w.strip() and re.search(r"\w", w)}
-        if not words:
-            return []
-        searcher = self.index.searcher()
-        t = self.tantivy
-        q = t.Query.boolean_query([(t.Occur.Should, t.Query.term_query(self.schema, f, w)) for w in words
-                                   for f in ("title", "body")])
-        return [searcher.doc(addr)["chunk_id"][0] for _, addr in searcher.search(q, 10).hits]
-
-
 # -- measurements ---------------------------------------------------------------------------------------------
-def kg(*args: str, data_dir: Path) -> dict:
+def child_env(data_dir: Path, pycache: Path | None = None) -> dict:
+    """The environment of a measured `kg` process. `pycache`: Python's compiled modules kept there, as an installed
+    package has them (a machine that sets PYTHONDONTWRITEBYTECODE otherwise compiles kgrag's ~90 modules from
+    source in every process: ~0.2-0.3 s CPU of each start-up on this machine)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KG_DATA_DIR": str(data_dir), "OMP_NUM_THREADS": "1"}
+    if pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    return env
+
+
+def compile_modules(pycache: Path) -> None:
+    """Byte-compile kgrag and what it imports into `pycache` once, before anything is timed."""
+    env = child_env(Path("."), pycache)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "kg", "retrieval", "api", "ontology"], cwd=ROOT, env=env,
+                   capture_output=True, check=False)
+    warm = "import kg.cli, retrieval.pipeline, retrieval.write_path, api.app, whoosh.writing, jieba, rdflib, numpy"
+    subprocess.run([sys.executable, "-c", warm], env=env, capture_output=True, check=False)
+
+
+def kg(*args: str, data_dir: Path, pycache: Path | None = None) -> dict:
     """One `kg` command in a new process: its CPU seconds, peak RSS and wall seconds."""
     script = ("import resource, sys, time, json, runpy; t = time.perf_counter(); sys.argv = ['kg'] + sys.argv[1:]\n"
               "try:\n    runpy.run_module('kg.cli', run_name='__main__')\nexcept SystemExit as e:\n    code = e.code\n"
@@ -167,7 +124,7 @@ def kg(*args: str, data_dir: Path) -> dict:
               # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forking parent
               "hwm = [int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM:')][0]\n"
               "print('@@' + json.dumps([r.ru_utime + r.ru_stime, hwm / 1024, time.perf_counter() - t]), file=sys.stderr)")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "KG_DATA_DIR": str(data_dir), "OMP_NUM_THREADS": "1"}
+    env = child_env(data_dir, pycache)
     done = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, check=False)
     line = [x for x in done.stderr.splitlines() if x.startswith("@@")]
     if not line or "error:" in done.stderr:
@@ -176,8 +133,8 @@ def kg(*args: str, data_dir: Path) -> dict:
     return {"cpu_s": round(cpu_s, 3), "peak_rss_mb": round(rss), "wall_s": round(wall, 3)}
 
 
-def serve(data_dir: Path, queries: list[str], port: int = 18731) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "KG_DATA_DIR": str(data_dir), "OMP_NUM_THREADS": "1"}
+def serve(data_dir: Path, queries: list[str], port: int = 18731, pycache: Path | None = None) -> dict:
+    env = child_env(data_dir, pycache)
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "kg.cli", "serve", "--port", str(port), "--no-access-log"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -213,13 +170,17 @@ def query_cpu(fn, qs: list[str]) -> dict:
     return {"p50_ms": round(statistics.median(times), 2), "p95_ms": round(times[int(len(times) * 0.95) - 1], 2)}
 
 
-def edit_folder(folder: Path, data_dir: Path, round_: int) -> dict:
+def edit_folder(folder: Path, data_dir: Path, round_: int, pycache: Path | None = None, settle: float = 0) -> dict:
     """`kg ingest` of a 40-file folder: after one paragraph of one file changed, then again unchanged."""
     target = folder / "note-07.md"
     target.write_text(target.read_text(encoding="utf-8") + f"\n\nEdit {round_}: the gateway timeout is now {round_}s.\n",
                       encoding="utf-8")
-    edit = kg("ingest", str(folder), "-q", data_dir=data_dir)
-    same = kg("ingest", str(folder), "-q", data_dir=data_dir)
+    # `settle` > 2 s: the edit is ingested when its file's stamp can be trusted (filestats.RACY_NS), as a user's `kg
+    # ingest` a while after saving, so the unchanged run is answered from the stamps; 0: at once, and the unchanged
+    # run reads the edited file again.
+    time.sleep(settle)
+    edit = kg("ingest", str(folder), "-q", data_dir=data_dir, pycache=pycache)
+    same = kg("ingest", str(folder), "-q", data_dir=data_dir, pycache=pycache)
     return {"edit": edit, "unchanged": same}
 
 
@@ -275,6 +236,8 @@ def checkpoint(kb, work: Path, step: int, state: dict, refs: dict, qs: list[str]
 
 
 def run(work: Path, steps: list[int], fresh: bool) -> dict:
+    from scale_refs import Fts5, Tantivy
+
     if fresh and work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
@@ -378,29 +341,44 @@ def relations_run(work: Path, rows: int) -> dict:
     return out
 
 
-def render(work: Path) -> str:
-    """The tables of RESULTS-scale.md from the saved checkpoints (the prose around them is written by hand)."""
+def remeasure(work: Path, repeats: int, bytecode: bool) -> dict:
+    """The start-up rows (cold `kg query`, the edit, the unchanged folder, `kg serve`) again on the saved knowledge
+    base with the code as it is now, for a fix that landed after its checkpoint was measured. On a copy of the data
+    dir (the run's own is not touched; run this when the run is not running: the edit appends to its folder)."""
     results = json.loads((work / "results.json").read_text())
-    rows = results["checkpoints"]
-    out = ["| chunks | segments | ingest ms CPU/chunk (since last) | FTS5 | tantivy | kg / FTS5 | peak RSS MB | disk MB (B/chunk) | "
-           "FTS5 MB | tantivy MB |", "|" + "---|" * 10]
-    for r in rows:
-        out.append(f"| {r['chunks']:,} | {r['segments']} | {r['ingest_ms_per_chunk']} | {r['fts5_ms_per_chunk']} | "
-                   f"{r.get('tantivy_ms_per_chunk', '-')} | {r['ingest_ms_per_chunk'] / r['fts5_ms_per_chunk']:.1f}x | "
-                   f"{r['ingest_peak_rss_mb']} | {r['disk_mb']} ({r['kg_bytes_per_chunk']:,}) | {r['fts5_disk_mb']} | "
-                   f"{r.get('tantivy_disk_mb', '-')} |")
-    out += ["", "| chunks | full p50/p95 ms CPU | bm25 p50/p95 | FTS5 p50/p95 | tantivy p50/p95 | full / FTS5 (p50) | "
-            "cold `kg query` CPU s (wall) | edit CPU s (wall) | unchanged folder CPU s (wall) | `kg serve` to /health "
-            "CPU s (wall) | serve RSS MB |", "|" + "---|" * 11]
-    for r in rows:
-        def pair(q):
-            return f"{q['p50_ms']} / {q['p95_ms']}" if q else "-"
-        e, u, sv, c = r["edit"]["edit"], r["edit"]["unchanged"], r["serve"], r["kg_query_cold"]
-        out.append(f"| {r['chunks']:,} | {pair(r['query_full'])} | {pair(r['query_bm25'])} | {pair(r['query_fts5'])} | "
-                   f"{pair(r.get('query_tantivy'))} | {r['query_full']['p50_ms'] / r['query_fts5']['p50_ms']:.1f}x | "
-                   f"{c['cpu_s']} ({c['wall_s']}) | {e['cpu_s']} ({e['wall_s']}) | {u['cpu_s']} ({u['wall_s']}) | "
-                   f"{sv['to_health_cpu_s']} ({sv['to_health_wall_s']}) | {sv['rss_after_queries_mb']} |")
-    return "\n".join(out) + "\n"
+    copy = work / "remeasure-kb"
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(work / "kb", copy)
+    pycache = work / "pycache" if bytecode else None
+    if pycache is not None:
+        compile_modules(pycache)
+    qs = questions()
+    rounds = []
+    for i in range(repeats):
+        row = {"kg_query_cold": kg("query", qs[0], data_dir=copy, pycache=pycache),
+               "edit": edit_folder(work / "folder", copy, 1000 + len(results.get("remeasured", [])) * 10 + i, pycache,
+                                   settle=2.5),
+               "serve": serve(copy, qs[:20], pycache=pycache)}
+        rounds.append(row)
+        print(json.dumps(row), flush=True)
+    code = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    out = {"chunks": results["state"]["chunks"], "segments": _segments(copy), "bytecode": bytecode, "code": code,
+           "load_average": [round(x, 1) for x in os.getloadavg()], "rounds": rounds}
+    results.setdefault("remeasured", []).append(out)
+    (work / "results.json").write_text(json.dumps(results, indent=1))
+    shutil.rmtree(copy)
+    return out
+
+
+def _segments(data_dir: Path) -> int:
+    return len(list((data_dir / "index").glob("*.seg")))
+
+
+def render(work: Path) -> str:
+    from scale_render import render as tables
+
+    return tables(work)
 
 
 def main() -> None:
@@ -410,9 +388,16 @@ def main() -> None:
     parser.add_argument("--relations", type=int, default=0, help="also measure a relation table of this many rows")
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--render", action="store_true", help="print the tables of the saved checkpoints")
+    parser.add_argument("--remeasure", type=int, default=0, metavar="N",
+                        help="measure the start-up rows N times again on the saved knowledge base (a copy), with this code")
+    parser.add_argument("--bytecode", action="store_true",
+                        help="measured processes use compiled modules (kept in WORK/pycache), as an installed package does")
     args = parser.parse_args()
     if args.render:
         print(render(args.work))
+        return
+    if args.remeasure:
+        print(json.dumps(remeasure(args.work, args.remeasure, args.bytecode)))
         return
     if not (SHARED / "ops_dev_zh" / "corpus.jsonl").exists():
         sys.exit("bench/scale.py needs the shared benchmark sets in ../shared/bench")

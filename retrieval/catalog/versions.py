@@ -29,6 +29,7 @@ CREATE TABLE IF NOT EXISTS versions (
     ingested_at REAL NOT NULL, n_chunks INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS versions_doc ON versions(doc_id);
+CREATE INDEX IF NOT EXISTS versions_source ON versions(source);
 CREATE TABLE IF NOT EXISTS version_chunks (
     version_id TEXT NOT NULL REFERENCES versions(version_id) ON DELETE CASCADE, chunk_id TEXT NOT NULL,
     ordinal INTEGER NOT NULL, parent_id TEXT NOT NULL, line_start INTEGER NOT NULL, line_end INTEGER NOT NULL,
@@ -63,7 +64,10 @@ def ensure_schema(db: sqlite3.Connection) -> None:
         for name, kind in columns.items():
             if name not in have:
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
-    if db.execute("SELECT 1 FROM documents WHERE doc_id NOT IN (SELECT doc_id FROM versions) LIMIT 1").fetchone():
+    # Only a catalog from before versions has documents and no version at all (the backfill is one transaction,
+    # and every write since adds a document with its version): two look-ups, not a walk of every document on
+    # each open (~25 ms at 50k documents).
+    if db.execute("SELECT NOT EXISTS (SELECT 1 FROM versions) AND EXISTS (SELECT 1 FROM documents)").fetchone()[0]:
         db.executescript("BEGIN;" + _BACKFILL + "COMMIT;")
 
 

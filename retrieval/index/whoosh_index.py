@@ -14,7 +14,7 @@ from whoosh import scoring
 from whoosh.fields import ID, TEXT, Schema
 from whoosh.query import Or, Term
 
-from retrieval.index import analysis
+from retrieval.index import analysis, whoosh_files
 from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
 from retrieval.index.candidates import add_common_terms, head_then_tail, top_chunks
 from retrieval.index.whoosh_postings import PostingScores
@@ -41,6 +41,7 @@ def _install_segment_names() -> None:
 
 
 _install_segment_names()
+whoosh_files.install()  # segment files read in place, not copied whole by each searcher
 
 # whoosh pickles the schema with its analyzers' module path: indexes written before the
 # analyzers moved into retrieval/index/ name `retrieval.analysis`, so that name must still resolve.
@@ -87,9 +88,26 @@ class WhooshIndex:
         self._closed = False
         self._writer = None
         self._prepared: list | None = None  # the writer's segments once written, before they are published
-        self._searcher = self.ix.searcher(weighting=self._weighting)
-        self._scores = PostingScores(self._searcher, self._bm25)  # its posting scores, length norms and chunk ids
+        # (searcher, its PostingScores), opened by the first read after each commit: a process that only writes
+        # (`kg ingest` of an edit) opens the segments once, in the writer, instead of three times.
+        self._reader: tuple | None = None
+        self._reader_lock = threading.Lock()
         self._scope: tuple = (None, {})  # (searcher, {doc ids: their docnums}) of scoped searches
+
+    def _open_reader(self) -> tuple:
+        with self._reader_lock:
+            if self._reader is None:
+                searcher = self.ix.searcher(weighting=self._weighting)
+                self._reader = (searcher, PostingScores(searcher, self._bm25))  # its scores, length norms, chunk ids
+            return self._reader
+
+    @property
+    def _searcher(self):
+        return (self._reader or self._open_reader())[0]
+
+    @property
+    def _scores(self) -> PostingScores:
+        return (self._reader or self._open_reader())[1]
 
     # -- writes ------------------------------------------------------------------------------
     def _w(self):
@@ -149,8 +167,8 @@ class WhooshIndex:
             self._prepared = segments
 
     def commit(self, optimize: bool = False, replace_all: bool = False) -> None:
-        """Publish the writer's segments (written now unless `prepare` already did) and reopen the
-        searcher on them; with no writer open, only reopen the searcher on the latest commit."""
+        """Publish the writer's segments (written now unless `prepare` already did); the next read searches
+        them. With no writer open, only move the next read to the latest commit."""
         self.prepare(optimize=optimize, replace_all=replace_all)
         with self._lock:
             if self._writer is not None:
@@ -160,11 +178,10 @@ class WhooshIndex:
                 finally:
                     writer._finish()
                     self._writer = self._prepared = None
-            # Searcher.refresh() fails on an index that was empty when opened; reopen instead.
-            searcher = self.ix.searcher(weighting=self._weighting)
+            # The next read opens a searcher on the latest commit (Searcher.refresh() fails on an index that
+            # was empty when opened).
             with self._search_lock:  # never under a search that is still reading the old one
-                self._searcher.close()
-                self._searcher, self._scores = searcher, PostingScores(searcher, self._bm25)
+                self._drop_reader()
 
     def optimize(self) -> int:
         """Merge every segment into one, written before the switch like any commit (`commit()` publishes it);
@@ -309,7 +326,13 @@ class WhooshIndex:
         if self._closed:
             return
         self.rollback()
-        self._searcher.close()
+        self._drop_reader()
         self._closed = True
+
+    def _drop_reader(self) -> None:
+        with self._reader_lock:
+            reader, self._reader = self._reader, None
+        if reader is not None:
+            reader[0].close()
 
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from retrieval.rank.fusion import Fused
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["DIVERSITY_WINDOW", "diversify"]
 
@@ -38,6 +40,8 @@ def diversify(fused: Sequence[Fused], vectors: Mapping[str, np.ndarray], weight:
     movable = [i for i, f in enumerate(head) if f.id in vectors]
     if weight <= 0 or len(movable) < 3 or not head[0].score:
         return out
+    import numpy as np  # here, not at import: a write (`kg ingest`) imports the query path but never diversifies
+
     top = head[0].score
     matrix = np.stack([np.asarray(vectors[head[i].id], dtype=np.float32) for i in movable])
     pairwise = matrix @ matrix.T  # cosine: the vectors are normalised
