@@ -24,6 +24,7 @@ from rdflib import OWL, RDF, RDFS, SKOS, Graph, Literal, URIRef
 from kg.errors import InputError
 from kg.files import file_stamp
 from kg.graph import GraphView
+from kg.turtle import serialize_turtle
 from ontology import BASE_ONTOLOGY_PATH, KG, Vocabulary, entity_iri, load_rdf
 
 __all__ = ["CACHE_FILE", "GRAPH_FILE", "KnowledgeGraph"]
@@ -77,7 +78,7 @@ class KnowledgeGraph:
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = self.rdf.serialize(format="turtle", encoding="utf-8")
+        data = serialize_turtle(self.rdf)  # rdflib's bytes, without its per-occurrence prefix look-ups
         fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".ttl", dir=self.path.parent)
         try:
             with os.fdopen(fd, "wb") as fh:

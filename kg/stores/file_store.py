@@ -13,6 +13,7 @@ from pathlib import Path
 from rdflib import Graph
 
 from kg.stores.base import DEFAULT, Triple, check_name
+from kg.turtle import serialize_turtle
 
 __all__ = ["FileGraphStore"]
 
@@ -57,7 +58,7 @@ class FileGraphStore:
 
     def _save(self, name: str, graph: Graph) -> None:
         path = self._path(name)
-        data = graph.serialize(format="turtle", encoding="utf-8")
+        data = serialize_turtle(graph)
         fd, tmp = tempfile.mkstemp(prefix=".graph-", suffix=".ttl", dir=self.folder)
         try:
             with os.fdopen(fd, "wb") as fh:
