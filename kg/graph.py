@@ -70,7 +70,9 @@ class GraphView:
         # One scan per predicate, not four look-ups per entity (63k entities: most of building the view)
         labels_of, alt_of, types_of = _objects_by_subject(g, RDFS.label, SKOS.prefLabel), _objects_by_subject(
             g, SKOS.altLabel), _objects_by_subject(g, RDF.type)
-        for s in sorted(subjects):  # a set: sorted, so the view (and ties among its entities) is the same in every process
+        # a set: sorted, so the view (and ties among its entities) is the same in every process; all URIRefs,
+        # so by their text (what URIRef.__lt__ compares, without a Python call per comparison)
+        for s in sorted(subjects, key=str):
             labels = [o for o in labels_of.get(s, ()) if isinstance(o, Literal)]
             label = pick_label(labels, local_name(s))
             aliases = {str(x) for x in labels} | {str(o) for o in alt_of.get(s, ()) if isinstance(o, Literal)}

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import defaultdict
 from io import BytesIO
 
-from rdflib import Graph, Literal, URIRef
-from rdflib.plugins.serializers.turtle import VERB, TurtleSerializer
+from rdflib import BNode, Graph, Literal, URIRef
+from rdflib.plugins.serializers.turtle import _GEN_QNAME_FOR_DT, VERB, TurtleSerializer
 
 __all__ = ["serialize_turtle"]
 
@@ -47,12 +47,36 @@ class TurtleWriter(TurtleSerializer):
         self._pieces.append(text)
 
     def preprocess(self) -> None:
-        by_subject = self._by_subject
-        for triple in self.store.triples((None, None, None)):
-            self.preprocessTriple(triple)
-            by_subject[triple[0]].append(triple[1:])
+        if self.base is not None or type(self).preprocessTriple is not TurtleSerializer.preprocessTriple:
+            for triple in self.store.triples((None, None, None)):
+                self.preprocessTriple(triple)
+                self._by_subject[triple[0]].append(triple[1:])
+        else:
+            self._preprocess_without_base()
         # Every prefix is bound now (preprocessing binds them): a term's name no longer changes.
         self._labels = {}
+
+    def _preprocess_without_base(self) -> None:
+        """`preprocessTriple` for every triple, inlined (no base: no predicate is written relative to it);
+        a term whose prefixed name is known is not asked again (see get_pname)."""
+        refs, subjects, by_subject, keywords = self._references, self._subjects, self._by_subject, self.keywords
+        pnames, get_pname, namespaces = self._pnames, self.get_pname, self.namespaces
+        for triple in self.store.triples((None, None, None)):
+            s, p, o = triple
+            refs[o] += 1
+            subjects[s] = True
+            by_subject[s].append((p, o))
+            for node, gen in ((s, False), (p, True), (o, False)):
+                if gen and node in keywords:
+                    continue
+                if isinstance(node, URIRef):
+                    known = pnames.get((node, gen))
+                    if known is None or (known[0] is None and known[1] != len(namespaces)):
+                        get_pname(node, gen)
+                elif isinstance(node, Literal) and node.datatype:
+                    get_pname(node.datatype, _GEN_QNAME_FOR_DT)
+            if isinstance(p, BNode):
+                refs[p] += 1
 
     def get_pname(self, uri, gen_prefix: bool = True):
         if not isinstance(uri, URIRef):
