@@ -134,9 +134,9 @@ class KnowledgeGraph:
                 return dict(stats)
         return self.view.stats()
 
-    def _write_cache(self) -> None:
+    def _write_cache(self) -> bool:
         if not self.digest or self._view is None or self._vocab is None:
-            return
+            return False
         try:
             fd, tmp = tempfile.mkstemp(prefix=".cache-", dir=self.cache_path.parent)
             with os.fdopen(fd, "wb") as fh:
@@ -146,6 +146,8 @@ class KnowledgeGraph:
             os.replace(tmp, self.cache_path)
         except (OSError, pickle.PicklingError, RecursionError):
             Path(tmp).unlink(missing_ok=True)  # a cache that cannot be written only costs speed
+            return False
+        return True
 
     def invalidate(self) -> None:
         self._view = self._vocab = None
@@ -161,7 +163,13 @@ class KnowledgeGraph:
     def view(self) -> GraphView:
         if self._view is None and not self._load_derived():
             self._view = GraphView.from_rdf(self.rdf, self.vocab)
-            self._write_cache()
+            if self._write_cache():
+                # Read back what was written: the view as columns (kg.graph_packed), as the next process
+                # reads it, instead of ~67k entities and ~200k edges as objects (120 MB at 100k rows,
+                # the peak of `kg import`). The same view (tests/test_graph_cache_packed.py).
+                cached = self._read_cache()
+                if cached is not None:
+                    self._vocab, self._view = cached
         return self._view
 
     # -- writes ------------------------------------------------------------------------------
