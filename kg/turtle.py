@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import defaultdict
 from io import BytesIO
 
-from rdflib import BNode, Graph, Literal, URIRef
-from rdflib.plugins.serializers.turtle import _GEN_QNAME_FOR_DT, VERB, TurtleSerializer
+from rdflib import RDF, RDFS, BNode, Graph, Literal, URIRef
+from rdflib.plugins.serializers.turtle import _GEN_QNAME_FOR_DT, OBJECT, VERB, TurtleSerializer
 
 __all__ = ["serialize_turtle"]
 
@@ -104,11 +104,81 @@ class TurtleWriter(TurtleSerializer):
             text = labels[key] = super().label(node, position)
         return text
 
+    # -- writing: rdflib's predicateList / objectList / sortProperties / orderSubjects, with the calls of
+    # path -> p_squared -> p_default inlined for the terms that are not blank nodes (what p_default does),
+    # and sorts of IRIs by their text (what URIRef.__lt__ compares). Blank nodes take rdflib's own path.
+
+    def orderSubjects(self):
+        if self.topClasses != [RDFS.Class] or any(type(s) not in (URIRef, BNode) for s in self._subjects):
+            return super().orderSubjects()
+        members = sorted(self.store.subjects(RDF.type, RDFS.Class), key=_text_if_iri)
+        if any(not isinstance(m, URIRef) for m in members):
+            return super().orderSubjects()
+        for member in members:
+            self._topLevels[member] = True
+        seen = set(members)
+        refs = self._references
+        # (is a blank node, references, the node): within one kind the nodes compare by their text
+        recursable = [(isinstance(s, BNode), refs[s], str(s), s) for s in self._subjects if s not in seen]
+        recursable.sort(key=lambda t: t[:3])
+        return members + [t[3] for t in recursable]
+
+    def sortProperties(self, properties):
+        for objects in properties.values():
+            if all(type(o) is URIRef for o in objects):
+                objects.sort(key=str)
+            else:
+                objects.sort()
+        ordered = [p for p in self.predicateOrder if p in properties]
+        rest = list(properties)
+        if all(type(p) is URIRef for p in rest):
+            rest.sort(key=str)
+        else:
+            rest.sort()
+        chosen = set(ordered)
+        return ordered + [p for p in rest if p not in chosen]
+
+    def predicateList(self, subject, newline: bool = False) -> None:
+        properties = self.buildPredicateHash(subject)
+        props = self.sortProperties(properties)
+        if not props:
+            return
+        write, label = self._pieces.append, self.label
+        for i, predicate in enumerate(props):
+            if i:
+                write(" ;\n" + self.indent(1))
+            if isinstance(predicate, BNode):
+                self.verb(predicate, newline=newline if i == 0 else True)
+            else:
+                if i == 0 and not newline:
+                    write(" ")
+                write(label(predicate, VERB))
+            self.objectList(properties[predicate])
+
+    def objectList(self, objects) -> None:
+        if any(isinstance(o, BNode) for o in objects):
+            return super().objectList(objects)
+        if not objects:
+            return
+        depthmod = 0 if len(objects) == 1 else 1
+        self.depth += depthmod
+        write, label = self._pieces.append, self.label
+        write(" ")
+        write(label(objects[0], OBJECT))
+        for obj in objects[1:]:
+            write(",\n" + self.indent(1))
+            write(label(obj, OBJECT))
+        self.depth -= depthmod
+
     def buildPredicateHash(self, subject):
         properties: dict = {}
         for p, o in self._by_subject.get(subject, ()):
             properties.setdefault(p, []).append(o)
         return properties
+
+
+def _text_if_iri(node):
+    return str(node) if isinstance(node, URIRef) else node
 
 
 class _Sink:

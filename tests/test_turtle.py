@@ -44,6 +44,9 @@ def _awkward_graph() -> Graph:
     g.add((URIRef("http://nowhere.test/p/q."), URIRef("http://unbound.test/ns/rel"), ex.a))
     restriction = BNode()
     g.add((ex.C, RDF.type, OWL.Class))
+    for top in (ex.K, ex.J):  # rdfs:Class members are written first
+        g.add((top, RDF.type, RDFS.Class))
+        g.add((top, RDFS.label, Literal(top[-1])))
     g.add((ex.C, RDFS.subClassOf, restriction))
     g.add((restriction, RDF.type, OWL.Restriction))
     g.add((restriction, OWL.onProperty, KG.dependsOn))
