@@ -17,6 +17,10 @@ from rdflib import Graph
 __all__ = ["MigrationReport", "migrate", "write_graph"]
 
 SAMPLE_QUERIES = 50
+# whoosh sums a field's lengths exactly when it writes a segment but from its one-byte rounded per-chunk lengths
+# when it merges segments, so an index that has merged scores every chunk with a slightly different average
+# length than a fresh copy of the same chunks: up to 0.6% apart on a 10k-chunk knowledge base grown by ingests.
+DRIFT = 0.01
 
 
 @dataclass
@@ -26,6 +30,7 @@ class MigrationReport:
     triples: int = 0
     graphs: list[str] = field(default_factory=list)
     queries_compared: int = 0
+    within_drift: int = 0  # of those, equal only within DRIFT (the old index had merged segments)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -35,7 +40,7 @@ class MigrationReport:
 
     def to_json(self) -> dict:
         return {"target": self.target, "chunks": self.chunks, "triples": self.triples, "graphs": self.graphs,
-                "queries_compared": self.queries_compared, "clean": self.clean, "problems": self.problems,
+                "queries_compared": self.queries_compared, "within_drift": self.within_drift, "clean": self.clean, "problems": self.problems,
                 "notes": self.notes}
 
 
@@ -184,21 +189,29 @@ def _verify(kb, old_index, new_index, whole: Graph, store, report: MigrationRepo
         a = [(h.chunk_id, h.score) for h in old_index.search(terms, 10)]
         b = [(h.chunk_id, h.score) for h in new_index.search(terms, 10)]
         report.queries_compared += 1
-        if not same_within_ties(a, b):
-            report.problems.append(f"the search for '{title}' ranks differently: {[c for c, _ in a[:3]]} vs {[c for c, _ in b[:3]]}")
+        if same_within_ties(a, b):
+            continue
+        if same_within_ties(a, b, DRIFT):
+            report.within_drift += 1
+            continue
+        report.problems.append(f"the search for '{title}' ranks differently: {[c for c, _ in a[:3]]} vs {[c for c, _ in b[:3]]}")
 
 
 def same_within_ties(a: list[tuple[str, float]], b: list[tuple[str, float]], tolerance: float = 1e-9) -> bool:
-    """Two rankings agree when their scores agree rank by rank and their ids differ only among equal scores
-    (the last group may be cut by the limit differently on each side)."""
+    """Two rankings agree when their scores agree rank by rank (relatively, within `tolerance`) and their ids
+    differ only among scores that close (the last such group may be cut by the limit differently on each side).
+
+    With the default tolerance that is "equal scores". A whoosh index whose segments were merged scores with
+    field lengths whoosh rounded at the merge (see `DRIFT`), so it is compared with a fresh copy at `DRIFT`."""
     if len(a) != len(b):
         return False
     if any(abs(sa - sb) > tolerance * max(1.0, abs(sa)) for (_, sa), (_, sb) in zip(a, b, strict=True)):
         return False
-    groups_a: dict[float, set[str]] = {}
-    groups_b: dict[float, set[str]] = {}
-    for ranking, groups in ((a, groups_a), (b, groups_b)):
-        for cid, score in ranking:
-            groups.setdefault(round(score, 9), set()).add(cid)
-    last = round(a[-1][1], 9) if a else None
-    return all(groups_a[s] == groups_b.get(s) for s in groups_a if s != last)
+    start = 0
+    for end in range(1, len(a) + 1):  # groups of consecutive ranks whose scores are within tolerance of each other
+        if end < len(a) and abs(a[end - 1][1] - a[end][1]) <= tolerance * max(1.0, abs(a[end][1])):
+            continue
+        if end < len(a) and {c for c, _ in a[start:end]} != {c for c, _ in b[start:end]}:
+            return False
+        start = end
+    return True

@@ -53,7 +53,9 @@ def migrate(target: str, dsn: str | None, graph_store: str | None, schema: str |
             click.echo(f"note: {note}")
         click.echo(f"{'copied' if report.clean else 'copied with problems'}: {report.chunks} chunks, "
                    f"{report.triples} triples in graphs {', '.join(report.graphs) or '-'}; "
-                   f"{report.queries_compared} searches compared")
+                   f"{report.queries_compared} searches compared"
+                   + (f" ({report.within_drift} equal within 1%: the old whoosh index has merged segments, whose field "
+                      "lengths whoosh rounded)" if report.within_drift else ""))
         if report.clean and target == "postgres+sparql":
             click.echo(f"use it with: KG_TEXT_BACKEND=postgres KG_POSTGRES_DSN='{dsn}' KG_POSTGRES_SCHEMA={schema} "
                        f"KG_GRAPH_STORE={graph_store}")
