@@ -94,7 +94,7 @@ class KnowledgeBase(QueryPath):
         self.commits.close()
         self.store.close()
         if self._vectors is not None:
-            self._vectors.store.close()
+            self._vectors.close()
 
     # -- the commit protocol (retrieval.writing) -------------------------------------------------
     def writing(self, op: str = "write"):

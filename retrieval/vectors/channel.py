@@ -9,13 +9,17 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from retrieval.catalog import commit
 from retrieval.vectors.dense import ChunkMatrix, LabelMatrix, chunk_keys, label_keys
 from retrieval.vectors.embedders import EmbedUnavailable, embedder_for
-from retrieval.vectors.store import VectorStore
+from retrieval.vectors.store import open_vector_store
+
+if TYPE_CHECKING:
+    from retrieval.vectors.pgvector_store import PgChunkSearch
 
 __all__ = ["DenseQuery", "EmbedReport", "Vectors"]
 
@@ -67,14 +71,26 @@ class DenseQuery:
 
 
 class Vectors:
-    """Owned by a KnowledgeBase (`kb.vectors`); reads the catalog and the graph, writes only vectors.sqlite."""
+    """Owned by a KnowledgeBase (`kb.vectors`); reads the catalog and the graph, writes only the vector store
+    (vectors.sqlite, or pgvector in the knowledge base's PostgreSQL schema: `open_vector_store`)."""
 
     def __init__(self, kb) -> None:
         self.kb = kb
-        self.store = VectorStore(kb.root)
+        self._store = None
         self._matrix: tuple | None = None  # (state key, ChunkMatrix, LabelMatrix)
         self._said: set[str] = set()
         self._embedder = None
+
+    @property
+    def store(self):
+        """Opened on first use: a query without an embedder configured never connects to pgvector."""
+        if self._store is None:
+            self._store = open_vector_store(self.kb.settings, self.kb.root)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
 
     def use(self, embedder) -> None:
         """Embed and search with this embedder instead of the configured one (benchmarks: a cached one)."""
@@ -137,10 +153,11 @@ class Vectors:
         with_vectors = sum(1 for key, _ in keyed.values() if key in stored)
         embedder_model = (self.kb.settings.embed_model or "").strip() or None
         return {"model": self.store.model(), "configured": embedder_model, "chunks": len(keyed),
-                "chunks_with_vectors": with_vectors, "vectors": len(stored), "disk_bytes": self.store.disk_bytes()}
+                "chunks_with_vectors": with_vectors, "vectors": len(stored), "disk_bytes": self.store.disk_bytes(),
+                "where": self.store.where}
 
     # -- read: the dense channel ------------------------------------------------------------------
-    def _matrices(self, embedder) -> tuple[ChunkMatrix, LabelMatrix] | None:
+    def _matrices(self, embedder) -> tuple[ChunkMatrix | PgChunkSearch, LabelMatrix] | None:
         model = self.store.model()
         if model is None:
             self._say_once("no vectors in this knowledge base: searching by words and the graph "
@@ -152,7 +169,10 @@ class Vectors:
             return None
         state = (commit.generation(self.kb.store.db), self.store.version(), model)
         if self._matrix is None or self._matrix[0] != state:
-            chunks = ChunkMatrix.build(chunk_keys(self.kb.store), self.store)
+            # A store that searches itself (pgvector) keeps the vectors; the embedded one gives its matrix.
+            search_in_store = getattr(self.store, "chunk_search", None)
+            keyed = chunk_keys(self.kb.store)
+            chunks = search_in_store(keyed) if search_in_store else ChunkMatrix.build(keyed, self.store)
             labels = LabelMatrix.build(label_keys(self.kb.graph.view), self.store)
             self._matrix = (state, chunks, labels)
         return self._matrix[1], self._matrix[2]
@@ -180,8 +200,7 @@ class Vectors:
             self._say_once(f"{exc}: searching by words and the graph")
             return None
         t1 = time.perf_counter()
-        sims = chunks.similarities(query)
-        ranked = chunks.nearest(sims, depth, skip=hidden, keep=keep)
+        ranked = chunks.search(query, depth, skip=hidden, keep=keep)
         nearest_labels = labels.nearest(query, label_k, label_min) if label_k else []
         t2 = time.perf_counter()
         return DenseQuery(dict(ranked), ranked, nearest_labels, (t1 - t0) * 1e3, (t2 - t1) * 1e3,

@@ -76,6 +76,10 @@ class ChunkMatrix:
             return np.zeros(len(self.ids), np.float32)
         return self.matrix @ np.asarray(query, dtype=np.float32)
 
+    def search(self, query: np.ndarray, k: int, skip: Iterable[str] = (), keep=None) -> list[tuple[str, float]]:
+        """The `k` chunks nearest `query`, best first (the contract `PgChunkSearch` shares)."""
+        return self.nearest(self.similarities(query), k, skip, keep)
+
     def nearest(self, sims: np.ndarray, k: int, skip: Iterable[str] = (), keep=None) -> list[tuple[str, float]]:
         """The `k` best (id, similarity), best first; `skip` ids and those `keep(id)` refuses are passed over."""
         if not len(sims):

@@ -6,10 +6,16 @@ vector and a killed `kg embed` loses at most the batch in flight (each batch is 
 The catalog stays the truth: which chunks exist is read from it, and vectors no chunk or label needs any
 more are pruned when an embedding run completes. A knowledge base made before vectors has no file: that
 reads as "no vectors", never as an error.
+
+`open_vector_store` picks the store: this file in the data dir (the default), or with KG_TEXT_BACKEND=postgres a
+table of the knowledge base's schema when the server has pgvector (`retrieval.vectors.pgvector_store`, same
+methods, plus `chunk_search`: the nearest chunks searched by the server). A server without pgvector keeps this
+file and says so once.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -17,9 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["VECTORS_FILE", "VectorStore"]
+__all__ = ["VECTORS_FILE", "VectorStore", "open_vector_store"]
 
 VECTORS_FILE = "vectors.sqlite"
+log = logging.getLogger("kgrag.vectors")
+_SAID: set[str] = set()  # notes said once a process
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL);
@@ -27,9 +35,28 @@ CREATE TABLE IF NOT EXISTS vector_state (key TEXT PRIMARY KEY, value TEXT NOT NU
 """
 
 
+def open_vector_store(settings, root: Path):
+    """pgvector in the knowledge base's PostgreSQL schema where the text index is there and the extension can be
+    used; else `VectorStore` in the data dir (the embedded default, and the fallback: a note, never an error, said
+    once a process and only when an embedding model is configured)."""
+    if settings.text_backend == "postgres" and settings.postgres_dsn:
+        from retrieval.vectors.pgvector_store import PgVectorStore, PgVectorUnavailable
+
+        try:
+            return PgVectorStore(settings.postgres_dsn, settings.postgres_schema)
+        except PgVectorUnavailable as exc:
+            note = (f"PostgreSQL has no pgvector ({exc}): the vectors stay in the data dir's {VECTORS_FILE}, so each "
+                    "server sharing this knowledge base embeds its own (install pgvector on the server to share them)")
+            if note not in _SAID and (settings.embed_model or "").strip().lower() not in ("", "off", "none", "false"):
+                _SAID.add(note)
+                log.warning("%s", note)
+    return VectorStore(root)
+
+
 class VectorStore:
     def __init__(self, root: Path) -> None:
         self.path = Path(root) / VECTORS_FILE
+        self.where = VECTORS_FILE
         self._local = threading.local()
 
     def exists(self) -> bool:
