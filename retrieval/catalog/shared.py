@@ -17,6 +17,10 @@ leaves it set, and the next writer re-derives the index from the published catal
 before). The cost of this design: each commit uploads the whole catalog (chunk texts included)
 and each server downloads it: fine for tens of thousands of chunks, not for millions (the catalog
 itself belongs in PostgreSQL then; README "Scaling out").
+
+The meaning channel's vectors are not published: with pgvector on the server they are in the schema already
+(`retrieval/vectors/pgvector_store.py`, written by `kg embed` on any machine, read by all); without it each data dir
+keeps its own vectors.sqlite and each server runs `kg embed` itself.
 """
 
 from __future__ import annotations

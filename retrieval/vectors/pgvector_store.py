@@ -66,7 +66,7 @@ class PgVectorStore:
             self._conn.close()
             raise
         # The extension's types and operator, qualified: it may live in a schema outside the search path.
-        self._vec, self._cos = f"{ext}.halfvec", f"OPERATOR({ext}.<=>)"
+        self._vec, self._vec32, self._cos = f"{ext}.halfvec", f"{ext}.vector", f"OPERATOR({ext}.<=>)"
         with self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{namespace}.vectors",))
             self._conn.execute(_schema_sql(namespace))
@@ -221,10 +221,18 @@ class PgVectorStore:
 
     # -- the dense channel's search, in the server ---------------------------------------------------
     def nearest_keys(self, query: np.ndarray, limit: int) -> list[tuple[str, float]]:
-        """The `limit` stored keys nearest the question (cosine), best first: an exact scan of the table."""
-        return self._rows(f"SELECT key, 1 - (vec {self._cos} %s::{self._vec}) AS sim FROM {self.ns}.vectors "
-                          f"ORDER BY vec {self._cos} %s::{self._vec}, key LIMIT %s",
-                          (_literal(query), _literal(query), limit))
+        """The `limit` stored keys nearest the question (cosine), best first: an exact scan of the table.
+
+        Two steps in one statement: the scan compares the question rounded to float16 with each row (halfvec with
+        halfvec, what an HNSW index on the column would serve), then the rows found are scored again with the
+        question as it is (float32), as the embedded matrix scores them: a near tie the rounding would swap keeps
+        the matrix's order (ops_dev_zh: 79 of 80 top 10s identical with the rounded question alone, 80 with both)."""
+        rows = self._rows(
+            f"SELECT key, vec::{self._vec32} {self._cos} %(q)s::{self._vec32} AS distance FROM "
+            f"(SELECT key, vec FROM {self.ns}.vectors ORDER BY vec {self._cos} %(q)s::{self._vec32}::{self._vec} "
+            "LIMIT %(n)s) AS near ORDER BY distance, key",
+            {"q": "[" + ",".join(map(repr, np.asarray(query, dtype=np.float32).tolist())) + "]", "n": limit})
+        return [(key, 1.0 - distance) for key, distance in rows]
 
     def chunk_search(self, keyed: dict[str, tuple[str, str]]) -> PgChunkSearch:
         return PgChunkSearch(keyed, self)
