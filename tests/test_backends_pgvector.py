@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from backends_servers import pgvector_server, postgres_server
-from conftest import build_demo_kb, build_kb, make_settings, run_in_own_process
+from conftest import build_demo_kb, build_kb, kg_in_new_process, make_settings, run_in_own_process
 
 FLOAT16_TOLERANCE = 2e-3  # the question is rounded to float16 like the stored vectors; cosines move by < 1e-3
 
@@ -83,6 +83,18 @@ def test_pgvector_search_equals_the_embedded_matrix_and_the_demo_answers_the_sam
     assert [q for q in questions if not _same_ranking(pg["dense"][q], embedded["dense"][q])] == []
     assert [q for q in questions if pg["full"][q] != embedded["full"][q]] == []
 
+    # And through the CLI (`kg query --mode dense` / full) on the two data dirs, for a few questions.
+    def cli_hits(data_dir: Path, q: str, mode: str) -> list[str]:
+        out = kg_in_new_process("query", q, "--mode", mode, "--json", "--data-dir", str(data_dir), cwd=tmp_path)
+        return [h["chunk_id"] for h in json.loads(out)["hits"]]
+
+    on_pg = {(q, m): cli_hits(tmp_path / "postgres", q, m) for q in questions[:2] for m in ("dense", "full")}
+    for name in ("KG_TEXT_BACKEND", "KG_POSTGRES_DSN", "KG_POSTGRES_SCHEMA"):
+        monkeypatch.delenv(name)
+    on_embedded = {(q, m): cli_hits(tmp_path / "embedded", q, m) for q in questions[:2] for m in ("dense", "full")}
+    assert on_pg == on_embedded and all(on_pg.values())
+    assert on_pg[(questions[0], "dense")] == [cid for cid, _ in pg["dense"][questions[0]]]
+
 
 def test_two_data_dirs_share_one_kg_embed(pgvector_dsn, tmp_path):
     """Server B never embeds: the vectors `kg embed` wrote through A are B's, and its dense channel answers."""
@@ -96,7 +108,9 @@ def test_two_data_dirs_share_one_kg_embed(pgvector_dsn, tmp_path):
         made = a.vectors.embed_missing()
         assert made.embedded >= 10 and made.reused == 0
         with KnowledgeBase(make_settings(tmp_path / "b" / "kb", **shared), create=True) as b:
-            assert b.vectors.status()["chunks_with_vectors"] == b.vectors.status()["chunks"] == made.needed
+            status = b.vectors.status()
+            assert status["chunks_with_vectors"] == status["chunks"] == made.needed
+            assert status["where"] == "pgvector (two_dirs.vectors)"
             hits = b.query("订单服务依赖哪些组件？", k=5, mode="dense").hits
             assert hits and all("dense" in h.why for h in hits)
             again = b.vectors.embed_missing(embedder=HashEmbedder())

@@ -39,7 +39,7 @@ def embed(model: str | None, batch: int, status: bool, data_dir: Path | None, as
             else:
                 click.echo(f"vectors by {info['model'] or '(none yet)'}; configured: {info['configured'] or '(none)'}; "
                            f"{info['chunks_with_vectors']} of {info['chunks']} chunks have one; "
-                           f"{info['disk_bytes'] / 1e6:.1f} MB on disk")
+                           f"{info['disk_bytes'] / 1e6:.1f} MB in {info['where']}")
             return
         bar: list = []
 
