@@ -91,6 +91,8 @@ def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", g
             finally:
                 kb.index = old_index
             _verify(kb, old_index, new_index, whole, None if report.notes else store, report)
+        if report.clean:
+            _move_vectors(kb, target, dsn, schema, report)
         if target == "postgres+sparql" and report.clean:
             _publish_catalog(kb, dsn, schema)
     finally:
@@ -122,6 +124,37 @@ def _graph_back(kb, store, report: MigrationReport) -> Graph:
     kb.graph.save()
     kb._graph_changed()
     return copied
+
+
+def _move_vectors(kb, target: str, dsn: str | None, schema: str, report: MigrationReport) -> None:
+    """The meaning channel's vectors follow the text index where they can: vectors.sqlite into pgvector when the
+    server has it, pgvector back into vectors.sqlite; a note says what was copied or why not."""
+    from retrieval.vectors.store import VectorStore, copy_vectors
+
+    if target == "postgres+sparql":
+        source = VectorStore(kb.root)
+        if not source.exists() or source.model() is None:
+            return
+        from retrieval.vectors.pgvector_store import PgVectorStore, PgVectorUnavailable
+
+        try:
+            destination = PgVectorStore(dsn, schema)
+        except PgVectorUnavailable as exc:
+            report.notes.append(f"vectors stay in {source.path.name} (PostgreSQL has no pgvector: {exc})")
+            source.close()
+            return
+    else:
+        source = kb.vectors.store
+        if isinstance(source, VectorStore) or source.model() is None:
+            return
+        destination = VectorStore(kb.root)
+    try:
+        copied = copy_vectors(source, destination)
+        report.notes.append(f"{copied} vectors ({source.model()}) copied to {destination.where}")
+    finally:
+        destination.close()
+        if isinstance(source, VectorStore):
+            source.close()
 
 
 def _publish_catalog(kb, dsn: str, schema: str) -> None:

@@ -198,3 +198,37 @@ def test_without_pgvector_the_vectors_stay_in_the_data_dir_with_one_note(tmp_pat
         assert hits and all("dense" in h.why for h in hits)
         notes = [r.getMessage() for r in caplog.records if "pgvector" in r.getMessage()]
         assert len(notes) == 1 and "vectors.sqlite" in notes[0] and "CREATE EXTENSION vector" in notes[0]
+
+
+def test_kg_migrate_takes_the_vectors_along_and_back(pgvector_dsn, tmp_path):
+    """`kg migrate --to postgres+sparql` copies vectors.sqlite into pgvector (no `kg embed` again after a move), and
+    `--to embedded` copies them back."""
+    from backends_servers import oxigraph_server
+
+    from retrieval.migration import migrate
+    from retrieval.pipeline import KnowledgeBase
+
+    with oxigraph_server() as graph:
+        if isinstance(graph, str):
+            pytest.skip(graph)
+        kb = build_kb(tmp_path, embed_model="hash")
+        try:
+            made = kb.vectors.embed_missing()
+            report = migrate(kb, "postgres+sparql", dsn=pgvector_dsn, schema="moved", graph_store=f"sparql+{graph.url}")
+        finally:
+            kb.close()
+        assert report.clean, report.problems
+        assert f"{made.needed} vectors (hash-384) copied to pgvector (moved.vectors)" in report.notes
+        backends = {"text_backend": "postgres", "postgres_dsn": pgvector_dsn, "postgres_schema": "moved",
+                    "graph_store": f"sparql+{graph.url}", "embed_model": "hash"}
+        (tmp_path / "kb" / "vectors.sqlite").unlink()
+        with KnowledgeBase(make_settings(tmp_path / "kb", **backends)) as moved:
+            again = moved.vectors.embed_missing()
+            assert (again.embedded, again.reused) == (0, made.needed)
+            assert moved.query("订单服务依赖哪些组件？", k=5, mode="dense").hits
+            back = migrate(moved, "embedded")
+        assert back.clean, back.problems
+        assert f"{made.needed} vectors (hash-384) copied to vectors.sqlite" in back.notes
+        with KnowledgeBase(make_settings(tmp_path / "kb", embed_model="hash")) as home:
+            assert type(home.vectors.store).__name__ == "VectorStore"
+            assert home.vectors.embed_missing().embedded == 0

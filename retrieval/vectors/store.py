@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["VECTORS_FILE", "VectorStore", "open_vector_store"]
+__all__ = ["VECTORS_FILE", "VectorStore", "copy_vectors", "open_vector_store"]
 
 VECTORS_FILE = "vectors.sqlite"
 log = logging.getLogger("kgrag.vectors")
@@ -51,6 +51,23 @@ def open_vector_store(settings, root: Path):
                 _SAID.add(note)
                 log.warning("%s", note)
     return VectorStore(root)
+
+
+def copy_vectors(source, target, batch: int = 500) -> int:
+    """Every vector of `source` (and its model) into `target`, a batch a transaction (`kg migrate`: vectors.sqlite <->
+    pgvector, so a move does not cost embedding everything again). The number of vectors copied."""
+    model = source.model()
+    if model is None:
+        return 0
+    target.start_model(model)  # another model's vectors in the target are dropped, as `kg embed` drops them
+    todo = target.missing(sorted(source.keys()))
+    for i in range(0, len(todo), batch):
+        part = todo[i:i + batch]
+        got = source.get(part)
+        keys = [k for k in part if k in got]
+        if keys:
+            target.put(keys, np.stack([got[k] for k in keys]))
+    return len(todo)
 
 
 class VectorStore:
