@@ -241,15 +241,17 @@ class VersionCatalog:
         if db.in_transaction:
             return self._read_hidden_chunks(day, keep_unborn)
         state = (db, db.total_changes, db.execute("PRAGMA data_version").fetchone()[0])
-        if self._hidden is None or self._hidden[0][0] is not db or self._hidden[0][1:] != state[1:]:
-            self._hidden = (state, {})
-        known = self._hidden[1]
+        cached = self._hidden  # read once: another thread may replace it meanwhile (its own connection and state)
+        if cached is None or cached[0][0] is not db or cached[0][1:] != state[1:]:
+            cached = self._hidden = (state, {})
+        known = cached[1]
         key = (day.isoformat(), keep_unborn)  # a question's own date ("去年12月") asks for another day
-        if key not in known:
+        hidden = known.get(key)
+        if hidden is None:
             if len(known) >= 64:
                 known.clear()
-            known[key] = frozenset(self._read_hidden_chunks(day, keep_unborn))
-        return set(known[key])
+            hidden = known[key] = frozenset(self._read_hidden_chunks(day, keep_unborn))
+        return set(hidden)
 
     def _read_hidden_chunks(self, day: dt.date, keep_unborn: bool) -> set[str]:
         d = day.isoformat()
