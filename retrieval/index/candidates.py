@@ -6,10 +6,6 @@ their own `term_scores(field, term) -> {docnum: BM25F score}` and get the same c
 
 from __future__ import annotations
 
-import numpy as np
-
-from retrieval.index.posting_arrays import as_postings
-
 __all__ = ["add_common_terms", "head_then_tail", "top_chunks"]
 
 
@@ -27,6 +23,10 @@ def top_chunks(rare, fields: dict[str, float], limit: int, scope: set[int] | Non
     chunk's total starts at 0.0 (0.0 + x is x) and each list adds its weighted score once, so every
     total is the float the one-posting-at-a-time loop made (a test compares them to the last bit).
     """
+    import numpy as np  # here, not at the top: an ingest imports this module and needs no numpy (~0.17 s)
+
+    from retrieval.index.posting_arrays import as_postings
+
     lists = []  # (term, docnums, weighted scores) in the order the sums are made
     for term, weight in rare:
         for field, boost in fields.items():
@@ -63,8 +63,10 @@ def top_chunks(rare, fields: dict[str, float], limit: int, scope: set[int] | Non
             for docnum, score, terms in zip(docnums.tolist(), scores.tolist(), matched, strict=True)]
 
 
-def _holds(ids: np.ndarray, docnums: np.ndarray) -> np.ndarray:
-    """Which of `docnums` the ascending `ids` hold."""
+def _holds(ids, docnums):
+    """Which of `docnums` (an array) the ascending array `ids` holds."""
+    import numpy as np
+
     where = np.searchsorted(ids, docnums)
     where[where == len(ids)] = 0
     return ids[where] == docnums
@@ -80,6 +82,10 @@ def add_common_terms(found: list, common, fields: dict[str, float], term_scores,
     """
     if not found:
         return
+    import numpy as np
+
+    from retrieval.index.posting_arrays import as_postings
+
     docnums = np.fromiter((entry[0] for entry in found), dtype=np.int64, count=len(found))
     totals = np.fromiter((entry[2] for entry in found), dtype=np.float64, count=len(found))
     changed = np.zeros(len(found), dtype=bool)

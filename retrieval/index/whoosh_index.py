@@ -7,8 +7,8 @@ import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 import whoosh.writing
 from whoosh import index as whoosh_index
 from whoosh import scoring
@@ -18,10 +18,12 @@ from whoosh.query import Or, Term
 from retrieval.index import analysis, whoosh_files
 from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
 from retrieval.index.candidates import add_common_terms, head_then_tail, top_chunks
-from retrieval.index.posting_arrays import Postings
-from retrieval.index.whoosh_postings import PostingScores
 from retrieval.index.whoosh_segments import MAX_SEGMENTS, MERGE_FACTOR, tiered_merge
 from retrieval.types import Chunk, TextHit
+
+if TYPE_CHECKING:
+    from retrieval.index.posting_arrays import Postings
+    from retrieval.index.whoosh_postings import PostingScores
 
 __all__ = ["FIELD_BOOSTS", "MAX_SEGMENTS", "MERGE_FACTOR", "WhooshIndex", "add_common_terms"]
 
@@ -99,6 +101,9 @@ class WhooshIndex:
     def _open_reader(self) -> tuple:
         with self._reader_lock:
             if self._reader is None:
+                # Here, not at the top: the scores need numpy, which an ingest (a writer) never imports.
+                from retrieval.index.whoosh_postings import PostingScores
+
                 searcher = self.ix.searcher(weighting=self._weighting)
                 self._reader = (searcher, PostingScores(searcher, self._bm25))  # its scores, length norms, chunk ids
             return self._reader
@@ -270,6 +275,8 @@ class WhooshIndex:
             return out
         # Under the search lock like every read of the searcher's files: a posting list read here
         # while another thread's search seeks the same file object read garbage ("Block tag error").
+        import numpy as np
+
         asked = list(out)
         docnums = np.array(asked, dtype=np.int64)
         with self._search_lock:

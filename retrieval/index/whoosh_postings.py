@@ -11,10 +11,13 @@ import pickle
 import struct
 import zlib
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported by the functions that read: a writer (an ingest) never needs it
+    import numpy as np
 
-from retrieval.index.posting_arrays import EMPTY, Postings
+    from retrieval.index.posting_arrays import Postings
+
 from retrieval.index.whoosh_files import ViewFile
 
 __all__ = ["PostingScores", "matcher_arrays", "posting_blocks", "postings", "segment_postings", "w3_postings"]
@@ -46,6 +49,10 @@ class PostingScores:
         through five method calls. The same few hundred common terms recur across questions, so most
         questions find their lists here already.
         """
+        import numpy as np
+
+        from retrieval.index.posting_arrays import EMPTY, Postings
+
         key = (field, term)
         cached = self._scores.get(key)
         if cached is None:
@@ -132,6 +139,8 @@ class PostingScores:
 
     def _live(self, sub, offset: int) -> np.ndarray | None:
         """Segment docnum -> not deleted, for a segment with deletions (what whoosh's `FilterMatcher` skips)."""
+        import numpy as np
+
         if offset not in self._live_docs:
             reader = sub.reader()
             live = None
@@ -145,6 +154,8 @@ class PostingScores:
     def length_norms(self, field: str, sub, offset: int) -> np.ndarray:
         """Segment docnum -> BM25's length norm `K1 * ((1 - B) + B * fl / avgfl)` of the field, for one
         segment of this searcher: its lengths are read in one go, not one seek per document."""
+        import numpy as np
+
         norms = self._lengths.get((field, offset))
         if norms is None:
             B, K1 = self.bm25
@@ -214,6 +225,7 @@ def _matcher_blocks(sub, offset: int, matcher, deleted) -> Iterator[tuple]:
 def segment_postings(searcher, field: str, term: str) -> Iterator[tuple]:
     """(segment searcher, docnum offset, docnums, weights) of `term`'s live postings in each segment, as arrays
     (int64 segment docnums, ascending; float64 weights), through whoosh's public `postings` (any codec)."""
+    import numpy as np
     from whoosh.matching.wrappers import FilterMatcher
     from whoosh.reading import TermNotFound
 
@@ -235,6 +247,8 @@ def segment_postings(searcher, field: str, term: str) -> Iterator[tuple]:
 
 def _arrays(sub, offset: int, matcher) -> tuple[np.ndarray, np.ndarray]:
     """`matcher_arrays`, or any other matcher walked through its public interface."""
+    import numpy as np
+
     arrays = matcher_arrays(matcher)
     if arrays is None:
         ids, weights = [], []
@@ -253,6 +267,7 @@ def matcher_arrays(matcher) -> tuple[np.ndarray, np.ndarray] | None:
     1.0 each); `W3LeafMatcher._read_ids` undoes the deltas one posting at a time in Python, here it is one
     cumulative sum per block. The weights are whoosh's float32 values, exact in float64.
     """
+    import numpy as np
     from whoosh.codec.whoosh3 import W3LeafMatcher
 
     if type(matcher) is not W3LeafMatcher or matcher._byteids:
@@ -289,6 +304,8 @@ def w3_postings(postfile, terminfo) -> tuple[np.ndarray, np.ndarray] | None:
     (zlib-compressed) pickled (docnum deltas, weights). `W3LeafMatcher` reads the same bytes through a dozen
     attribute-setting calls per block, most of a cold posting list's time; the values are the same.
     """
+    import numpy as np
+
     buf = getattr(postfile, "_buf", None)
     if buf is None or not isinstance(getattr(postfile, "file", None), ViewFile) or terminfo.is_inlined():
         return None
