@@ -175,10 +175,12 @@ def test_a_pickle_is_read_from_a_view_in_a_few_calls():
             return super().read(n)
 
     header = (128, 123456, 2.5, 3, 17, 200)
-    view = Counted(pickle.dumps(header, 2) + b"rest")
+    long = (list(range(2000)), "x" * 3000)  # longer than what one peek hands out
+    view = Counted(pickle.dumps(header, 2) + pickle.dumps(long, 2) + b"rest")
     assert pickle.load(view) == header
     assert len(calls) <= 2
-    assert view.read() == b"rest"  # the position is right after the pickle
+    assert pickle.load(view) == long
+    assert view.read() == b"rest"  # the position is right after each pickle
 
 
 def test_hidden_chunks_are_read_once_until_the_catalog_changes(tmp_path):

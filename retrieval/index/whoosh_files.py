@@ -32,8 +32,9 @@ class ViewFile:
 
     def peek(self, n: int = 0) -> bytes:
         """The bytes ahead without moving: with it `pickle.load` reads a pickle (whoosh's posting block headers, one
-        per block) in two calls instead of one per opcode, some twenty."""
-        return self._buf[self._pos:min(self._pos + max(n, 1), self._end)].tobytes()
+        per block) in two calls instead of one per opcode, some twenty. At most 512 bytes: pickle asks for 8 KB
+        and reads on when a pickle is longer, and a block header is some forty."""
+        return self._buf[self._pos:min(self._pos + min(max(n, 1), 512), self._end)].tobytes()
 
     def readinto(self, out) -> int:
         start = self._pos
