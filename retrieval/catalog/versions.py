@@ -94,6 +94,8 @@ class VersionCatalog:
         # The DocStore, not one connection: it hands each thread its own (a writer's open transaction
         # stays invisible to the queries of other threads), and a write must use the writer's.
         self._store = store
+        # ((connection, its total_changes, PRAGMA data_version), {(day, keep_unborn): hidden chunks}): see `hidden_chunks`
+        self._hidden: tuple | None = None
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -229,7 +231,29 @@ class VersionCatalog:
         `keep_unborn`: a document none of whose versions had begun by `day` answers with its first
         version instead of not at all (for a date read from the question's words, which may be about
         the content rather than the document: "2019年的招生人数" in a report dated 2024).
+
+        Every query asks, and at 100k chunks the answer cost two scans of the versions table (~12 ms):
+        it is kept until the catalog changes, which this connection's `total_changes` (its own writes,
+        committed or not) and `PRAGMA data_version` (other connections' commits) tell exactly. Never kept from
+        inside a transaction: a rollback undoes writes without taking back their count.
         """
+        db = self.db
+        if db.in_transaction:
+            return self._read_hidden_chunks(day, keep_unborn)
+        state = (db, db.total_changes, db.execute("PRAGMA data_version").fetchone()[0])
+        cached = self._hidden  # read once: another thread may replace it meanwhile (its own connection and state)
+        if cached is None or cached[0][0] is not db or cached[0][1:] != state[1:]:
+            cached = self._hidden = (state, {})
+        known = cached[1]
+        key = (day.isoformat(), keep_unborn)  # a question's own date ("去年12月") asks for another day
+        hidden = known.get(key)
+        if hidden is None:
+            if len(known) >= 64:
+                known.clear()
+            hidden = known[key] = frozenset(self._read_hidden_chunks(day, keep_unborn))
+        return set(hidden)
+
+    def _read_hidden_chunks(self, day: dt.date, keep_unborn: bool) -> set[str]:
         d = day.isoformat()
         if not self.db.execute("SELECT 1 FROM versions WHERE effective_to IS NOT NULL OR effective_from > ? LIMIT 1",
                                (d,)).fetchone():

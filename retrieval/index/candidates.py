@@ -6,8 +6,6 @@ their own `term_scores(field, term) -> {docnum: BM25F score}` and get the same c
 
 from __future__ import annotations
 
-import heapq
-
 __all__ = ["add_common_terms", "head_then_tail", "top_chunks"]
 
 
@@ -18,52 +16,94 @@ def top_chunks(rare, fields: dict[str, float], limit: int, scope: set[int] | Non
     The score is what whoosh's `Or` of boosted `Term`s gives (the sum of each term's BM25F score
     in each field, times the term's weight and the field's boost), added up here from the cached
     per-term posting scores instead of whoosh's matcher tree, which walked every posting of
-    every clause through several layers of Python per question (most of a Chinese question's
-    time: ~30 clauses for 10 words in 3 fields). Ties go to the lower docnum, as in whoosh.
-    `term_scores(field, term)` -> {docnum: score}; `chunk_id(docnum)` -> the chunk's id.
+    every clause through several layers of Python per question. Ties go to the lower docnum, as in
+    whoosh. `term_scores(field, term)` -> {docnum: score} or `Postings`; `chunk_id(docnum)` -> the chunk's id.
+
+    The sums are numpy's over whole posting lists, in the order a loop over (term, field) adds them: a
+    chunk's total starts at 0.0 (0.0 + x is x) and each list adds its weighted score once, so every
+    total is the float the one-posting-at-a-time loop made (a test compares them to the last bit).
     """
-    totals: dict[int, float] = {}
-    matched: dict[int, set[str]] = {}
+    import numpy as np  # here, not at the top: an ingest imports this module and needs no numpy (~0.17 s)
+
+    from retrieval.index.posting_arrays import as_postings
+
+    lists = []  # (term, docnums, weighted scores) in the order the sums are made
     for term, weight in rare:
         for field, boost in fields.items():
             factor = weight * boost
-            for docnum, score in term_scores(field, term).items():
-                if scope is not None and docnum not in scope:
-                    continue
-                if docnum in totals:
-                    totals[docnum] += score * factor
-                    matched[docnum].add(term)
-                else:
-                    totals[docnum] = score * factor
-                    matched[docnum] = {term}
-    best = heapq.nsmallest(limit, totals.items(), key=lambda item: (-item[1], item[0]))
-    return [[docnum, chunk_id(docnum), score, matched[docnum]] for docnum, score in best]
+            postings = as_postings(term_scores(field, term))
+            if len(postings):
+                lists.append((term, postings.ids, postings.scores * factor))
+    if not lists or limit < 1:
+        return []
+    size = max(int(ids[-1]) for _, ids, _ in lists) + 1
+    if scope is not None:
+        allowed = np.zeros(size, dtype=bool)
+        inside = np.fromiter(scope, dtype=np.int64, count=len(scope))
+        allowed[inside[(inside >= 0) & (inside < size)]] = True
+        lists = [(term, ids[keep], weighted[keep]) for term, ids, weighted in lists if (keep := allowed[ids]).any()]
+    totals = np.zeros(size, dtype=np.float64)
+    touched = np.zeros(size, dtype=bool)
+    for _, ids, weighted in lists:
+        totals[ids] += weighted  # a posting list holds each docnum once: one addition per chunk
+        touched[ids] = True
+    docnums = np.flatnonzero(touched)
+    scores = totals[docnums]
+    if len(docnums) > limit:  # the limit-th best score; every chunk tied with it stays for the docnum order
+        cut = np.partition(scores, len(scores) - limit)[len(scores) - limit]
+        keep = scores >= cut
+        docnums, scores = docnums[keep], scores[keep]
+    order = np.lexsort((docnums, -scores))[:limit]  # best first, ties by docnum
+    docnums, scores = docnums[order], scores[order]
+    matched: list[set[str]] = [set() for _ in range(len(docnums))]
+    for term, ids, _ in lists:
+        for i in np.flatnonzero(_holds(ids, docnums)).tolist():
+            matched[i].add(term)
+    return [[docnum, chunk_id(docnum), score, terms]
+            for docnum, score, terms in zip(docnums.tolist(), scores.tolist(), matched, strict=True)]
+
+
+def _holds(ids, docnums):
+    """Which of `docnums` (an array) the ascending array `ids` holds."""
+    import numpy as np
+
+    where = np.searchsorted(ids, docnums)
+    where[where == len(ids)] = 0
+    return ids[where] == docnums
 
 
 def add_common_terms(found: list, common, fields: dict[str, float], term_scores, report: bool = True) -> None:
-    """Each common term's BM25F score (term_scores(field, term) -> {docnum: score}) added to the candidates
-    [docnum, chunk id, score, matched terms] that hold it; whoosh's and PostgreSQL's indexes share it.
+    """Each common term's BM25F score (term_scores(field, term) -> {docnum: score} or `Postings`) added to the
+    candidates [docnum, chunk id, score, matched terms] that hold it; whoosh's and PostgreSQL's indexes share it.
 
-    Each (term, field) walks the smaller of its posting scores and the candidates: a rare character pair
-    holds a few chunks of the thousand candidates, a common word most of a large index. A candidate gets
-    at most one addition per (term, field), in the same order either way, so the sums are the same floats.
+    The candidates are looked up in each (term, field)'s list at once (a binary search per candidate). A
+    candidate gets at most one addition per (term, field), in the order of the loop, each `score * weight *
+    boost` as before, so the sums are the same floats.
     """
     if not found:
         return
-    by_docnum = {entry[0]: entry for entry in found}
+    import numpy as np
+
+    from retrieval.index.posting_arrays import as_postings
+
+    docnums = np.fromiter((entry[0] for entry in found), dtype=np.int64, count=len(found))
+    totals = np.fromiter((entry[2] for entry in found), dtype=np.float64, count=len(found))
+    changed = np.zeros(len(found), dtype=bool)
     for term, weight in common:
         for field, boost in fields.items():
-            scores = term_scores(field, term)
-            if not scores:
+            postings = as_postings(term_scores(field, term))
+            if not len(postings):
                 continue
-            if len(scores) < len(by_docnum):
-                held = [(by_docnum[d], s) for d, s in scores.items() if d in by_docnum]
-            else:
-                held = [(entry, s) for entry in found if (s := scores.get(entry[0])) is not None]
-            for entry, score in held:
-                entry[2] += score * weight * boost
-                if report:
-                    entry[3].add(term)
+            held, where = postings.positions(docnums)
+            if not held.any():
+                continue
+            totals[held] += postings.scores[where[held]] * weight * boost
+            changed |= held
+            if report:
+                for i in np.flatnonzero(held).tolist():
+                    found[i][3].add(term)
+    for i, total in zip(np.flatnonzero(changed).tolist(), totals[changed].tolist(), strict=True):
+        found[i][2] = total
 
 
 def head_then_tail(found: list[list], limit: int) -> list[list]:

@@ -7,6 +7,7 @@ import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import whoosh.writing
 from whoosh import index as whoosh_index
@@ -17,9 +18,12 @@ from whoosh.query import Or, Term
 from retrieval.index import analysis, whoosh_files
 from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
 from retrieval.index.candidates import add_common_terms, head_then_tail, top_chunks
-from retrieval.index.whoosh_postings import PostingScores
 from retrieval.index.whoosh_segments import MAX_SEGMENTS, MERGE_FACTOR, tiered_merge
 from retrieval.types import Chunk, TextHit
+
+if TYPE_CHECKING:
+    from retrieval.index.posting_arrays import Postings
+    from retrieval.index.whoosh_postings import PostingScores
 
 __all__ = ["FIELD_BOOSTS", "MAX_SEGMENTS", "MERGE_FACTOR", "WhooshIndex", "add_common_terms"]
 
@@ -97,6 +101,9 @@ class WhooshIndex:
     def _open_reader(self) -> tuple:
         with self._reader_lock:
             if self._reader is None:
+                # Here, not at the top: the scores need numpy, which an ingest (a writer) never imports.
+                from retrieval.index.whoosh_postings import PostingScores
+
                 searcher = self.ix.searcher(weighting=self._weighting)
                 self._reader = (searcher, PostingScores(searcher, self._bm25))  # its scores, length norms, chunk ids
             return self._reader
@@ -250,7 +257,7 @@ class WhooshIndex:
         """`top_chunks` over this index's cached term scores (or a scoped search's `term_scores`)."""
         return top_chunks(rare, fields, limit, scope, term_scores or self._term_scores, self._scores.chunk_id)
 
-    def _term_scores(self, field: str, term: str) -> dict[int, float]:
+    def _term_scores(self, field: str, term: str) -> Postings:
         """docnum -> BM25F score of one term over the whole index (`PostingScores.term_scores`), until the next commit."""
         return self._scores.term_scores(field, term)
 
@@ -268,16 +275,20 @@ class WhooshIndex:
             return out
         # Under the search lock like every read of the searcher's files: a posting list read here
         # while another thread's search seeks the same file object read garbage ("Block tag error").
+        import numpy as np
+
+        asked = list(out)
+        docnums = np.array(asked, dtype=np.int64)
         with self._search_lock:
             for term, weight in terms:
                 for field, boost in fields.items():
                     scores = self._term_scores(field, term)
                     if not scores:
                         continue
-                    for docnum, per_term in out.items():
-                        score = scores.get(docnum)
-                        if score is not None:
-                            per_term[term] = per_term.get(term, 0.0) + score * weight * boost
+                    held, where = scores.positions(docnums)
+                    for i, score in zip(np.flatnonzero(held).tolist(), scores.scores[where[held]].tolist(), strict=True):
+                        per_term = out[asked[i]]
+                        per_term[term] = per_term.get(term, 0.0) + score * weight * boost
         return out
 
     def _split_by_frequency(self, terms: Sequence[tuple[str, float]], field: str, n: int | None = None,
@@ -294,7 +305,7 @@ class WhooshIndex:
         n = self._searcher.doc_count() if n is None else n
         if n < 50:
             return list(terms), []
-        doc_frequency = doc_frequency or self._searcher.doc_frequency
+        doc_frequency = doc_frequency or self._scores.doc_frequency  # cached per searcher: whoosh asks every segment
         df = {t: doc_frequency(field, t) for t, _ in terms}
         rare = [(t, w) for t, w in terms if df[t] <= self.max_df_ratio * n]
         if len(rare) < 2:
@@ -320,7 +331,7 @@ class WhooshIndex:
     def doc_frequency(self, term: str, field: str = "body") -> int:
         """How many chunks hold the analyzed term (routing weighs a question's words by it)."""
         with self._search_lock:
-            return self._searcher.doc_frequency(field, term)
+            return self._scores.doc_frequency(field, term)
 
     def close(self) -> None:
         if self._closed:

@@ -6,9 +6,25 @@ read here straight from whoosh 2.7's on-disk matcher (see `posting_blocks`), not
 
 from __future__ import annotations
 
+import math
+import pickle
+import struct
+import zlib
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-__all__ = ["PostingScores", "posting_blocks", "postings"]
+if TYPE_CHECKING:  # numpy is imported by the functions that read: a writer (an ingest) never needs it
+    import numpy as np
+
+    from retrieval.index.posting_arrays import Postings
+
+from retrieval.index.whoosh_files import ViewFile
+
+__all__ = ["PostingScores", "matcher_arrays", "posting_blocks", "postings", "segment_postings", "w3_postings"]
+
+MAX_CACHED = 5000  # (field, term) posting lists kept per searcher
+_W3_MAGIC = b"W3Bl"  # whoosh.codec.whoosh3.WHOOSH3_HEADER_MAGIC
+_INT = struct.Struct("!i")  # whoosh.system's int, a block's length
 
 
 class PostingScores:
@@ -17,44 +33,135 @@ class PostingScores:
     def __init__(self, searcher, bm25: tuple[float, float]) -> None:
         self.searcher = searcher
         self.bm25 = bm25
-        self._scores: dict[tuple[str, str], dict[int, float]] = {}
-        self._lengths: dict[tuple[str, int], list[float]] = {}  # (field, segment) -> length norms
+        self._scores: dict[tuple[str, str], Postings] = {}
+        self._lengths: dict[tuple[str, int], np.ndarray] = {}  # (field, segment) -> length norms
         self._chunk_ids: dict[int, str] = {}  # docnum -> chunk id
+        self._df: dict[tuple[str, str], int] = {}
+        self._infos: dict[tuple[str, str], list | None] = {}
+        self._live_docs: dict[int, np.ndarray | None] = {}  # segment offset -> which of its docnums are live
 
-    def term_scores(self, field: str, term: str) -> dict[int, float]:
+    def term_scores(self, field: str, term: str) -> Postings:
         """docnum -> BM25F score of one term, for the whole posting list; cached for this searcher's life.
 
         The score is whoosh's `BM25FScorer` (same statistics, same formula, same order of operations,
-        so the same floats; a test compares them) computed over whole posting blocks: one question's
-        terms in three fields are ~30 posting lists, and whoosh's matcher walked each posting through
-        five method calls. The same few hundred common terms recur across questions, so most
+        so the same floats; a test compares them) computed over whole posting blocks as arrays: one
+        question's terms in three fields are ~30 posting lists, and whoosh's matcher walked each posting
+        through five method calls. The same few hundred common terms recur across questions, so most
         questions find their lists here already.
         """
+        import numpy as np
+
+        from retrieval.index.posting_arrays import EMPTY, Postings
+
         key = (field, term)
         cached = self._scores.get(key)
         if cached is None:
-            cached = {}
+            cached = EMPTY
             searcher = self.searcher
-            if searcher.schema[field].scorable and searcher.doc_frequency(field, term):
-                idf = searcher.idf(field, term)
+            df = self.doc_frequency(field, term)
+            if searcher.schema[field].scorable and df:
+                # whoosh's `WeightingModel.idf` (searcher.idf) with the document frequency read once, not again per segment
+                idf = math.log(searcher.doc_count_all() / (df + 1)) + 1
                 k1p1 = self.bm25[1] + 1
-                for sub, offset, ids, weights, deleted in posting_blocks(searcher, field, term):
+                ids, scores = [], []
+                for sub, offset, seg_ids, tfs in self._postings(field, term):
                     norm = self.length_norms(field, sub, offset)  # K1 * ((1 - B) + B * fl / avgfl)
-                    cached.update((d + offset, idf * ((tf * k1p1) / (tf + norm[d])))
-                                  for d, tf in zip(ids, weights, strict=True) if d not in deleted)
-            if len(self._scores) > 5000:
+                    ids.append(seg_ids + offset)
+                    scores.append(idf * ((tfs * k1p1) / (tfs + norm[seg_ids])))
+                if ids:
+                    cached = Postings(np.concatenate(ids), np.concatenate(scores))
+            if len(self._scores) > MAX_CACHED:
                 self._scores.clear()
             self._scores[key] = cached
         return cached
 
-    def length_norms(self, field: str, sub, offset: int) -> list[float]:
+    def doc_frequency(self, field: str, term: str) -> int:
+        """whoosh's `doc_frequency` (every segment's count, deleted documents included), once per (field, term)."""
+        key = (field, term)
+        df = self._df.get(key)
+        if df is None:
+            infos = self._term_infos(field, term)
+            df = self.searcher.doc_frequency(field, term) if infos is None else sum(ti.doc_frequency() for _, _, ti in infos)
+            if len(self._df) > MAX_CACHED * 10:
+                self._df.clear()
+            self._df[key] = df
+        return df
+
+    def _term_infos(self, field: str, term: str) -> list | None:
+        """(segment searcher, docnum offset, whoosh's term info) of each segment that holds the term, one look-up in
+        each segment's term table (whoosh looks it up again for the count, the idf and the postings); None where a
+        segment is not whoosh 2.7's own codec."""
+        from whoosh.codec.whoosh3 import W3TermsReader
+        from whoosh.reading import SegmentReader, TermNotFound
+
+        key = (field, term)
+        if key in self._infos:
+            return self._infos[key]
+        searcher = self.searcher
+        infos: list | None = []
+        if field in searcher.schema:
+            tbytes = searcher.schema[field].to_bytes(term)
+            for sub, offset in searcher.leaf_searchers():
+                reader = sub.reader()
+                if type(reader) is not SegmentReader or type(reader._terms) is not W3TermsReader:
+                    infos = None
+                    break
+                try:
+                    infos.append((sub, offset, reader._terms.term_info(field, tbytes)))
+                except TermNotFound:
+                    continue
+        if len(self._infos) > MAX_CACHED:
+            self._infos.clear()
+        self._infos[key] = infos
+        return infos
+
+    def _postings(self, field: str, term: str) -> Iterator[tuple]:
+        """(segment searcher, docnum offset, docnums, weights) of the term's live postings in each segment, as arrays."""
+        infos = self._term_infos(field, term)
+        if infos is None:
+            yield from segment_postings(self.searcher, field, term)
+            return
+        tbytes = self.searcher.schema[field].to_bytes(term)
+        fmt = self.searcher.schema[field].format
+        for sub, offset, terminfo in infos:
+            terms = sub.reader()._terms
+            arrays = w3_postings(terms._postfile, terminfo)
+            if arrays is None:
+                matcher = terms._codec.postings_reader(terms._postfile, terminfo, fmt, term=(field, tbytes))
+                arrays = _arrays(sub, offset, matcher)
+            ids, tfs = arrays
+            live = self._live(sub, offset)
+            if live is not None:
+                keep = live[ids]
+                ids, tfs = ids[keep], tfs[keep]
+            if len(ids):
+                yield sub, offset, ids, tfs
+
+    def _live(self, sub, offset: int) -> np.ndarray | None:
+        """Segment docnum -> not deleted, for a segment with deletions (what whoosh's `FilterMatcher` skips)."""
+        import numpy as np
+
+        if offset not in self._live_docs:
+            reader = sub.reader()
+            live = None
+            if reader.has_deletions():
+                live = np.ones(reader.doc_count_all(), dtype=bool)
+                deleted = list(reader.deleted_docs_set)
+                live[np.array(deleted, dtype=np.int64)] = False
+            self._live_docs[offset] = live
+        return self._live_docs[offset]
+
+    def length_norms(self, field: str, sub, offset: int) -> np.ndarray:
         """Segment docnum -> BM25's length norm `K1 * ((1 - B) + B * fl / avgfl)` of the field, for one
         segment of this searcher: its lengths are read in one go, not one seek per document."""
+        import numpy as np
+
         norms = self._lengths.get((field, offset))
         if norms is None:
             B, K1 = self.bm25
             avgfl = self.searcher.avg_field_length(field) or 1  # once per segment and field
-            norms = self._lengths[(field, offset)] = [K1 * ((1 - B) + B * fl / avgfl) for fl in _field_lengths(sub, field)]
+            norms = self._lengths[(field, offset)] = np.array(
+                [K1 * ((1 - B) + B * fl / avgfl) for fl in _field_lengths(sub, field)], dtype=np.float64)
         return norms
 
     def chunk_id(self, docnum: int) -> str:
@@ -80,7 +187,6 @@ def posting_blocks(searcher, field: str, term: str) -> Iterator[tuple]:
     Deleted documents are to be skipped as whoosh's `FilterMatcher` does. Any other matcher is
     walked through the public interface.
     """
-    from whoosh.codec.whoosh3 import W3LeafMatcher
     from whoosh.matching.wrappers import FilterMatcher
     from whoosh.reading import TermNotFound
 
@@ -92,22 +198,143 @@ def posting_blocks(searcher, field: str, term: str) -> Iterator[tuple]:
         deleted: frozenset | set = frozenset()
         if type(matcher) is FilterMatcher and matcher._exclude:
             deleted, matcher = matcher._ids, matcher.child
-        if type(matcher) is not W3LeafMatcher:
-            ids, weights = [], []
-            while matcher.is_active():
-                ids.append(matcher.id())
-                weights.append(matcher.weight())
-                matcher.next()
-            yield sub, offset, ids, weights, deleted
-            continue
+        yield from _matcher_blocks(sub, offset, matcher, deleted)
+
+
+def _matcher_blocks(sub, offset: int, matcher, deleted) -> Iterator[tuple]:
+    from whoosh.codec.whoosh3 import W3LeafMatcher
+
+    if type(matcher) is not W3LeafMatcher:
+        ids, weights = [], []
         while matcher.is_active():
-            if matcher._ids is None:
-                matcher._read_ids()
-            if matcher._weights is None:
-                matcher._read_weights()
-            first = matcher._i
-            yield sub, offset, matcher._ids[first:], matcher._weights[first:], deleted
-            matcher._next_block()
+            ids.append(matcher.id())
+            weights.append(matcher.weight())
+            matcher.next()
+        yield sub, offset, ids, weights, deleted
+        return
+    while matcher.is_active():
+        if matcher._ids is None:
+            matcher._read_ids()
+        if matcher._weights is None:
+            matcher._read_weights()
+        first = matcher._i
+        yield sub, offset, matcher._ids[first:], matcher._weights[first:], deleted
+        matcher._next_block()
+
+
+def segment_postings(searcher, field: str, term: str) -> Iterator[tuple]:
+    """(segment searcher, docnum offset, docnums, weights) of `term`'s live postings in each segment, as arrays
+    (int64 segment docnums, ascending; float64 weights), through whoosh's public `postings` (any codec)."""
+    import numpy as np
+    from whoosh.matching.wrappers import FilterMatcher
+    from whoosh.reading import TermNotFound
+
+    for sub, offset in searcher.leaf_searchers():
+        try:
+            matcher = sub.reader().postings(field, term)
+        except TermNotFound:
+            continue
+        deleted: frozenset | set = frozenset()
+        if type(matcher) is FilterMatcher and matcher._exclude:
+            deleted, matcher = matcher._ids, matcher.child
+        ids, tfs = _arrays(sub, offset, matcher)
+        if deleted:
+            live = ~np.isin(ids, np.fromiter(deleted, dtype=np.int64, count=len(deleted)))
+            ids, tfs = ids[live], tfs[live]
+        if len(ids):
+            yield sub, offset, ids, tfs
+
+
+def _arrays(sub, offset: int, matcher) -> tuple[np.ndarray, np.ndarray]:
+    """`matcher_arrays`, or any other matcher walked through its public interface."""
+    import numpy as np
+
+    arrays = matcher_arrays(matcher)
+    if arrays is None:
+        ids, weights = [], []
+        for _, _, block_ids, block_weights, _ in _matcher_blocks(sub, offset, matcher, frozenset()):
+            ids.extend(block_ids)
+            weights.extend(block_weights)
+        arrays = np.array(ids, dtype=np.int64), np.array(weights, dtype=np.float64)
+    return arrays
+
+
+def matcher_arrays(matcher) -> tuple[np.ndarray, np.ndarray] | None:
+    """(docnums, weights) of a `W3LeafMatcher`'s postings from where it stands (deleted documents included);
+    None for any other matcher.
+
+    whoosh 2.7 keeps a block as a pickled tuple (docnum deltas, weights: a tuple, one float for all, or None for
+    1.0 each); `W3LeafMatcher._read_ids` undoes the deltas one posting at a time in Python, here it is one
+    cumulative sum per block. The weights are whoosh's float32 values, exact in float64.
+    """
+    import numpy as np
+    from whoosh.codec.whoosh3 import W3LeafMatcher
+
+    if type(matcher) is not W3LeafMatcher or matcher._byteids:
+        return None
+    ids_parts, weight_parts = [], []
+    while matcher.is_active():
+        if matcher._data is None:
+            matcher._read_data()
+        deltas, weights = matcher._data[0], matcher._data[1]
+        n = len(deltas)
+        ids = np.cumsum(np.fromiter(deltas, dtype=np.int64, count=n))
+        if weights is None:
+            tfs = np.ones(n, dtype=np.float64)
+        elif isinstance(weights, float):
+            tfs = np.full(n, float(np.float32(weights)), dtype=np.float64)  # whoosh makes an array("f") of it
+        else:
+            tfs = np.fromiter(weights, dtype=np.float64, count=n)
+        first = matcher._i
+        ids_parts.append(ids[first:])
+        weight_parts.append(tfs[first:])
+        matcher._next_block()
+    if not ids_parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    return np.concatenate(ids_parts), np.concatenate(weight_parts)
+
+
+def w3_postings(postfile, terminfo) -> tuple[np.ndarray, np.ndarray] | None:
+    """(docnums, weights) of one segment's posting list read straight from whoosh 2.7's posting file (deleted
+    documents included); None where the file is not read in place (`whoosh_files.ViewFile`) or the postings are
+    inlined in the term info.
+
+    The layout is `W3PostingsWriter`'s: the magic `W3Bl`, then per block its signed length (negative for the
+    last block), a pickled info tuple (count, last id, max weight, compression, min and max length) and the
+    (zlib-compressed) pickled (docnum deltas, weights). `W3LeafMatcher` reads the same bytes through a dozen
+    attribute-setting calls per block, most of a cold posting list's time; the values are the same.
+    """
+    import numpy as np
+
+    buf = getattr(postfile, "_buf", None)
+    if buf is None or not isinstance(getattr(postfile, "file", None), ViewFile) or terminfo.is_inlined():
+        return None
+    start, _ = terminfo.extent()
+    view = ViewFile(buf)
+    raw = view._buf
+    if raw[start:start + 4].tobytes() != _W3_MAGIC:
+        return None
+    ids_parts, weight_parts = [], []
+    pos = start + 4
+    while True:
+        (size,) = _INT.unpack_from(raw, pos)
+        end = pos + 4 + abs(size)
+        view.seek(pos + 4)
+        info = pickle.Unpickler(view).load()
+        data = raw[view.tell():end]
+        deltas, weights = pickle.loads(zlib.decompress(data) if info[3] else data)[:2]
+        n = len(deltas)
+        ids_parts.append(np.cumsum(np.fromiter(deltas, dtype=np.int64, count=n)))
+        if weights is None:
+            weight_parts.append(np.ones(n, dtype=np.float64))
+        elif isinstance(weights, float):
+            weight_parts.append(np.full(n, float(np.float32(weights)), dtype=np.float64))  # whoosh: array("f")
+        else:
+            weight_parts.append(np.fromiter(weights, dtype=np.float64, count=n))
+        if size < 0:
+            break
+        pos = end
+    return np.concatenate(ids_parts), np.concatenate(weight_parts)
 
 
 def _field_lengths(sub, field: str) -> list[int]:
