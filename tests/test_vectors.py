@@ -291,3 +291,31 @@ def test_the_nearest_rows_are_a_full_stable_sorts_prefix_with_ties_skips_and_ref
     for k, kwargs in [(1, {}), (20, {}), (20, {"skip": skip}), (20, {"keep": lambda cid: int(cid[1:]) % 7 == 0}),
                       (20, {"keep": lambda cid: int(cid[1:]) > 4990}), (6000, {})]:
         assert matrix.nearest(sims, k, **kwargs) == by_sorting(k, **kwargs)
+
+
+def test_an_embed_run_never_prunes_what_another_run_embedded_meanwhile(fresh_kb, tmp_path):
+    """Two `kg embed` at once (two servers sharing vectors, or two here): the one that ends last must not drop the
+    vectors the other stored for chunks ingested after it read the catalog; stale vectors still go."""
+    _embedded(fresh_kb, HashEmbedder())
+    doc = next(d for d in fresh_kb.documents() if d["source"].endswith("nginx.md"))
+    fresh_kb.delete_documents([doc["doc_id"]])  # its vectors are stale now
+    late = tmp_path / "extra" / "late.md"
+
+    class Interleaved(HashEmbedder):
+        """The first run: while it embeds, a document is ingested and a second run embeds it."""
+
+        def embed_passages(self, texts):
+            if not late.exists():
+                late.parent.mkdir(parents=True, exist_ok=True)
+                late.write_text("# Late note\n\nThe snapshot window of the late note is 40 minutes.\n", encoding="utf-8")
+                fresh_kb.ingest_paths([late])
+                fresh_kb.vectors.embed_missing(embedder=HashEmbedder())
+            return super().embed_passages(texts)
+
+    # one vector missing, so the first run has something to embed
+    keys = fresh_kb.vectors.store.keys()
+    fresh_kb.vectors.store.delete({sorted(keys)[0]})
+    report = fresh_kb.vectors.embed_missing(embedder=Interleaved())
+    assert report.embedded == 1 and report.pruned >= 1  # the nginx chunks' vectors went
+    status = fresh_kb.vectors.status()
+    assert status["chunks_with_vectors"] == status["chunks"]  # the late note's vector stayed

@@ -129,6 +129,7 @@ class Vectors:
         previous = self.store.model()
         if self.store.start_model(embedder.model_id):
             report.model_changed = previous
+        known = self.store.keys()  # only what was stored before this run can be stale when it ends
         todo = self.store.missing(texts)
         report.reused = len(texts) - len(todo)
         if total:
@@ -140,8 +141,10 @@ class Vectors:
             report.embedded += len(keys)
             if progress:
                 progress(len(keys))
-        # Complete: what nothing needs any more (deleted documents, old versions' edits) goes.
-        report.pruned = self.store.delete(self.store.keys() - set(texts))
+        # Complete: what nothing needs any more (deleted documents, old versions' edits) goes, judged by the catalog
+        # as it is now and among the vectors stored before this run: another `kg embed` (another server on the same
+        # schema, or a second one here) may have embedded chunks ingested since this run read the catalog.
+        report.pruned = self.store.delete(known - set(self.needed()))
         report.seconds = round(time.perf_counter() - started, 2)
         report.cpu_seconds = round(time.process_time() - cpu, 2)
         return report
