@@ -10,11 +10,14 @@ rdflib's own, inherited, so the bytes are the same (tests/test_turtle.py compare
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from io import BytesIO
 
 from rdflib import RDF, RDFS, BNode, Graph, Literal, URIRef
 from rdflib.plugins.serializers.turtle import _GEN_QNAME_FOR_DT, OBJECT, VERB, TurtleSerializer
+
+from kg.triples import TripleTable
 
 __all__ = ["serialize_turtle"]
 
@@ -57,26 +60,35 @@ class TurtleWriter(TurtleSerializer):
         self._labels = {}
 
     def _preprocess_without_base(self) -> None:
-        """`preprocessTriple` for every triple, inlined (no base: no predicate is written relative to it);
-        a term whose prefixed name is known is not asked again (see get_pname)."""
-        refs, subjects, by_subject, keywords = self._references, self._subjects, self._by_subject, self.keywords
-        pnames, get_pname, namespaces = self._pnames, self.get_pname, self.namespaces
-        for triple in self.store.triples((None, None, None)):
-            s, p, o = triple
-            refs[o] += 1
+        """`preprocessTriple` for every triple, inlined (no base: no predicate is written relative to it),
+        each distinct term asked for its prefixed name once (see get_pname). Which terms are asked is
+        what decides the prefixes written; a term asked once more or in another order names the same
+        prefixes (rdflib's own order is that of a set: it changes from process to process)."""
+        refs, subjects, keywords = self._references, self._subjects, self.keywords
+        if isinstance(self.store, TripleTable):
+            by_subject = self.store.by_subject  # read only: the writer never changes it
+        else:
+            by_subject = defaultdict(list)
+            for s, p, o in self.store.triples((None, None, None)):
+                by_subject[s].append((p, o))
+        self._by_subject = by_subject
+        predicates: dict = {}
+        for s, pairs in by_subject.items():
             subjects[s] = True
-            by_subject[s].append((p, o))
-            for node, gen in ((s, False), (p, True), (o, False)):
-                if gen and node in keywords:
-                    continue
-                if isinstance(node, URIRef):
-                    known = pnames.get((node, gen))
-                    if known is None or (known[0] is None and known[1] != len(namespaces)):
-                        get_pname(node, gen)
-                elif isinstance(node, Literal) and node.datatype:
-                    get_pname(node.datatype, _GEN_QNAME_FOR_DT)
+            for p, o in pairs:
+                refs[o] += 1
+                predicates[p] = predicates.get(p, 0) + 1
+        get_pname = self.get_pname
+        for p, count in predicates.items():
+            if p not in keywords:
+                get_pname(p, True)
             if isinstance(p, BNode):
-                refs[p] += 1
+                refs[p] += count
+        for node in itertools.chain(subjects, list(refs)):
+            if isinstance(node, URIRef):
+                get_pname(node, False)
+            elif isinstance(node, Literal) and node.datatype:
+                get_pname(node.datatype, _GEN_QNAME_FOR_DT)
 
     def get_pname(self, uri, gen_prefix: bool = True):
         if not isinstance(uri, URIRef):
