@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from rdflib import OWL, RDF, RDFS, SKOS, Graph, Literal, URIRef
 
+from kg.collector import collector_paused
 from kg.errors import InputError
 from kg.files import file_stamp
 from kg.graph import GraphView
@@ -200,12 +201,13 @@ class KnowledgeGraph:
         from kg.relations import import_relation_table
 
         planned: list[Overlay] = []
-        report = import_relation_table(
-            self.rdf, Path(path), self.vocab, skip_invalid=skip_invalid, dry_run=dry_run,
-            rejects_path=rejects_path, progress=progress, apply=planned.append,
-        )
-        if planned and (report.added_triples or report.removed_triples):
-            self._save_import(planned[0])
+        with collector_paused():
+            report = import_relation_table(
+                self.rdf, Path(path), self.vocab, skip_invalid=skip_invalid, dry_run=dry_run,
+                rejects_path=rejects_path, progress=progress, apply=planned.append,
+            )
+            if planned and (report.added_triples or report.removed_triples):
+                self._save_import(planned[0])
         return report
 
     def _save_import(self, overlay: Overlay) -> None:
