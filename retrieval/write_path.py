@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from kg.collector import collector_paused
 from kg.errors import InputError, TooLargeError
 from kg.relations.aliases import import_alias_table, is_alias_table
 from retrieval.catalog import commit, filestats
@@ -325,13 +324,7 @@ def sync_index_words(kb) -> int:
 
 def import_file(kb, path: Path, progress: Progress | None = None, **options) -> dict:
     """A relation table (.csv), an RDF/OWL file (.ttl .owl .rdf .nt) or a synonym table (.txt)."""
-    # The graph's triples, then its view and linker: ~70k entities at 100k rows, built with the cyclic
-    # collector paused (kg.collector).
-    with collector_paused():
-        return _import_file(kb, Path(path), progress, **options)
-
-
-def _import_file(kb, path: Path, progress: Progress | None, **options) -> dict:
+    path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     suffix = path.suffix.lower()
