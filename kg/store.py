@@ -18,14 +18,20 @@ import pickle
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rdflib import OWL, RDF, RDFS, SKOS, Graph, Literal, URIRef
 
+from kg.collector import collector_paused
 from kg.errors import InputError
 from kg.files import file_stamp
 from kg.graph import GraphView
+from kg.triples import TripleTable
 from kg.turtle import serialize_turtle
 from ontology import BASE_ONTOLOGY_PATH, KG, Vocabulary, entity_iri, load_rdf
+
+if TYPE_CHECKING:
+    from kg.relations.overlay import Overlay
 
 __all__ = ["CACHE_FILE", "GRAPH_FILE", "KnowledgeGraph"]
 
@@ -43,6 +49,8 @@ class KnowledgeGraph:
         self._view: GraphView | None = None
         self._vocab: Vocabulary | None = None
         self._rdf: Graph | None = None
+        # An import's triples: in graph.ttl and graph.cache, added to `_rdf` when something reads it.
+        self._pending: Overlay | None = None
         self.digest = ""  # sha256 of the graph.ttl content the triples in memory came from
         self.reload()
 
@@ -55,16 +63,19 @@ class KnowledgeGraph:
         if self._rdf is None:
             self._rdf = load_rdf(self.path) if self.path.exists() else load_rdf(BASE_ONTOLOGY_PATH)
             _bind_prefixes(self._rdf)
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.commit()
         return self._rdf
 
     @rdf.setter
     def rdf(self, graph: Graph) -> None:
-        self._rdf = graph
+        self._rdf, self._pending = graph, None
 
     def reload(self) -> None:
         # Nothing is parsed or unpickled here: `vocab`, `view` and `view_stats()` load on first use.
         self._stamp = self._disk_stamp()
-        self._rdf = self._view = self._vocab = None
+        self._rdf = self._pending = self._view = self._vocab = None
         self.digest = _digest(self.path)
 
     def changed_on_disk(self) -> bool:
@@ -77,8 +88,11 @@ class KnowledgeGraph:
         return False
 
     def save(self) -> None:
+        self._publish(serialize_turtle(self.rdf))  # rdflib's bytes, without its per-occurrence prefix look-ups
+
+    def _publish(self, data: bytes) -> None:
+        """`data` becomes graph.ttl, whole or not at all."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = serialize_turtle(self.rdf)  # rdflib's bytes, without its per-occurrence prefix look-ups
         fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".ttl", dir=self.path.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -120,7 +134,9 @@ class KnowledgeGraph:
             return None
 
     def _load_derived(self) -> bool:
-        cached = self._read_cache() if self._rdf is None else None
+        # Triples changed in memory and not saved would make graph.cache stale; an import's pending
+        # triples are saved (graph.ttl and graph.cache are both written from them).
+        cached = self._read_cache() if self._rdf is None or self._pending is not None else None
         if cached is None:
             return False
         self._vocab, self._view = cached
@@ -184,14 +200,29 @@ class KnowledgeGraph:
     ):
         from kg.relations import import_relation_table
 
-        report = import_relation_table(
-            self.rdf, Path(path), self.vocab, skip_invalid=skip_invalid, dry_run=dry_run,
-            rejects_path=rejects_path, progress=progress,
-        )
-        if not dry_run and (report.added_triples or report.removed_triples):
-            self.save()
-            self.invalidate()
+        planned: list[Overlay] = []
+        with collector_paused():
+            report = import_relation_table(
+                self.rdf, Path(path), self.vocab, skip_invalid=skip_invalid, dry_run=dry_run,
+                rejects_path=rejects_path, progress=progress, apply=planned.append,
+            )
+            if planned and (report.added_triples or report.removed_triples):
+                self._save_import(planned[0])
         return report
+
+    def _save_import(self, overlay: Overlay) -> None:
+        """graph.ttl and graph.cache written from the graph and an import's planned triples, which reach
+        rdflib's store only if something reads `rdf` later (the same bytes and view as `save` and `view`
+        after adding them: tests/test_turtle.py, tests/test_import_write.py)."""
+        table = TripleTable(self.rdf, overlay.added, overlay.removed)
+        self._publish(serialize_turtle(table))
+        self._pending = overlay
+        vocab = Vocabulary.from_graph(table)
+        self._vocab, self._view = vocab, GraphView.from_rdf(table, vocab)
+        del table
+        self._write_cache()
+        # The next read takes the view as columns from graph.cache, as the next process does (see `view`).
+        self.invalidate()
 
     def merge_rdf(self, path: Path, incoming: Graph | None = None) -> int:
         """Add every triple of an RDF file (an ontology saved from Protégé; `incoming` when already

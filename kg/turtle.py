@@ -10,11 +10,20 @@ rdflib's own, inherited, so the bytes are the same (tests/test_turtle.py compare
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from io import BytesIO
 
 from rdflib import RDF, RDFS, BNode, Graph, Literal, URIRef
-from rdflib.plugins.serializers.turtle import _GEN_QNAME_FOR_DT, OBJECT, VERB, TurtleSerializer
+from rdflib.plugins.serializers.turtle import (
+    _GEN_QNAME_FOR_DT,
+    OBJECT,
+    SUBJECT,
+    VERB,
+    TurtleSerializer,
+)
+
+from kg.triples import TripleTable
 
 __all__ = ["serialize_turtle"]
 
@@ -33,6 +42,8 @@ class TurtleWriter(TurtleSerializer):
         super().reset()
         self._pnames: dict[tuple[URIRef, bool], tuple[str | None, int]] = {}
         self._labels: dict[tuple[object, int], str] | None = None  # filled once the prefixes are all known
+        self._node_labels: dict[URIRef, str] = {}  # IRIs as subjects and objects, then as predicates
+        self._verb_labels: dict[URIRef, str] = {}
         self._by_subject: dict = defaultdict(list)
         self._pieces: list[str] = []
 
@@ -54,29 +65,38 @@ class TurtleWriter(TurtleSerializer):
         else:
             self._preprocess_without_base()
         # Every prefix is bound now (preprocessing binds them): a term's name no longer changes.
-        self._labels = {}
+        self._labels, self._node_labels, self._verb_labels = {}, {}, {}
 
     def _preprocess_without_base(self) -> None:
-        """`preprocessTriple` for every triple, inlined (no base: no predicate is written relative to it);
-        a term whose prefixed name is known is not asked again (see get_pname)."""
-        refs, subjects, by_subject, keywords = self._references, self._subjects, self._by_subject, self.keywords
-        pnames, get_pname, namespaces = self._pnames, self.get_pname, self.namespaces
-        for triple in self.store.triples((None, None, None)):
-            s, p, o = triple
-            refs[o] += 1
+        """`preprocessTriple` for every triple, inlined (no base: no predicate is written relative to it),
+        each distinct term asked for its prefixed name once (see get_pname). Which terms are asked is
+        what decides the prefixes written; a term asked once more or in another order names the same
+        prefixes (rdflib's own order is that of a set: it changes from process to process)."""
+        refs, subjects, keywords = self._references, self._subjects, self.keywords
+        if isinstance(self.store, TripleTable):
+            by_subject = self.store.by_subject  # read only: the writer never changes it
+        else:
+            by_subject = defaultdict(list)
+            for s, p, o in self.store.triples((None, None, None)):
+                by_subject[s].append((p, o))
+        self._by_subject = by_subject
+        predicates: dict = {}
+        for s, pairs in by_subject.items():
             subjects[s] = True
-            by_subject[s].append((p, o))
-            for node, gen in ((s, False), (p, True), (o, False)):
-                if gen and node in keywords:
-                    continue
-                if isinstance(node, URIRef):
-                    known = pnames.get((node, gen))
-                    if known is None or (known[0] is None and known[1] != len(namespaces)):
-                        get_pname(node, gen)
-                elif isinstance(node, Literal) and node.datatype:
-                    get_pname(node.datatype, _GEN_QNAME_FOR_DT)
+            for p, o in pairs:
+                refs[o] += 1
+                predicates[p] = predicates.get(p, 0) + 1
+        get_pname = self.get_pname
+        for p, count in predicates.items():
+            if p not in keywords:
+                get_pname(p, True)
             if isinstance(p, BNode):
-                refs[p] += 1
+                refs[p] += count
+        for node in itertools.chain(subjects, list(refs)):
+            if isinstance(node, URIRef):
+                get_pname(node, False)
+            elif isinstance(node, Literal) and node.datatype:
+                get_pname(node.datatype, _GEN_QNAME_FOR_DT)
 
     def get_pname(self, uri, gen_prefix: bool = True):
         if not isinstance(uri, URIRef):
@@ -95,6 +115,12 @@ class TurtleWriter(TurtleSerializer):
         labels = self._labels
         if labels is None:
             return super().label(node, position)
+        if type(node) is URIRef:  # an IRI's name depends only on its text and whether it is a predicate
+            table = self._verb_labels if position == VERB else self._node_labels
+            text = table.get(node)
+            if text is None:
+                text = table[node] = super().label(node, position)
+            return text
         if isinstance(node, Literal):  # keyed by what it prints as (equal literals may print apart)
             key = (str(node), node.datatype, node.language, 2)
         else:
@@ -123,8 +149,22 @@ class TurtleWriter(TurtleSerializer):
         recursable.sort(key=lambda t: t[:3])
         return members + [t[3] for t in recursable]
 
+    def statement(self, subject) -> bool:
+        """A top-level IRI subject: what s_default writes through path -> p_default, without the calls."""
+        if self.depth or type(subject) is not URIRef:
+            return super().statement(subject)
+        self._serialized[subject] = True
+        write = self._pieces.append
+        write("\n")
+        write(self.label(subject, SUBJECT))
+        self.predicateList(subject)
+        write(" .")
+        return True
+
     def sortProperties(self, properties):
         for objects in properties.values():
+            if len(objects) < 2:
+                continue
             if all(type(o) is URIRef for o in objects):
                 objects.sort(key=str)
             else:
@@ -135,6 +175,8 @@ class TurtleWriter(TurtleSerializer):
             rest.sort(key=str)
         else:
             rest.sort()
+        if not ordered:
+            return rest
         chosen = set(ordered)
         return ordered + [p for p in rest if p not in chosen]
 
@@ -143,32 +185,37 @@ class TurtleWriter(TurtleSerializer):
         props = self.sortProperties(properties)
         if not props:
             return
-        write, label = self._pieces.append, self.label
+        write, label, objects_of = self._pieces.append, self.label, self.objectList
+        between = " ;\n" + self.indent(1)
         for i, predicate in enumerate(props):
             if i:
-                write(" ;\n" + self.indent(1))
+                write(between)
             if isinstance(predicate, BNode):
                 self.verb(predicate, newline=newline if i == 0 else True)
             else:
                 if i == 0 and not newline:
                     write(" ")
                 write(label(predicate, VERB))
-            self.objectList(properties[predicate])
+            objects_of(properties[predicate])
 
     def objectList(self, objects) -> None:
+        if len(objects) == 1 and not isinstance(objects[0], BNode):
+            self._pieces.append(" ")
+            self._pieces.append(self.label(objects[0], OBJECT))
+            return
         if any(isinstance(o, BNode) for o in objects):
             return super().objectList(objects)
         if not objects:
             return
-        depthmod = 0 if len(objects) == 1 else 1
-        self.depth += depthmod
+        self.depth += 1
         write, label = self._pieces.append, self.label
         write(" ")
         write(label(objects[0], OBJECT))
+        between = ",\n" + self.indent(1)
         for obj in objects[1:]:
-            write(",\n" + self.indent(1))
+            write(between)
             write(label(obj, OBJECT))
-        self.depth -= depthmod
+        self.depth -= 1
 
     def buildPredicateHash(self, subject):
         properties: dict = {}

@@ -9,6 +9,7 @@ from rdflib import OWL, RDF, RDFS, SKOS, XSD, BNode, Graph, Literal, Namespace, 
 from rdflib.collection import Collection
 
 from kg.relations import import_relation_table
+from kg.triples import TripleTable
 from kg.turtle import serialize_turtle
 from ontology import BASE_ONTOLOGY_PATH, KG, Vocabulary, load_rdf
 
@@ -75,3 +76,72 @@ def test_a_terms_prefixed_name_is_worked_out_once():
     CountingGraph.asked = 0
     graph.serialize(format="turtle")
     assert CountingGraph.asked > 2 * len(terms)  # what rdflib's serializer asks: once per occurrence and more
+
+
+def _copy(graph: Graph) -> Graph:
+    """The same triples (the same blank nodes) and prefixes in a graph of its own."""
+    copy = Graph()
+    for prefix, namespace in graph.namespaces():
+        copy.bind(prefix, namespace, override=True, replace=True)
+    for triple in graph:
+        copy.add(triple)
+    assert dict(copy.namespaces()) == dict(graph.namespaces())
+    return copy
+
+
+def test_a_graph_and_planned_triples_are_written_as_rdflib_writes_the_graph_with_them_applied():
+    """`kg import` writes graph.ttl from the graph and the triples it plans (kg.triples.TripleTable),
+    never adding them to rdflib's store: the bytes must be those of rdflib's serializer once they are."""
+    graph = _awkward_graph()
+    ex = Namespace("http://example.org/x#")
+    nested, items, axiom = BNode(), BNode(), BNode()
+    added = {
+        (ex.n, RDF.type, OWL.NamedIndividual): None,
+        (ex.n, RDFS.label, Literal("新服务", lang="zh")): None,
+        (ex.n, SKOS.altLabel, Literal("new service", lang="en")): None,
+        (ex.n, KG.weight, Literal("0.25", datatype=XSD.decimal)): None,
+        (ex.n, KG.dependsOn, ex.a): None,  # onto a subject that is already there
+        (ex.a, SKOS.altLabel, Literal("svc")): None,
+        (ex.n, RDFS.seeAlso, nested): None,  # a new blank node written nested
+        (nested, RDFS.comment, Literal('a "quoted"\nnote')): None,
+        (ex.n, URIRef("http://unbound.test/ns/other"), Literal("7", datatype=XSD.integer)): None,
+        (axiom, RDF.type, OWL.Axiom): None,  # a blank node nobody refers to: written as []
+        (axiom, OWL.annotatedSource, ex.n): None,
+        (ex.V, OWL.oneOf, items): None,  # a new list
+    }
+    in_a_list = Graph()
+    Collection(in_a_list, items, [ex.n, ex.a])
+    added.update(dict.fromkeys(in_a_list))
+    removed = {
+        (ex.a, KG.weight, Literal(Decimal("0.50"), datatype=XSD.decimal)): None,
+        (ex.a, RDFS.label, Literal("service", lang="en")): None,
+        next(graph.triples((None, RDF.type, OWL.Restriction))): None,  # a nested blank node loses a triple
+    }
+    assert not any(t in graph for t in added) and all(t in graph for t in removed)
+    expected = _copy(graph)
+
+    written = serialize_turtle(TripleTable(graph, added, removed))
+
+    for triple in removed:
+        expected.remove(triple)
+    for triple in added:
+        expected.add(triple)
+    assert written == expected.serialize(format="turtle", encoding="utf-8")
+    assert b"owl:oneOf ( <http://example.org/x#n> <http://example.org/x#a> )" in written  # a list, written as one
+
+
+def test_the_planned_triples_answer_as_the_graph_would():
+    graph = _demo_graph(Graph())
+    planned = []
+    import_relation_table(graph, DEMO, Vocabulary.from_graph(graph), apply=planned.append)
+    overlay = planned[0]
+    table = TripleTable(graph, overlay.added, overlay.removed)
+    overlay.commit()
+    assert len(table) == len(graph) and all(t in table for t in graph)
+    for predicate in (RDF.type, RDFS.label, KG.dependsOn):
+        assert sorted(table.subject_objects(predicate)) == sorted(graph.subject_objects(predicate))
+        assert sorted(table.subjects(predicate, OWL.NamedIndividual)) == sorted(graph.subjects(predicate, OWL.NamedIndividual))
+    subject = next(graph.subjects(KG.dependsOn))
+    assert sorted(table.predicate_objects(subject)) == sorted(graph.predicate_objects(subject))
+    assert table.value(subject, RDFS.label) == graph.value(subject, RDFS.label)
+    assert table.value(None, RDFS.label, graph.value(subject, RDFS.label)) == subject

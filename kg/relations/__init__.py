@@ -35,6 +35,7 @@ from kg.relations.model import (
     RowProblem,
     _count,
 )
+from kg.relations.overlay import Overlay
 from kg.relations.plan import _Plan, table_aliases
 from kg.relations.read import check_relation_table, iter_relation_rows, read_relation_table
 from kg.relations.source import column_key
@@ -80,8 +81,13 @@ def import_relation_table(
     dry_run: bool = False,
     rejects_path: Path | None = None,
     progress: Callable[[int], None] | None = None,
+    apply: Callable[[Overlay], None] = Overlay.commit,
 ) -> ImportReport:
-    """Read, check and import a relation table: all rows or (with problems) none, unless skip_invalid."""
+    """Read, check and import a relation table: all rows or (with problems) none, unless skip_invalid.
+
+    `apply` is given the planned triples when the import goes ahead; by default they are added to
+    `graph`. The caller that writes graph.ttl from them instead (`KnowledgeGraph.import_relations`)
+    keeps them out of rdflib's store."""
     table, plan = _plan_table(graph, Path(path), vocab, progress)
     problems = sorted(table.problems + plan.rejected, key=lambda p: p.line)
     if problems and not skip_invalid:
@@ -92,7 +98,7 @@ def import_relation_table(
             problems=[str(p) for p in problems],
         )
     if not dry_run:
-        plan.commit()
+        apply(plan.overlay)
         if rejects_path is not None and problems:
             _write_rejects(rejects_path, table, problems, plan.rejected_rows)
     report = plan.report(dry_run=dry_run, encoding=table.encoding)
