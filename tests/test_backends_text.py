@@ -36,10 +36,20 @@ def open_postgres(dsn: str, path: Path):
     return PostgresIndex(dsn, _namespace(path))
 
 
-@pytest.fixture
-def open_index(pg_dsn, tmp_path):
-    """The contract's fixture, opening the PostgreSQL index (one schema per test)."""
-    opener = contract.Opener(lambda path: open_postgres(pg_dsn, path), tmp_path / "index")
+def open_staged(dsn: str, path: Path):
+    """The index with every added chunk staged in the writer's temporary tables at once (as a large
+    ingest or `kg migrate` stages them past 2,000)."""
+    index = open_postgres(dsn, path)
+    index.stage_chunks = 1
+    return index
+
+
+@pytest.fixture(params=["in memory", "staged"])
+def open_index(request, pg_dsn, tmp_path):
+    """The contract's fixture, opening the PostgreSQL index (one schema per test), its uncommitted
+    chunks held in memory or staged in PostgreSQL."""
+    opener = contract.Opener(lambda path: (open_staged if request.param == "staged" else open_postgres)(pg_dsn, path),
+                             tmp_path / "index")
     yield opener
     for index in list(opener.open_indexes):
         opener.close(index)
@@ -243,3 +253,66 @@ def test_a_namespace_that_is_not_a_schema_name_is_refused_with_how_to_fix(pg_dsn
     with pytest.raises(InputError, match="lower-case letters, digits and _"):
         PostgresIndex(pg_dsn, "kb; DROP TABLE x")
 
+
+
+def _tables(index) -> dict:
+    """The index's rows with docnums replaced by the chunks' order (staging may leave unused docnums)."""
+    conn, ns = index._reader, index.ns
+    chunks = conn.execute(f"SELECT docnum, chunk_id, doc_id, lengths, rounded FROM {ns}.chunks ORDER BY docnum").fetchall()
+    name = {row[0]: row[1] for row in chunks}
+    return {
+        "chunks": [row[1:] for row in chunks],
+        "postings": sorted((f, t, name[d], tf, n) for f, t, d, tf, n in conn.execute(f"SELECT * FROM {ns}.postings")),
+        "terms": sorted(conn.execute(f"SELECT * FROM {ns}.terms WHERE df > 0").fetchall()),
+        "fields": sorted(conn.execute(f"SELECT * FROM {ns}.fields").fetchall()),
+        "chunk count": conn.execute(f"SELECT chunks FROM {ns}.generation").fetchone(),
+    }
+
+
+@pytest.mark.parametrize("replace_all", [False, True])
+def test_chunks_staged_in_postgresql_commit_the_same_index_as_chunks_held_in_memory(pg_dsn, tmp_path, replace_all):
+    """A large commit (kg migrate, kg reindex, a big ingest) stages its chunks in the writer session's temp
+    tables instead of holding them in Python: the same rows, order and statistics as the in-memory path, with
+    chunks added again (they go last), deleted before the commit, and replacing committed ones."""
+    chunks, questions = _demo_chunks()
+    first, rest = chunks[: len(chunks) // 2], chunks[len(chunks) // 2:]
+    again = rest[:3]
+    dropped = [rest[5].chunk_id, first[0].chunk_id]
+    memory, staged = open_postgres(pg_dsn, tmp_path / "memory"), open_postgres(pg_dsn, tmp_path / "staged")
+    staged.stage_chunks = 7  # stages in batches, with a remainder held in memory at the commit
+    try:
+        for index in (memory, staged):
+            index.add_chunks(first)
+            index.commit()
+            index.add_chunks(rest)
+            index.add_chunks(again)
+            index.add_chunks(first[1:4])  # committed already: replaced
+            assert index.delete_chunks(dropped) >= 1
+            if replace_all:
+                index.add_chunks(first[4:])
+            index.commit(replace_all=replace_all)
+        assert staged._stage.seq == {}
+        assert _tables(staged) == _tables(memory)
+        for question in questions:
+            terms, grams = _query(question)
+            assert [(h.chunk_id, h.score) for h in staged.search(terms, 10, grams=grams)] == \
+                [(h.chunk_id, h.score) for h in memory.search(terms, 10, grams=grams)]
+    finally:
+        memory.close()
+        staged.close()
+
+
+def test_a_rollback_forgets_the_staged_chunks(pg_dsn, tmp_path):
+    index = open_staged(pg_dsn, tmp_path)
+    try:
+        index.add_chunks(contract.CORPUS)
+        assert index._stage
+        index.rollback()
+        index.commit()
+        assert index.doc_count() == 0
+        index.add_chunks(contract.CORPUS[:1])
+        index.commit()
+        assert index.doc_count() == 1
+        assert contract.ids(contract.search(index, "LORA-02")) == ["c-lora"]
+    finally:
+        index.close()

@@ -35,6 +35,7 @@ from retrieval.index.postgres_schema import (
     schema_sql,
 )
 from retrieval.index.postgres_scoped import PostgresScope, add_common_terms, add_weighted_scores
+from retrieval.index.postgres_stage import STAGE_CHUNKS, StagedChunks
 from retrieval.index.whoosh_index import FIELD_BOOSTS, MAX_DF_RATIO
 from retrieval.types import Chunk, TextHit
 
@@ -92,6 +93,8 @@ class PostgresIndex:
         self._reader = self._open_reader()
         self._pending: dict[str, tuple[str, list[Counter]]] = {}  # chunk id -> (doc id, term counts)
         self._deleted: set[str] = set()
+        self._stage = StagedChunks()  # pending chunks past `stage_chunks`, in the writer session's temp tables
+        self.stage_chunks = STAGE_CHUNKS
         self._generation = -1
         self._n = 0
         self._totals: dict[str, int] = {}
@@ -136,12 +139,22 @@ class PostgresIndex:
                 self._pending.pop(chunk.chunk_id, None)  # added again: it goes last, as in whoosh
                 self._pending[chunk.chunk_id] = (chunk.doc_id, analyze_chunk(chunk, section))
                 n += 1
+                if len(self._pending) >= self.stage_chunks:
+                    self._stage.add(self._writer(), self._pending)
+                    self._pending = {}
         return n
+
+    def _writer(self):
+        if self._writer_conn is None:
+            self._writer_conn = connect(self.dsn)
+        return self._writer_conn
 
     def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
         with self._lock:
             ids = list(dict.fromkeys(chunk_ids))
             n = sum(self._pending.pop(cid, None) is not None for cid in ids)
+            if self._stage:
+                n += self._stage.discard(self._writer(), ids)
             with self._read():
                 n += self._reader.execute(f"SELECT count(*) FROM {self.ns}.chunks WHERE chunk_id = ANY(%s)",
                                           (ids,)).fetchone()[0]
@@ -154,6 +167,10 @@ class PostgresIndex:
     def rollback(self) -> None:
         with self._lock:
             self._pending, self._deleted = {}, set()
+            try:
+                self._stage.clear(self._writer_conn)
+            except self._psycopg.OperationalError:  # the session is gone, and its temp tables with it
+                self._stage.clear(None)
 
     def prepare(self, optimize: bool = False, replace_all: bool = False) -> None:
         """Nothing to write ahead: `commit` is one transaction, which searches see only once it commits."""
@@ -162,22 +179,24 @@ class PostgresIndex:
         """One transaction for the writes since the last commit; `replace_all`: they become the whole
         index. `optimize` means nothing here (PostgreSQL has no segments to merge)."""
         with self._lock:
-            if self._pending or self._deleted or replace_all:
+            if self._pending or self._deleted or self._stage or replace_all:
                 from retrieval.index.postgres_write import write_changes
 
                 for attempt in range(2):
                     fresh = self._writer_conn is None
-                    if fresh:
-                        self._writer_conn = connect(self.dsn)
+                    staged = bool(self._stage)
                     try:
-                        write_changes(self._writer_conn, self.ns, self._pending, self._deleted, replace_all)
+                        write_changes(self._writer(), self.ns, self._pending, self._deleted, replace_all, self._stage)
                         break
                     except self._psycopg.OperationalError as exc:
-                        self._writer_conn.close()
+                        if self._writer_conn is not None:
+                            self._writer_conn.close()
                         self._writer_conn = None
                         # The transaction did not commit: nothing written. A connection that broke while idle
-                        # (PostgreSQL restarted since the last commit) is opened again once.
-                        if fresh or attempt:
+                        # (PostgreSQL restarted since the last commit) is opened again once, unless chunks were
+                        # staged on it (they went with its session: the commit fails, the caller rolls back).
+                        if fresh or attempt or staged:
+                            self._stage.clear(None)
                             raise unreachable(self.dsn, exc) from exc
             self._pending, self._deleted = {}, set()
         with self._read():

@@ -10,27 +10,37 @@ from __future__ import annotations
 from collections import Counter
 
 from retrieval.index.postgres_schema import FIELDS, rounded_length
+from retrieval.index.postgres_stage import StagedChunks
 
 __all__ = ["write_changes"]
 
 
 def write_changes(conn, ns: str, pending: dict[str, tuple[str, list[Counter]]], deleted: set[str],
-                  replace_all: bool) -> int:
-    """Apply the additions (`pending`: chunk id -> (doc id, term counts per field), in order) and the
-    deletions; returns the index's new generation."""
+                  replace_all: bool, stage: StagedChunks | None = None) -> int:
+    """Apply the additions (`pending`: chunk id -> (doc id, term counts per field), in order, after the
+    chunks in `stage` when some were staged on this connection) and the deletions; returns the index's
+    new generation."""
+    if stage:
+        stage.add(conn, pending)  # one path for all of them: the rest joins the staged ones
+        pending = {}
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (ns,))
         if replace_all:
             conn.execute(f"TRUNCATE {ns}.chunks, {ns}.postings, {ns}.terms")
             conn.execute(f"UPDATE {ns}.fields SET total = 0, rounded = 0")
-        gone = sorted(deleted | set(pending))
+        gone = sorted(deleted | set(pending) | set(stage.seq if stage else ()))
         if gone and not replace_all:
             _delete(conn, ns, gone)
         if pending:
             _insert(conn, ns, pending)
-        return conn.execute(
+        if stage:
+            _add_to_totals(conn, ns, *stage.insert(conn, ns))
+        generation = conn.execute(
             f"UPDATE {ns}.generation SET value = value + 1, chunks = (SELECT count(*) FROM {ns}.chunks) "
             "RETURNING value").fetchone()[0]
+    if stage:
+        stage.clear(conn)
+    return generation
 
 
 def _delete(conn, ns: str, chunk_ids: list[str]) -> None:
