@@ -14,9 +14,11 @@ generation number, and every data dir is a local copy of the last publication:
 The catalog's own generation is the published one, so "behind" is one indexed SELECT. A journal row
 says a commit is in flight: a writer that died between its text index commit and its publication
 leaves it set, and the next writer re-derives the index from the published catalog (the state
-before). The cost of this design: each commit uploads the whole catalog (chunk texts included)
-and each server downloads it: fine for tens of thousands of chunks, not for millions (the catalog
-itself belongs in PostgreSQL then; README "Scaling out").
+before). The catalog goes as a SQLite file image cut in pieces of PIECE bytes, each with its sha256:
+a commit uploads the pieces whose hash changed and a server downloads those it lacks, keeping the last
+image it restored (`shared-catalog.image` in the data dir). An edit rewrites a few of the file's pages,
+so it moves a few pieces, not the file (237 MB at 100k chunks); the catalog as PostgreSQL tables is
+what millions of chunks would need (README "Scaling out").
 
 The meaning channel's vectors are not published: with pgvector on the server they are in the schema already
 (`retrieval/vectors/pgvector_store.py`, written by `kg embed` on any machine, read by all); without it each data dir
@@ -25,6 +27,7 @@ keeps its own vectors.sqlite and each server runs `kg embed` itself.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 import sqlite3
@@ -39,6 +42,8 @@ __all__ = ["CATALOG_FILE", "SHARED_FILES", "SharedRecord", "open_shared_record"]
 CATALOG_FILE = "kb.sqlite"
 SHARED_FILES = ("graph.ttl", "synonyms.txt", "REGISTRY.md")  # the truth beside the catalog, as files
 _TEMP_PREFIX = ".kgrag-shared-"
+IMAGE_FILE = "shared-catalog.image"  # the catalog image last published or restored here: its pieces are not fetched again
+PIECE = 256 * 1024  # an edit changes a few SQLite pages (4 KB each) spread through the file
 
 
 def open_shared_record(settings) -> SharedRecord | None:
@@ -56,6 +61,8 @@ def _schema_sql(ns: str) -> str:
         published_at timestamptz);
     INSERT INTO {ns}.kb_commit (id) VALUES (1) ON CONFLICT DO NOTHING;
     CREATE TABLE IF NOT EXISTS {ns}.kb_files (name text PRIMARY KEY, content bytea NOT NULL);
+    CREATE TABLE IF NOT EXISTS {ns}.kb_pieces (
+        part int PRIMARY KEY, sha bytea NOT NULL, content bytea NOT NULL);
     """
 
 
@@ -71,6 +78,7 @@ class SharedRecord:
         from retrieval.index.postgres_index import connect
 
         self.dsn, self.ns = dsn, namespace
+        self.fetched = 0  # catalog pieces the last restore fetched
         self._connect = connect
         self._mutex = threading.Lock()
         self._conn = connect(dsn)
@@ -116,38 +124,75 @@ class SharedRecord:
     def finish_journal(self) -> None:
         self._call(lambda db: db.execute(f"UPDATE {self.ns}.kb_commit SET journal = NULL"))
 
-    def publish(self, root: Path, catalog: sqlite3.Connection, generation: int) -> None:
+    def publish(self, root: Path, catalog: sqlite3.Connection, generation: int) -> int:
         """The data dir's catalog and files become the published state at `generation` (one transaction;
-        the journal row is cleared in it). Call with the write lock held."""
+        the journal row is cleared in it); returns how many catalog pieces were sent. Call with the write
+        lock held."""
         image = _catalog_image(root, catalog)
-        rows = [(CATALOG_FILE, image)] + [(name, content) for name in SHARED_FILES
-                                          if (content := _read(Path(root) / name)) is not None]
+        rows = [(name, content) for name in SHARED_FILES if (content := _read(Path(root) / name)) is not None]
+        mine = _piece_hashes(image)
 
-        def write(db) -> None:
+        def write(db) -> int:
             with db.transaction():
-                db.execute(f"DELETE FROM {self.ns}.kb_files")
+                published = dict(db.execute(f"SELECT part, sha FROM {self.ns}.kb_pieces").fetchall())
+                changed = [part for part, sha in enumerate(mine) if published.get(part) != sha]
+                db.execute(f"DELETE FROM {self.ns}.kb_files")  # the small files, and a catalog an older kgrag put here
                 with db.cursor() as cur:
                     cur.executemany(f"INSERT INTO {self.ns}.kb_files VALUES (%s, %s)", rows)
+                db.execute(f"DELETE FROM {self.ns}.kb_pieces WHERE part >= %s", (len(mine),))
+                with open(image, "rb") as fh:
+                    for part in changed:  # one piece in memory at a time
+                        fh.seek(part * PIECE)
+                        db.execute(f"INSERT INTO {self.ns}.kb_pieces VALUES (%s, %s, %s) ON CONFLICT (part) DO "
+                                   "UPDATE SET sha = EXCLUDED.sha, content = EXCLUDED.content",
+                                   (part, mine[part], fh.read(PIECE)))
                 db.execute(f"UPDATE {self.ns}.kb_commit SET generation = %s, journal = NULL, writer = %s, "
                            "published_at = now()", (generation, who()))
+                return len(changed)
 
-        self._call(write)
+        try:
+            return self._call(write)
+        finally:
+            os.replace(image, Path(root) / IMAGE_FILE)  # what was published: the next restore here starts from it
 
     def restore(self, root: Path, catalog: sqlite3.Connection) -> int | None:
         """Bring the data dir to the published state: the catalog copied into the open database (its other
         connections see it at their next statement), the files written where they differ. Returns the
         generation restored (None: nothing published, nothing changed)."""
-        rows = self._call(lambda db: db.execute(  # one statement: one snapshot of generation and files
-            f"SELECT c.generation, f.name, f.content FROM {self.ns}.kb_commit c "
-            f"LEFT JOIN {self.ns}.kb_files f ON true").fetchall())
-        generation = rows[0][0] if rows else None
-        if generation is None:
+        image = Path(root) / IMAGE_FILE
+        mine = _piece_hashes(image) if image.exists() else []
+
+        def read(db):
+            with db.transaction():  # one snapshot for the generation, the files and the pieces
+                db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                rows = db.execute(f"SELECT c.generation, f.name, f.content FROM {self.ns}.kb_commit c "
+                                  f"LEFT JOIN {self.ns}.kb_files f ON true").fetchall()
+                if not rows or rows[0][0] is None:
+                    return None
+                files = {name: bytes(content) for _, name, content in rows if name is not None}
+                hashes = db.execute(f"SELECT part, sha FROM {self.ns}.kb_pieces ORDER BY part").fetchall()
+                if CATALOG_FILE in files:  # published whole by an older kgrag
+                    image.write_bytes(files.pop(CATALOG_FILE))
+                elif not hashes:
+                    raise BusyError(f"the published record of '{self.ns}' has no catalog: publish again with a write "
+                                    "on the server that holds the knowledge base (e.g. `kg check --repair`)")
+                else:
+                    wanted = [part for part, sha in hashes if part >= len(mine) or mine[part] != bytes(sha)]
+                    self.fetched = len(wanted)
+                    with open(image, "r+b" if image.exists() else "wb") as fh:
+                        for part in wanted:  # one piece in memory at a time
+                            content = db.execute(f"SELECT content FROM {self.ns}.kb_pieces WHERE part = %s",
+                                                 (part,)).fetchone()[0]
+                            fh.seek(part * PIECE)
+                            fh.write(content)
+                        fh.truncate((hashes[-1][0]) * PIECE + _last_size(db, self.ns, hashes[-1][0]))
+                return rows[0][0], files
+
+        got = self._call(read)
+        if got is None:
             return None
-        files = {name: bytes(content) for _, name, content in rows if name is not None}
-        if CATALOG_FILE not in files:
-            raise BusyError(f"the published record of '{self.ns}' has no catalog: publish again with a write "
-                            "on the server that holds the knowledge base (e.g. `kg check --repair`)")
-        _restore_catalog(root, catalog, files[CATALOG_FILE])
+        generation, files = got
+        _restore_catalog(root, catalog, image)
         for name in SHARED_FILES:
             _write_if_different(Path(root) / name, files.get(name))
         return generation
@@ -166,8 +211,8 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def _catalog_image(root: Path, catalog: sqlite3.Connection) -> bytes:
-    """A consistent copy of the catalog's committed state, as the bytes of a database file."""
+def _catalog_image(root: Path, catalog: sqlite3.Connection) -> Path:
+    """A consistent copy of the catalog's committed state, as a database file (a temp file of `root`)."""
     fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".sqlite", dir=root)
     os.close(fd)
     try:
@@ -177,16 +222,33 @@ def _catalog_image(root: Path, catalog: sqlite3.Connection) -> bytes:
             copy.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
         finally:
             copy.close()
-        return Path(tmp).read_bytes()
-    finally:
+    except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
 
 
-def _restore_catalog(root: Path, catalog: sqlite3.Connection, image: bytes) -> None:
+def _piece_hashes(path: Path) -> list[bytes]:
+    out = []
+    with open(path, "rb") as fh:
+        while piece := fh.read(PIECE):
+            out.append(hashlib.sha256(piece).digest())
+    return out
+
+
+def _last_size(db, ns: str, part: int) -> int:
+    return db.execute(f"SELECT length(content) FROM {ns}.kb_pieces WHERE part = %s", (part,)).fetchone()[0]
+
+
+def _restore_catalog(root: Path, catalog: sqlite3.Connection, image: Path) -> None:
+    """The image copied into the open catalog; the image itself is kept, read through a temp copy so that
+    SQLite never writes to it (a journal, a header change)."""
     fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".sqlite", dir=root)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(image)
+        import shutil
+
+        shutil.copyfile(image, tmp)
         source = sqlite3.connect(tmp)
         try:
             source.backup(catalog)
