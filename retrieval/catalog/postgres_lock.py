@@ -30,32 +30,20 @@ class PostgresWriteLock(WriteLock):
         self.dsn, self.ns = dsn, namespace
         self.where = f"the knowledge base '{namespace}' in PostgreSQL"
         self.name = who()
-        self._conn = None
+        from retrieval.index.postgres_index import RetryingConnection
+
+        # The lock's own session (the lock lives and dies with it), named after the writer for `_holder`.
+        self._db = RetryingConnection(dsn, connect_now=False, application_name=self.name[:63])
 
     def _try(self) -> bool:
         """One attempt at the PostgreSQL lock; PostgreSQL down is a 503 (`BusyError`)."""
-        from psycopg import OperationalError
-
-        from retrieval.index.postgres_index import connect, unreachable
-
-        for attempt in range(2):
-            fresh = self._conn is None or self._conn.closed
-            if fresh:
-                self._conn = connect(self.dsn, application_name=self.name[:63])
-            try:
-                return bool(self._conn.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))",
-                                               (LOCK_CLASS, self.ns)).fetchone()[0])
-            except OperationalError as exc:  # broken while idle (PostgreSQL restarted): once more on a new one
-                self._conn.close()
-                self._conn = None
-                if fresh or attempt:
-                    raise unreachable(self.dsn, exc) from exc
-        raise AssertionError("unreachable")
+        return self._db.call(lambda conn: bool(conn.execute(
+            "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, self.ns)).fetchone()[0]))
 
     def _holder(self) -> str:
         """' (kg pid N on HOST)': the application name of the connection holding the lock, when visible."""
         try:
-            row = self._conn.execute(
+            row = self._db.conn.execute(
                 "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
                 "WHERE l.locktype = 'advisory' AND l.granted AND l.classid::bigint = %s "
                 "AND l.objid::bigint = (hashtext(%s)::bigint & 4294967295) AND l.objsubid = 2",
@@ -65,14 +53,11 @@ class PostgresWriteLock(WriteLock):
         return f" ({row[0]})" if row and row[0] else ""
 
     def _drop(self) -> None:
-        if self._conn is not None:
+        if self._db.conn is not None:
             try:
-                self._conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (LOCK_CLASS, self.ns))
+                self._db.conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (LOCK_CLASS, self.ns))
             except Exception:  # the connection broke: PostgreSQL dropped the lock with the session
-                self._conn.close()
-                self._conn = None
+                self._db.close()
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        self._db.close()

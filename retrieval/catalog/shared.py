@@ -32,7 +32,6 @@ import os
 import socket
 import sqlite3
 import tempfile
-import threading
 from pathlib import Path
 
 from kg.errors import BusyError
@@ -75,39 +74,20 @@ class SharedRecord:
     """`SharedRecord(dsn, namespace)`: the publication of one knowledge base (one PostgreSQL schema)."""
 
     def __init__(self, dsn: str, namespace: str) -> None:
-        from retrieval.index.postgres_index import connect
+        from retrieval.index.postgres_index import RetryingConnection
 
         self.dsn, self.ns = dsn, namespace
         self.fetched = 0  # catalog pieces the last restore fetched
-        self._connect = connect
-        self._mutex = threading.Lock()
-        self._conn = connect(dsn)
-        from psycopg import OperationalError
-
-        self._broken = OperationalError
-        with self._conn.transaction():
-            self._conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{namespace}.kb_commit",))
-            self._conn.execute(_schema_sql(namespace))
+        self._db = RetryingConnection(dsn)
+        conn = self._db.conn
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{namespace}.kb_commit",))
+            conn.execute(_schema_sql(namespace))
 
     def _call(self, work):
-        """`work(connection)` on the record's connection, one caller at a time. A connection that broke
-        while idle (PostgreSQL restarted) is opened again and the work tried once more (a transaction that
-        broke did not commit); PostgreSQL still down is a 503 (`BusyError`) saying so."""
-        from retrieval.index.postgres_index import unreachable
-
-        with self._mutex:
-            for attempt in range(2):
-                fresh = self._conn is None or self._conn.closed
-                if fresh:
-                    self._conn = self._connect(self.dsn)
-                try:
-                    return work(self._conn)
-                except self._broken as exc:
-                    self._conn.close()
-                    self._conn = None
-                    if fresh or attempt:
-                        raise unreachable(self.dsn, exc) from exc
-        raise AssertionError("unreachable")
+        """`work(connection)` on the record's connection, one caller at a time, tried again once on a
+        connection that broke while idle (`RetryingConnection`)."""
+        return self._db.call(work)
 
     def generation(self) -> int | None:
         """The last published generation (None: nothing published yet)."""
@@ -198,10 +178,7 @@ class SharedRecord:
         return generation
 
     def close(self) -> None:
-        with self._mutex:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._db.close()
 
 
 def _read(path: Path) -> bytes | None:

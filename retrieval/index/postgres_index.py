@@ -39,7 +39,7 @@ from retrieval.index.postgres_stage import STAGE_CHUNKS, StagedChunks
 from retrieval.index.whoosh_index import FIELD_BOOSTS, MAX_DF_RATIO
 from retrieval.types import Chunk, TextHit
 
-__all__ = ["PostgresIndex", "connect", "unreachable"]
+__all__ = ["PostgresIndex", "RetryingConnection", "connect", "unreachable"]
 
 MAX_CACHED = 5000  # posting lists kept in memory (per (field, term)) before the cache starts again
 
@@ -60,6 +60,40 @@ def unreachable(dsn: str, exc: Exception) -> BusyError:
     """PostgreSQL down or restarting: a 503 worth retrying (the next call connects again)."""
     return BusyError(f"PostgreSQL at '{dsn}' does not answer ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc}): "
                      "is the server running? check KG_POSTGRES_DSN; kgrag connects again on the next request")
+
+
+class RetryingConnection:
+    """One autocommit connection that one caller at a time uses through `call(work)`. A connection that broke
+    while idle (PostgreSQL restarted) is opened again and the work tried once more (a transaction that broke
+    did not commit); PostgreSQL still down is a 503 (`BusyError`) saying so."""
+
+    def __init__(self, dsn: str, connect_now: bool = True, **options) -> None:
+        from psycopg import OperationalError
+
+        self.dsn, self._options, self._broken = dsn, options, OperationalError
+        self._mutex = threading.Lock()
+        self.conn = connect(dsn, **options) if connect_now else None
+
+    def call(self, work):
+        with self._mutex:
+            for attempt in range(2):
+                fresh = self.conn is None or self.conn.closed
+                if fresh:
+                    self.conn = connect(self.dsn, **self._options)
+                try:
+                    return work(self.conn)
+                except self._broken as exc:
+                    self.conn.close()
+                    self.conn = None
+                    if fresh or attempt:
+                        raise unreachable(self.dsn, exc) from exc
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        with self._mutex:
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None
 
 
 class PostgresIndex:

@@ -187,6 +187,13 @@ def posting_blocks(searcher, field: str, term: str) -> Iterator[tuple]:
     Deleted documents are to be skipped as whoosh's `FilterMatcher` does. Any other matcher is
     walked through the public interface.
     """
+    for sub, offset, matcher, deleted in _leaf_matchers(searcher, field, term):
+        yield from _matcher_blocks(sub, offset, matcher, deleted)
+
+
+def _leaf_matchers(searcher, field: str, term: str) -> Iterator[tuple]:
+    """(segment searcher, docnum offset, the term's matcher, deleted docnums) in each segment holding the term;
+    the deleted documents are taken off whoosh's `FilterMatcher`, to be skipped as it skips them."""
     from whoosh.matching.wrappers import FilterMatcher
     from whoosh.reading import TermNotFound
 
@@ -198,7 +205,7 @@ def posting_blocks(searcher, field: str, term: str) -> Iterator[tuple]:
         deleted: frozenset | set = frozenset()
         if type(matcher) is FilterMatcher and matcher._exclude:
             deleted, matcher = matcher._ids, matcher.child
-        yield from _matcher_blocks(sub, offset, matcher, deleted)
+        yield sub, offset, matcher, deleted
 
 
 def _matcher_blocks(sub, offset: int, matcher, deleted) -> Iterator[tuple]:
@@ -226,17 +233,8 @@ def segment_postings(searcher, field: str, term: str) -> Iterator[tuple]:
     """(segment searcher, docnum offset, docnums, weights) of `term`'s live postings in each segment, as arrays
     (int64 segment docnums, ascending; float64 weights), through whoosh's public `postings` (any codec)."""
     import numpy as np
-    from whoosh.matching.wrappers import FilterMatcher
-    from whoosh.reading import TermNotFound
 
-    for sub, offset in searcher.leaf_searchers():
-        try:
-            matcher = sub.reader().postings(field, term)
-        except TermNotFound:
-            continue
-        deleted: frozenset | set = frozenset()
-        if type(matcher) is FilterMatcher and matcher._exclude:
-            deleted, matcher = matcher._ids, matcher.child
+    for sub, offset, matcher, deleted in _leaf_matchers(searcher, field, term):
         ids, tfs = _arrays(sub, offset, matcher)
         if deleted:
             live = ~np.isin(ids, np.fromiter(deleted, dtype=np.int64, count=len(deleted)))

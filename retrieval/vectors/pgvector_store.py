@@ -17,7 +17,6 @@ be guaranteed to equal the embedded matrix's.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -53,26 +52,25 @@ class PgVectorStore:
     """`PgVectorStore(dsn, namespace)`: the vectors of the knowledge base in schema `namespace` (`{ns}.vectors`)."""
 
     def __init__(self, dsn: str, namespace: str) -> None:
-        from retrieval.index.postgres_index import connect
+        from retrieval.index.postgres_index import RetryingConnection
 
         self.dsn, self.ns = dsn, namespace
         self.where = f"pgvector ({namespace}.vectors)"
-        self._connect = connect
-        self._mutex = threading.Lock()
-        self._conn = connect(dsn)
+        self._db = RetryingConnection(dsn)
+        conn = self._db.conn
         try:
-            ext = self._extension(self._conn)
+            ext = self._extension(conn)
         except BaseException:
-            self._conn.close()
+            self._db.close()
             raise
         # The extension's types and operator, qualified: it may live in a schema outside the search path.
         self._vec, self._vec32, self._cos = f"{ext}.halfvec", f"{ext}.vector", f"OPERATOR({ext}.<=>)"
-        with self._conn.transaction():
-            self._conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{namespace}.vectors",))
-            self._conn.execute(_schema_sql(namespace))
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{namespace}.vectors",))
+            conn.execute(_schema_sql(namespace))
             # No dimension on the column: the model's comes with its first vectors (`dim`); exact search needs none.
-            self._conn.execute(f"CREATE TABLE IF NOT EXISTS {namespace}.vectors "
-                               f"(key text PRIMARY KEY, vec {self._vec} NOT NULL)")
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {namespace}.vectors "
+                         f"(key text PRIMARY KEY, vec {self._vec} NOT NULL)")
 
     @staticmethod
     def _extension(conn) -> str:
@@ -91,24 +89,8 @@ class PgVectorStore:
         return row[0]
 
     def _call(self, work):
-        """`work(connection)`, one caller at a time; a connection that broke while idle is opened once more."""
-        from psycopg import OperationalError
-
-        from retrieval.index.postgres_index import unreachable
-
-        with self._mutex:
-            for attempt in range(2):
-                fresh = self._conn is None or self._conn.closed
-                if fresh:
-                    self._conn = self._connect(self.dsn)
-                try:
-                    return work(self._conn)
-                except OperationalError as exc:
-                    self._conn.close()
-                    self._conn = None
-                    if fresh or attempt:
-                        raise unreachable(self.dsn, exc) from exc
-        raise AssertionError("unreachable")
+        """`work(connection)`, one caller at a time (`RetryingConnection`: opened once more if it broke while idle)."""
+        return self._db.call(work)
 
     def _rows(self, sql: str, params=()) -> list[tuple]:
         return self._call(lambda db: db.execute(sql, params).fetchall())
@@ -123,10 +105,7 @@ class PgVectorStore:
         self._call(work)
 
     def close(self) -> None:
-        with self._mutex:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._db.close()
 
     # -- the model and the version readers follow -------------------------------------------------
     def exists(self) -> bool:
