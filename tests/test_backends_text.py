@@ -40,7 +40,7 @@ def open_staged(dsn: str, path: Path):
     """The index with every added chunk staged in the writer's temporary tables at once (as a large
     ingest or `kg migrate` stages them past 2,000)."""
     index = open_postgres(dsn, path)
-    index.stage_chunks = 1
+    index.writes.stage_chunks = 1
     return index
 
 
@@ -279,7 +279,7 @@ def test_chunks_staged_in_postgresql_commit_the_same_index_as_chunks_held_in_mem
     again = rest[:3]
     dropped = [rest[5].chunk_id, first[0].chunk_id]
     memory, staged = open_postgres(pg_dsn, tmp_path / "memory"), open_postgres(pg_dsn, tmp_path / "staged")
-    staged.stage_chunks = 7  # stages in batches, with a remainder held in memory at the commit
+    staged.writes.stage_chunks = 7  # stages in batches, with a remainder held in memory at the commit
     try:
         for index in (memory, staged):
             index.add_chunks(first)
@@ -291,7 +291,7 @@ def test_chunks_staged_in_postgresql_commit_the_same_index_as_chunks_held_in_mem
             if replace_all:
                 index.add_chunks(first[4:])
             index.commit(replace_all=replace_all)
-        assert staged._stage.seq == {}
+        assert staged.writes.stage.seq == {}
         assert _tables(staged) == _tables(memory)
         for question in questions:
             terms, grams = _query(question)
@@ -306,7 +306,7 @@ def test_a_rollback_forgets_the_staged_chunks(pg_dsn, tmp_path):
     index = open_staged(pg_dsn, tmp_path)
     try:
         index.add_chunks(contract.CORPUS)
-        assert index._stage
+        assert index.writes.stage
         index.rollback()
         index.commit()
         assert index.doc_count() == 0

@@ -30,7 +30,7 @@ class PostgresWriteLock(WriteLock):
         self.dsn, self.ns = dsn, namespace
         self.where = f"the knowledge base '{namespace}' in PostgreSQL"
         self.name = who()
-        from retrieval.index.postgres_index import RetryingConnection
+        from retrieval.index.postgres_conn import RetryingConnection
 
         # The lock's own session (the lock lives and dies with it), named after the writer for `_holder`.
         self._db = RetryingConnection(dsn, connect_now=False, application_name=self.name[:63])

@@ -74,7 +74,7 @@ class SharedRecord:
     """`SharedRecord(dsn, namespace)`: the publication of one knowledge base (one PostgreSQL schema)."""
 
     def __init__(self, dsn: str, namespace: str) -> None:
-        from retrieval.index.postgres_index import RetryingConnection
+        from retrieval.index.postgres_conn import RetryingConnection
 
         self.dsn, self.ns = dsn, namespace
         self.fetched = 0  # catalog pieces the last restore fetched

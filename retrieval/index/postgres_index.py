@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from kg.errors import BusyError, InputError
 from retrieval.index.candidates import head_then_tail, top_chunks
+from retrieval.index.postgres_conn import RetryingConnection, connect, unreachable
 from retrieval.index.postgres_schema import (
     FIELD_NO,
     FIELDS,
@@ -35,65 +35,13 @@ from retrieval.index.postgres_schema import (
     schema_sql,
 )
 from retrieval.index.postgres_scoped import PostgresScope, add_common_terms, add_weighted_scores
-from retrieval.index.postgres_stage import STAGE_CHUNKS, StagedChunks
+from retrieval.index.postgres_write import PendingWrites
 from retrieval.index.whoosh_index import FIELD_BOOSTS, MAX_DF_RATIO
 from retrieval.types import Chunk, TextHit
 
-__all__ = ["PostgresIndex", "RetryingConnection", "connect", "unreachable"]
+__all__ = ["PostgresIndex", "RetryingConnection", "connect", "unreachable"]  # the last three: postgres_conn's
 
 MAX_CACHED = 5000  # posting lists kept in memory (per (field, term)) before the cache starts again
-
-
-def connect(dsn: str, **options):
-    """An autocommit connection, or a 503 (`BusyError`) saying PostgreSQL does not answer."""
-    try:
-        import psycopg
-    except ImportError as exc:  # the extra is optional
-        raise InputError("the PostgreSQL text backend needs psycopg: pip install 'kgrag[postgres]'") from exc
-    try:
-        return psycopg.connect(dsn, autocommit=True, connect_timeout=10, **options)
-    except psycopg.OperationalError as exc:
-        raise unreachable(dsn, exc) from exc
-
-
-def unreachable(dsn: str, exc: Exception) -> BusyError:
-    """PostgreSQL down or restarting: a 503 worth retrying (the next call connects again)."""
-    return BusyError(f"PostgreSQL at '{dsn}' does not answer ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc}): "
-                     "is the server running? check KG_POSTGRES_DSN; kgrag connects again on the next request")
-
-
-class RetryingConnection:
-    """One autocommit connection that one caller at a time uses through `call(work)`. A connection that broke
-    while idle (PostgreSQL restarted) is opened again and the work tried once more (a transaction that broke
-    did not commit); PostgreSQL still down is a 503 (`BusyError`) saying so."""
-
-    def __init__(self, dsn: str, connect_now: bool = True, **options) -> None:
-        from psycopg import OperationalError
-
-        self.dsn, self._options, self._broken = dsn, options, OperationalError
-        self._mutex = threading.Lock()
-        self.conn = connect(dsn, **options) if connect_now else None
-
-    def call(self, work):
-        with self._mutex:
-            for attempt in range(2):
-                fresh = self.conn is None or self.conn.closed
-                if fresh:
-                    self.conn = connect(self.dsn, **self._options)
-                try:
-                    return work(self.conn)
-                except self._broken as exc:
-                    self.conn.close()
-                    self.conn = None
-                    if fresh or attempt:
-                        raise unreachable(self.dsn, exc) from exc
-        raise AssertionError("unreachable")
-
-    def close(self) -> None:
-        with self._mutex:
-            if self.conn is not None:
-                self.conn.close()
-                self.conn = None
 
 
 class PostgresIndex:
@@ -112,10 +60,8 @@ class PostgresIndex:
         self.field_boosts = dict(field_boosts or FIELD_BOOSTS)
         self.max_df_ratio = max_df_ratio
         self._bm25 = (0.75, 1.2)  # B, K1: whoosh's BM25F defaults, as WhooshIndex uses them
-        self._lock = threading.Lock()  # writes
         self._search_lock = threading.Lock()  # one reader connection, one search at a time
         self._closed = False
-        self._writer_conn = None
         self._psycopg = psycopg
         conn = connect(dsn)
         try:
@@ -125,10 +71,7 @@ class PostgresIndex:
         finally:
             conn.close()
         self._reader = self._open_reader()
-        self._pending: dict[str, tuple[str, list[Counter]]] = {}  # chunk id -> (doc id, term counts)
-        self._deleted: set[str] = set()
-        self._stage = StagedChunks()  # pending chunks past `stage_chunks`, in the writer session's temp tables
-        self.stage_chunks = STAGE_CHUNKS
+        self.writes = PendingWrites(dsn, namespace)  # what is added and deleted until the next commit
         self._generation = -1
         self._n = 0
         self._totals: dict[str, int] = {}
@@ -167,44 +110,27 @@ class PostgresIndex:
     def add_chunks(self, chunks: Iterable[Chunk], file_words: Mapping[str, str] | None = None) -> int:
         n = 0
         file_words = file_words or {}
-        with self._lock:
-            for chunk in chunks:
-                section = " > ".join(part for part in (file_words.get(chunk.doc_id, ""), chunk.section) if part)
-                self._pending.pop(chunk.chunk_id, None)  # added again: it goes last, as in whoosh
-                self._pending[chunk.chunk_id] = (chunk.doc_id, analyze_chunk(chunk, section))
-                n += 1
-                if len(self._pending) >= self.stage_chunks:
-                    self._stage.add(self._writer(), self._pending)
-                    self._pending = {}
+        for chunk in chunks:
+            section = " > ".join(part for part in (file_words.get(chunk.doc_id, ""), chunk.section) if part)
+            self.writes.add(chunk.chunk_id, chunk.doc_id, analyze_chunk(chunk, section))
+            n += 1
         return n
-
-    def _writer(self):
-        if self._writer_conn is None:
-            self._writer_conn = connect(self.dsn)
-        return self._writer_conn
 
     def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
-        with self._lock:
-            ids = list(dict.fromkeys(chunk_ids))
-            n = sum(self._pending.pop(cid, None) is not None for cid in ids)
-            if self._stage:
-                n += self._stage.discard(self._writer(), ids)
+        ids = list(dict.fromkeys(chunk_ids))
+
+        def committed() -> int:
             with self._read():
-                n += self._reader.execute(f"SELECT count(*) FROM {self.ns}.chunks WHERE chunk_id = ANY(%s)",
-                                          (ids,)).fetchone()[0]
-            self._deleted.update(ids)
-        return n
+                return self._reader.execute(f"SELECT count(*) FROM {self.ns}.chunks WHERE chunk_id = ANY(%s)",
+                                            (ids,)).fetchone()[0]
+
+        return self.writes.delete(ids, committed)
 
     def upgrade_schema(self) -> None:
         """Nothing to upgrade: the tables are made with every field."""
 
     def rollback(self) -> None:
-        with self._lock:
-            self._pending, self._deleted = {}, set()
-            try:
-                self._stage.clear(self._writer_conn)
-            except self._psycopg.OperationalError:  # the session is gone, and its temp tables with it
-                self._stage.clear(None)
+        self.writes.rollback()
 
     def prepare(self, optimize: bool = False, replace_all: bool = False) -> None:
         """Nothing to write ahead: `commit` is one transaction, which searches see only once it commits."""
@@ -212,27 +138,7 @@ class PostgresIndex:
     def commit(self, optimize: bool = False, replace_all: bool = False) -> None:
         """One transaction for the writes since the last commit; `replace_all`: they become the whole
         index. `optimize` means nothing here (PostgreSQL has no segments to merge)."""
-        with self._lock:
-            if self._pending or self._deleted or self._stage or replace_all:
-                from retrieval.index.postgres_write import write_changes
-
-                for attempt in range(2):
-                    fresh = self._writer_conn is None
-                    staged = bool(self._stage)
-                    try:
-                        write_changes(self._writer(), self.ns, self._pending, self._deleted, replace_all, self._stage)
-                        break
-                    except self._psycopg.OperationalError as exc:
-                        if self._writer_conn is not None:
-                            self._writer_conn.close()
-                        self._writer_conn = None
-                        # The transaction did not commit: nothing written. A connection that broke while idle
-                        # (PostgreSQL restarted since the last commit) is opened again once, unless chunks were
-                        # staged on it (they went with its session: the commit fails, the caller rolls back).
-                        if fresh or attempt or staged:
-                            self._stage.clear(None)
-                            raise unreachable(self.dsn, exc) from exc
-            self._pending, self._deleted = {}, set()
+        self.writes.commit(replace_all)
         with self._read():
             self._follow()
 
@@ -402,10 +308,8 @@ class PostgresIndex:
     def close(self) -> None:
         if self._closed:
             return
-        self.rollback()
+        self.writes.close()
         if self._reader is not None:
             self._reader.close()
-        if self._writer_conn is not None:
-            self._writer_conn.close()
         self._closed = True
 

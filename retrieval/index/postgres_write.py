@@ -7,12 +7,91 @@ index as it was (PostgreSQL rolls the transaction back).
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from collections.abc import Callable
 
+from retrieval.index.postgres_conn import connect, unreachable
 from retrieval.index.postgres_schema import FIELDS, rounded_length
-from retrieval.index.postgres_stage import StagedChunks
+from retrieval.index.postgres_stage import STAGE_CHUNKS, StagedChunks
 
-__all__ = ["write_changes"]
+__all__ = ["PendingWrites", "write_changes"]
+
+
+class PendingWrites:
+    """What a `PostgresIndex` was given since its last commit — chunks added (in order; past `stage_chunks` they
+    wait in the writer session's temp tables, `postgres_stage`) and chunk ids deleted — and the writer's own
+    connection, on which `commit` writes them in one transaction."""
+
+    def __init__(self, dsn: str, ns: str) -> None:
+        from psycopg import OperationalError
+
+        self.dsn, self.ns, self._broken = dsn, ns, OperationalError
+        self.stage_chunks = STAGE_CHUNKS
+        self.stage = StagedChunks()
+        self._lock = threading.Lock()
+        self._conn = None
+        self._pending: dict[str, tuple[str, list[Counter]]] = {}  # chunk id -> (doc id, term counts)
+        self._deleted: set[str] = set()
+
+    def _writer(self):
+        if self._conn is None:
+            self._conn = connect(self.dsn)
+        return self._conn
+
+    def add(self, chunk_id: str, doc_id: str, counts: list[Counter]) -> None:
+        with self._lock:
+            self._pending.pop(chunk_id, None)  # added again: it goes last, as in whoosh
+            self._pending[chunk_id] = (doc_id, counts)
+            if len(self._pending) >= self.stage_chunks:
+                self.stage.add(self._writer(), self._pending)
+                self._pending = {}
+
+    def delete(self, ids: list[str], committed: Callable[[], int]) -> int:
+        """Forget the uncommitted additions of `ids` and delete them at the commit; how many there were
+        (uncommitted, and `committed()` in the index)."""
+        with self._lock:
+            n = sum(self._pending.pop(cid, None) is not None for cid in ids)
+            if self.stage:
+                n += self.stage.discard(self._writer(), ids)
+            n += committed()
+            self._deleted.update(ids)
+        return n
+
+    def rollback(self) -> None:
+        with self._lock:
+            self._pending, self._deleted = {}, set()
+            try:
+                self.stage.clear(self._conn)
+            except self._broken:  # the session is gone, and its temp tables with it
+                self.stage.clear(None)
+
+    def commit(self, replace_all: bool) -> None:
+        with self._lock:
+            if self._pending or self._deleted or self.stage or replace_all:
+                for attempt in range(2):
+                    fresh = self._conn is None
+                    staged = bool(self.stage)
+                    try:
+                        write_changes(self._writer(), self.ns, self._pending, self._deleted, replace_all, self.stage)
+                        break
+                    except self._broken as exc:
+                        if self._conn is not None:
+                            self._conn.close()
+                        self._conn = None
+                        # The transaction did not commit: nothing written. A connection that broke while idle
+                        # (PostgreSQL restarted since the last commit) is opened again once, unless chunks were
+                        # staged on it (they went with its session: the commit fails, the caller rolls back).
+                        if fresh or attempt or staged:
+                            self.stage.clear(None)
+                            raise unreachable(self.dsn, exc) from exc
+            self._pending, self._deleted = {}, set()
+
+    def close(self) -> None:
+        self.rollback()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 def write_changes(conn, ns: str, pending: dict[str, tuple[str, list[Counter]]], deleted: set[str],

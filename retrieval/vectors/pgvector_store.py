@@ -52,7 +52,7 @@ class PgVectorStore:
     """`PgVectorStore(dsn, namespace)`: the vectors of the knowledge base in schema `namespace` (`{ns}.vectors`)."""
 
     def __init__(self, dsn: str, namespace: str) -> None:
-        from retrieval.index.postgres_index import RetryingConnection
+        from retrieval.index.postgres_conn import RetryingConnection
 
         self.dsn, self.ns = dsn, namespace
         self.where = f"pgvector ({namespace}.vectors)"
