@@ -316,3 +316,35 @@ def test_a_rollback_forgets_the_staged_chunks(pg_dsn, tmp_path):
         assert contract.ids(contract.search(index, "LORA-02")) == ["c-lora"]
     finally:
         index.close()
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_searches_read_the_old_index_while_a_whole_index_commit_fills_the_new(pg_dsn, tmp_path, monkeypatch, staged):
+    """`kg migrate` or a rewrite by `kg check --repair` replaces the whole index in one commit (minutes at 100k
+    chunks): another server's searches go on reading the old index until the commit swaps the new one in,
+    instead of waiting for the whole commit behind its locks."""
+    from retrieval.index import postgres_write
+
+    writer, reader = open_postgres(pg_dsn, tmp_path), open_postgres(pg_dsn, tmp_path)
+    try:
+        writer.writes.stage_chunks = 1 if staged else 10_000
+        writer.add_chunks(contract.CORPUS)
+        writer.commit()
+        assert contract.ids(contract.search(reader, "LORA-02")) == ["c-lora"]
+        reader._reader.execute("SET lock_timeout = '10s'")  # blocked behind the commit: an error, not a hang
+        seen = []
+        fill = postgres_write._add_to_totals
+
+        def then_search(conn, ns, *totals):  # inside the commit's transaction, the new index filled
+            fill(conn, ns, *totals)
+            seen.append(contract.ids(contract.search(reader, "看门狗 超时")))
+
+        monkeypatch.setattr(postgres_write, "_add_to_totals", then_search)
+        writer.add_chunks([contract.chunk("c-new", "LORA-02 新的看门狗超时阈值 90 秒。")])
+        writer.commit(replace_all=True)
+        assert seen == [["c-lora"]]
+        assert contract.ids(contract.search(reader, "看门狗 超时")) == ["c-new"]
+        assert reader.doc_count() == 1
+    finally:
+        writer.close()
+        reader.close()

@@ -70,7 +70,7 @@ class StagedChunks:
             conn.execute("TRUNCATE stage_chunks, stage_postings")
         self.seq, self._next = {}, 1
 
-    def insert(self, conn, ns: str) -> tuple[list[int], list[int]]:
+    def insert(self, conn, ns: str, tables: dict[str, str]) -> tuple[list[int], list[int]]:
         """Inside the commit's transaction: the staged chunks into the index, in the order they were added
         (docnums rising with `seq`; a chunk staged and then dropped leaves an unused docnum), their
         document frequencies added to the terms'; returns the field length totals (exact, rounded)."""
@@ -79,11 +79,11 @@ class StagedChunks:
         if last > 1:
             conn.execute(f"SELECT setval('{ns}.docnums', %s)", (base + last - 1,))
         offset = base - 1
-        conn.execute(f"INSERT INTO {ns}.chunks (docnum, chunk_id, doc_id, lengths, rounded) "
+        conn.execute(f"INSERT INTO {tables['chunks']} (docnum, chunk_id, doc_id, lengths, rounded) "
                      "SELECT seq + %s, chunk_id, doc_id, lengths, rounded FROM stage_chunks ORDER BY seq", (offset,))
-        conn.execute(f"INSERT INTO {ns}.postings (field, term, docnum, tf, length) "
+        conn.execute(f"INSERT INTO {tables['postings']} (field, term, docnum, tf, length) "
                      "SELECT field, term, seq + %s, tf, length FROM stage_postings", (offset,))
-        conn.execute(f"INSERT INTO {ns}.terms SELECT field, term, count(*) FROM stage_postings GROUP BY field, term "
+        conn.execute(f"INSERT INTO {tables['terms']} AS terms SELECT field, term, count(*) FROM stage_postings GROUP BY field, term "
                      "ON CONFLICT (field, term) DO UPDATE SET df = terms.df + EXCLUDED.df")
         sums = ", ".join(f"coalesce(sum(lengths[{f + 1}]), 0), coalesce(sum(rounded[{f + 1}]), 0)"
                          for f in range(len(FIELDS)))

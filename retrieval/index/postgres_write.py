@@ -1,8 +1,10 @@
 """One commit of a `PostgresIndex`: buffered chunk additions and deletions -> one transaction over chunks, postings and term statistics.
 
 Writers of one index queue on a transaction-scoped advisory lock (two query servers may both write);
-readers never wait: they read the last committed snapshot. A writer that dies mid-commit leaves the
-index as it was (PostgreSQL rolls the transaction back).
+readers read the last committed snapshot. A commit that replaces the whole index (`kg migrate`, a
+rewrite by `kg check --repair`) fills copies of the index tables beside them and swaps them in at its
+end, so searches read the old tables meanwhile (they wait only for the swap, not for the filling).
+A writer that dies mid-commit leaves the index as it was (PostgreSQL rolls the transaction back).
 """
 
 from __future__ import annotations
@@ -12,10 +14,18 @@ from collections import Counter
 from collections.abc import Callable
 
 from retrieval.index.postgres_conn import connect, unreachable
-from retrieval.index.postgres_schema import FIELDS, rounded_length
+from retrieval.index.postgres_schema import (
+    FIELDS,
+    INDEX_TABLES,
+    index_tables_sql,
+    rounded_length,
+    swap_sql,
+)
 from retrieval.index.postgres_stage import STAGE_CHUNKS, StagedChunks
 
 __all__ = ["PendingWrites", "write_changes"]
+
+NEXT = "_next"  # the suffix of the tables a whole-index commit fills before it swaps them in
 
 
 class PendingWrites:
@@ -104,16 +114,21 @@ def write_changes(conn, ns: str, pending: dict[str, tuple[str, list[Counter]]], 
         pending = {}
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (ns,))
+        tables = {name: f"{ns}.{name}" for name in INDEX_TABLES}
         if replace_all:
-            conn.execute(f"TRUNCATE {ns}.chunks, {ns}.postings, {ns}.terms")
+            conn.execute("DROP TABLE IF EXISTS " + ", ".join(f"{ns}.{name}{NEXT}" for name in INDEX_TABLES))
+            conn.execute(index_tables_sql(ns, NEXT))
+            tables = {name: f"{ns}.{name}{NEXT}" for name in INDEX_TABLES}
             conn.execute(f"UPDATE {ns}.fields SET total = 0, rounded = 0")
         gone = sorted(deleted | set(pending) | set(stage.seq if stage else ()))
         if gone and not replace_all:
             _delete(conn, ns, gone)
         if pending:
-            _insert(conn, ns, pending)
+            _insert(conn, ns, pending, tables)
         if stage:
-            _add_to_totals(conn, ns, *stage.insert(conn, ns))
+            _add_to_totals(conn, ns, *stage.insert(conn, ns, tables))
+        if replace_all:
+            conn.execute(swap_sql(ns, NEXT))
         generation = conn.execute(
             f"UPDATE {ns}.generation SET value = value + 1, chunks = (SELECT count(*) FROM {ns}.chunks) "
             "RETURNING value").fetchone()[0]
@@ -137,14 +152,14 @@ def _delete(conn, ns: str, chunk_ids: list[str]) -> None:
                    [-sum(r[2][f] for r in rows) for f in range(len(FIELDS))])
 
 
-def _insert(conn, ns: str, pending: dict[str, tuple[str, list[Counter]]]) -> None:
+def _insert(conn, ns: str, pending: dict[str, tuple[str, list[Counter]]], tables: dict[str, str]) -> None:
     n = len(pending)
     docnums = sorted(r[0] for r in conn.execute(
         f"SELECT nextval('{ns}.docnums') FROM generate_series(1, %s)", (n,)).fetchall())
     totals, rounded_totals = [0] * len(FIELDS), [0] * len(FIELDS)
     df: Counter = Counter()
     with conn.cursor() as cur:
-        with cur.copy(f"COPY {ns}.chunks (docnum, chunk_id, doc_id, lengths, rounded) FROM STDIN") as copy:
+        with cur.copy(f"COPY {tables['chunks']} (docnum, chunk_id, doc_id, lengths, rounded) FROM STDIN") as copy:
             for docnum, (chunk_id, (doc_id, counts)) in zip(docnums, pending.items(), strict=True):
                 lengths = [sum(c.values()) for c in counts]
                 rounded = [rounded_length(length) for length in lengths]
@@ -152,7 +167,7 @@ def _insert(conn, ns: str, pending: dict[str, tuple[str, list[Counter]]]) -> Non
                     totals[f] += lengths[f]
                     rounded_totals[f] += rounded[f]
                 copy.write_row((docnum, chunk_id, doc_id, lengths, rounded))
-        with cur.copy(f"COPY {ns}.postings (field, term, docnum, tf, length) FROM STDIN") as copy:
+        with cur.copy(f"COPY {tables['postings']} (field, term, docnum, tf, length) FROM STDIN") as copy:
             for docnum, (_doc_id, counts) in zip(docnums, pending.values(), strict=True):
                 for f, count in enumerate(counts):
                     length = sum(count.values())
@@ -164,7 +179,7 @@ def _insert(conn, ns: str, pending: dict[str, tuple[str, list[Counter]]]) -> Non
         with cur.copy("COPY new_terms (field, term, df) FROM STDIN") as copy:
             for (f, term), count in df.items():
                 copy.write_row((f, term, count))
-    conn.execute(f"INSERT INTO {ns}.terms SELECT field, term, df FROM new_terms "
+    conn.execute(f"INSERT INTO {tables['terms']} AS terms SELECT field, term, df FROM new_terms "
                  "ON CONFLICT (field, term) DO UPDATE SET df = terms.df + EXCLUDED.df")
     _add_to_totals(conn, ns, totals, rounded_totals)
 
