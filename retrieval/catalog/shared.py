@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import socket
 import sqlite3
 import tempfile
@@ -150,14 +151,14 @@ class SharedRecord:
                 if not rows or rows[0][0] is None:
                     return None
                 files = {name: bytes(content) for _, name, content in rows if name is not None}
-                hashes = db.execute(f"SELECT part, sha FROM {self.ns}.kb_pieces ORDER BY part").fetchall()
+                hashes = db.execute(f"SELECT part, sha, length(content) FROM {self.ns}.kb_pieces ORDER BY part").fetchall()
                 if CATALOG_FILE in files:  # published whole by an older kgrag
                     image.write_bytes(files.pop(CATALOG_FILE))
                 elif not hashes:
                     raise BusyError(f"the published record of '{self.ns}' has no catalog: publish again with a write "
                                     "on the server that holds the knowledge base (e.g. `kg check --repair`)")
                 else:
-                    wanted = [part for part, sha in hashes if part >= len(mine) or mine[part] != bytes(sha)]
+                    wanted = [part for part, sha, _ in hashes if part >= len(mine) or mine[part] != bytes(sha)]
                     self.fetched = len(wanted)
                     with open(image, "r+b" if image.exists() else "wb") as fh:
                         for part in wanted:  # one piece in memory at a time
@@ -165,7 +166,8 @@ class SharedRecord:
                                                  (part,)).fetchone()[0]
                             fh.seek(part * PIECE)
                             fh.write(content)
-                        fh.truncate((hashes[-1][0]) * PIECE + _last_size(db, self.ns, hashes[-1][0]))
+                        last, _, size = hashes[-1]
+                        fh.truncate(last * PIECE + size)
                 return rows[0][0], files
 
         got = self._call(read)
@@ -213,18 +215,12 @@ def _piece_hashes(path: Path) -> list[bytes]:
     return out
 
 
-def _last_size(db, ns: str, part: int) -> int:
-    return db.execute(f"SELECT length(content) FROM {ns}.kb_pieces WHERE part = %s", (part,)).fetchone()[0]
-
-
 def _restore_catalog(root: Path, catalog: sqlite3.Connection, image: Path) -> None:
     """The image copied into the open catalog; the image itself is kept, read through a temp copy so that
     SQLite never writes to it (a journal, a header change)."""
     fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".sqlite", dir=root)
     os.close(fd)
     try:
-        import shutil
-
         shutil.copyfile(image, tmp)
         source = sqlite3.connect(tmp)
         try:
