@@ -15,6 +15,11 @@ from retrieval.catalog import commit
 
 __all__ = ["CheckReport", "check", "repair", "store_behind"]
 
+# From this many text index segments on, `kg check` suggests merging them. Ingest keeps segments merged by size
+# (logarithmic in the index: 14 at 100k chunks); a merged index answered full-mode queries 28% faster at 100k chunks
+# (bench/RESULTS-scale.md), but the merge rewrites the whole index (~8 CPU-minutes at 100k), so it is advice.
+SEGMENTS_HINT = 8
+
 
 @dataclass
 class CheckReport:
@@ -22,6 +27,7 @@ class CheckReport:
     repaired: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     recovered: list[str] = field(default_factory=list)  # what opening the knowledge base rolled forward first
+    notes: list[str] = field(default_factory=list)  # advice that is not a problem (the check stays clean)
 
     @property
     def clean(self) -> bool:
@@ -29,7 +35,7 @@ class CheckReport:
 
     def to_json(self) -> dict:
         return {"clean": self.clean, "problems": self.problems, "repaired": self.repaired, "counts": self.counts,
-                "recovered": self.recovered}
+                "recovered": self.recovered, "notes": self.notes}
 
 
 def _temp_files(kb) -> list:
@@ -91,6 +97,13 @@ def inspect(kb) -> tuple[CheckReport, dict]:
         report.problems.append(found["push"])
     report.counts = {"documents": kb.store.stats()["documents"], "chunks": len(catalog), "indexed": len(indexed),
                      "entities": len(entities)}
+    segments = kb.index.segment_count() if hasattr(kb.index, "segment_count") else None
+    if segments is not None:
+        report.counts["segments"] = segments
+        if segments >= SEGMENTS_HINT:
+            report.notes.append(f"the text index has {segments} segments: `kg check --repair --optimize` merges them into "
+                                "one (queries read every segment, so they get faster; the merge rewrites the whole index "
+                                "once, a few CPU-minutes at 100k chunks, while queries go on)")
     from retrieval.vectors.check import inspect_vectors
 
     inspect_vectors(kb, report, found)  # the meaning channel's vectors (retrieval/vectors)

@@ -106,6 +106,20 @@ def test_kg_check_repair_optimize_merges_the_segments_and_changes_no_answer(tmp_
                                  for j in range(8)])
         assert kb.index.segment_count() == 4
         before = [(h.chunk_id, round(h.score, 9)) for h in kb.query("w01 w02 缓存", k=20, mode="bm25").hits]
+    import retrieval.consistency as consistency
+
+    hint = consistency.SEGMENTS_HINT
+    consistency.SEGMENTS_HINT = 4  # this small index's four segments stand for the many of a large one
+    try:
+        advised = CliRunner().invoke(cli, ["check", "--data-dir", str(data)], catch_exceptions=False)
+        assert advised.exit_code == 0 and advised.output.startswith("clean: "), advised.output
+        assert "4 segments" in advised.output.splitlines()[0]
+        assert "note: the text index has 4 segments: `kg check --repair --optimize`" in advised.output
+        consistency.SEGMENTS_HINT = 5
+        assert "note:" not in CliRunner().invoke(cli, ["check", "--data-dir", str(data)]).output
+        consistency.SEGMENTS_HINT = 4
+    finally:
+        consistency.SEGMENTS_HINT = hint
     refused = CliRunner().invoke(cli, ["check", "--optimize", "--data-dir", str(data)])
     assert refused.exit_code == 2 and "give it with --repair" in refused.output
     done = CliRunner().invoke(cli, ["check", "--repair", "--optimize", "--data-dir", str(data)], catch_exceptions=False)
@@ -117,3 +131,4 @@ def test_kg_check_repair_optimize_merges_the_segments_and_changes_no_answer(tmp_
     assert sorted(after) == sorted(before)  # the same chunks with the same scores (ties may reorder by docnum)
     again = CliRunner().invoke(cli, ["check", "--repair", "--optimize", "--data-dir", str(data)], catch_exceptions=False)
     assert "optimized: the text index is one segment already" in again.output
+    assert "note:" not in again.output and "1 segments" in again.output

@@ -68,5 +68,7 @@ def check(repair: bool, optimize: bool, data_dir: Path | None, as_json: bool, qu
         status = "clean: " if report.clean and not report.recovered else "recovered, now clean: " if report.clean else \
             "repaired: " if report.repaired else "not clean: "
         click.echo(status + counts)
+        for line in report.notes:
+            click.echo(f"note: {line}")
     if not report.clean and not report.repaired:
         raise SystemExit(1)
