@@ -84,7 +84,7 @@ def inspect(kb) -> tuple[CheckReport, dict]:
         report.problems.append(f"{len(found['missing'])} chunk(s) in the catalog are not in the text index (unsearchable)")
     if found["orphans"]:
         report.problems.append(f"{len(found['orphans'])} text index entr(y/ies) have no chunk in the catalog (orphans)")
-    from retrieval.write_path import INDEX_RECIPE, RECIPES, index_recipe
+    from retrieval.indexing import INDEX_RECIPE, RECIPES, index_recipe
 
     recipe = index_recipe(kb)
     found["reindex"] = recipe < INDEX_RECIPE
@@ -147,7 +147,8 @@ def repair(kb) -> list[str]:
 
 
 def _repair(kb, report: CheckReport, found: dict, rebuild: bool = False, progress=None) -> list[str]:
-    from retrieval.write_path import index_chunks, reindex_all, relink, sync_index_words
+    from retrieval.indexing import index_chunks, reindex_all, sync_index_words
+    from retrieval.write_path import relink
 
     done = []
     removed = _temp_files(kb)

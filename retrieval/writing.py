@@ -83,7 +83,7 @@ class Commits:
                 yield
                 return
             self.catch_up(writing=True)
-            from retrieval.write_path import stamp_recipe
+            from retrieval.indexing import stamp_recipe
 
             stamp_recipe(kb)
             commit.start_journal(kb.root, op)
@@ -235,7 +235,8 @@ class Commits:
             self.recovered.append(f"finished the '{journal.get('op')}' commit a killed process{writer} left half done"
                                   + (f" ({'; '.join(done)})" if done else ""))
         if self.needs_relink():
-            from retrieval.write_path import relink, sync_index_words
+            from retrieval.indexing import sync_index_words
+            from retrieval.write_path import relink
 
             relink(kb)
             sync_index_words(kb)

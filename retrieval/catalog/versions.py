@@ -5,7 +5,8 @@ share that child: it is indexed once, and a version lists its children in `versi
 their positions in that version). A version is in force from `effective_from` (NULL: since always,
 for a first version without a date) until the next version's `effective_from`. Children of no
 version in force at a date are hidden from queries at that date; they stay in the index so that an
-as-of query can find them. Deleting a document removes all of it.
+as-of query can find them. Deleting a document removes all of it. What a day hides and which
+version answered a hit are read by `VersionsInForce` (retrieval/catalog/in_force.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from retrieval.catalog.in_force import VersionsInForce, version_json
 from retrieval.types import Chunk, Document, ParentChunk, SourceDocument
 
 __all__ = ["VersionCatalog", "VersionChange", "ensure_schema", "one_hit_per_parent"]
@@ -82,11 +84,6 @@ class VersionChange:
     retired: int
 
 
-def _version_json(row) -> dict:
-    version_id, label, effective_from, effective_to = row[:4]
-    return {"version_id": version_id, "label": label, "effective_from": effective_from, "effective_to": effective_to}
-
-
 class VersionCatalog:
     """SQL over the versions tables; callers hold `DocStore.transaction()` around writes."""
 
@@ -94,8 +91,8 @@ class VersionCatalog:
         # The DocStore, not one connection: it hands each thread its own (a writer's open transaction
         # stays invisible to the queries of other threads), and a write must use the writer's.
         self._store = store
-        # ((connection, its total_changes, PRAGMA data_version), {(day, keep_unborn): hidden chunks}): see `hidden_chunks`
-        self._hidden: tuple | None = None
+        # What a day's versions hide and show, read by every query (and its cache of the hidden chunks).
+        self._in_force = VersionsInForce(store)
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -225,85 +222,21 @@ class VersionCatalog:
             " AND COALESCE(v.effective_from, '') <= ? AND (v.effective_to IS NULL OR v.effective_to > ?)",
             (doc_id, day, day))}
 
+    # What a day shows (every query asks): VersionsInForce (retrieval/catalog/in_force.py) reads it.
     def hidden_chunks(self, day: dt.date, keep_unborn: bool = False) -> set[str]:
-        """Children of no version in force on `day` (superseded, not yet in force): queries skip them.
-
-        `keep_unborn`: a document none of whose versions had begun by `day` answers with its first
-        version instead of not at all (for a date read from the question's words, which may be about
-        the content rather than the document: "2019年的招生人数" in a report dated 2024).
-
-        Every query asks, and at 100k chunks the answer cost two scans of the versions table (~12 ms):
-        it is kept until the catalog changes, which this connection's `total_changes` (its own writes,
-        committed or not) and `PRAGMA data_version` (other connections' commits) tell exactly. Never kept from
-        inside a transaction: a rollback undoes writes without taking back their count.
-        """
-        db = self.db
-        if db.in_transaction:
-            return self._read_hidden_chunks(day, keep_unborn)
-        state = (db, db.total_changes, db.execute("PRAGMA data_version").fetchone()[0])
-        cached = self._hidden  # read once: another thread may replace it meanwhile (its own connection and state)
-        if cached is None or cached[0][0] is not db or cached[0][1:] != state[1:]:
-            cached = self._hidden = (state, {})
-        known = cached[1]
-        key = (day.isoformat(), keep_unborn)  # a question's own date ("去年12月") asks for another day
-        hidden = known.get(key)
-        if hidden is None:
-            if len(known) >= 64:
-                known.clear()
-            hidden = known[key] = frozenset(self._read_hidden_chunks(day, keep_unborn))
-        return set(hidden)
-
-    def _read_hidden_chunks(self, day: dt.date, keep_unborn: bool) -> set[str]:
-        d = day.isoformat()
-        if not self.db.execute("SELECT 1 FROM versions WHERE effective_to IS NOT NULL OR effective_from > ? LIMIT 1",
-                               (d,)).fetchone():
-            return set()  # no document has a history or a future version: the common case, one query
-        # Only documents with an ended or a future version can hide anything (every version of any other
-        # document is in force): read those alone, not every version of the catalog on every query.
-        by_doc: dict[str, list[tuple[str, str, str | None]]] = {}
-        for version_id, doc_id, start, end in self.db.execute(
-                "SELECT version_id, doc_id, COALESCE(effective_from, ''), effective_to FROM versions WHERE doc_id IN"
-                " (SELECT doc_id FROM versions WHERE effective_to IS NOT NULL OR effective_from > ?) ORDER BY seq", (d,)):
-            by_doc.setdefault(doc_id, []).append((version_id, start, end))
-        chosen: set[str] = set()
-        affected: list[str] = []  # versions of documents that have some version not chosen
-        for versions in by_doc.values():
-            live = [v for v, start, end in versions if start <= d and (end is None or end > d)]
-            if not live and keep_unborn:
-                live = [min(versions, key=lambda v: v[1])[0]]
-            chosen.update(live)
-            if len(live) < len(versions):
-                affected += [v for v, _, _ in versions]
-        hidden: set[str] = set()
-        shown: set[str] = set()
-        for i in range(0, len(affected), 500):
-            part = affected[i : i + 500]
-            for version_id, chunk_id in self.db.execute(
-                    f"SELECT version_id, chunk_id FROM version_chunks WHERE version_id IN ({','.join('?' * len(part))})", part):
-                (shown if version_id in chosen else hidden).add(chunk_id)
-        return hidden - shown
+        """Children of no version in force on `day`: queries skip them (see `VersionsInForce.hidden_chunks`)."""
+        return self._in_force.hidden_chunks(day, keep_unborn)
 
     def in_force(self, chunk_ids: Sequence[str], day: dt.date) -> dict[str, tuple[dict, int, int, int | None, str]]:
         """chunk id -> (version json, line_start, line_end, page, parent id) in the version in force on `day`."""
-        d, out = day.isoformat(), {}
-        ids = list(dict.fromkeys(chunk_ids))
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            rows = self.db.execute(
-                "SELECT v.version_id, v.label, v.effective_from, v.effective_to, vc.chunk_id, vc.line_start,"
-                " vc.line_end, vc.page, vc.parent_id FROM version_chunks vc JOIN versions v USING (version_id)"
-                f" WHERE vc.chunk_id IN ({','.join('?' * len(part))}) ORDER BY v.seq", part)
-            for row in rows:
-                live = (row[2] or "") <= d and (row[3] is None or row[3] > d)
-                if live or row[4] not in out:  # the version in force, else the newest that holds it
-                    out[row[4]] = (_version_json(row), row[5], row[6], row[7], row[8])
-        return out
+        return self._in_force.in_force(chunk_ids, day)
 
     def parent_texts(self, parent_ids: Sequence[str]) -> dict[str, str]:
-        ids = [p for p in dict.fromkeys(parent_ids) if p]
-        if not ids:
-            return {}
-        return dict(self.db.execute(f"SELECT parent_id, text FROM parents WHERE parent_id IN ({','.join('?' * len(ids))})", ids))
+        return self._in_force.parent_texts(parent_ids)
+
+    def annotate(self, hits: Sequence, day: dt.date) -> None:
+        """Each hit gets the version that answered on `day`, its lines and page in it, and its parent's text."""
+        self._in_force.annotate(hits, day)
 
     def parent_of(self, chunk_ids: Sequence[str]) -> dict[str, str]:
         ids = list(dict.fromkeys(chunk_ids))
@@ -329,7 +262,7 @@ class VersionCatalog:
         d = day.isoformat()
         rows = self.db.execute("SELECT version_id, label, effective_from, effective_to, seq, source, sha256, title,"
                                " ingested_at, n_chunks, explicit FROM versions WHERE doc_id = ? ORDER BY seq", (doc_id,))
-        return [{**_version_json(r), "seq": r[4], "source": r[5], "sha256": r[6], "title": r[7],
+        return [{**version_json(r), "seq": r[4], "source": r[5], "sha256": r[6], "title": r[7],
                  "ingested_at": dt.datetime.fromtimestamp(r[8], dt.UTC).isoformat(timespec="seconds"),
                  "chunks": r[9], "dated": bool(r[10]),
                  "in_force": (r[2] or "") <= d and (r[3] is None or r[3] > d)} for r in rows]
@@ -361,18 +294,6 @@ class VersionCatalog:
         hidden = len(self.hidden_chunks(day))
         return {"chunks": total - hidden, "retired_chunks": hidden,
                 "versions": self.db.execute("SELECT COUNT(*) FROM versions").fetchone()[0]}
-
-    def annotate(self, hits: Sequence, day: dt.date) -> None:
-        """Each hit gets the version that answered on `day`, its lines and page in it, and its parent's text."""
-        placed = self.in_force([h.chunk_id for h in hits], day)
-        parents = self.parent_texts([p[4] for p in placed.values()])
-        for hit in hits:
-            if hit.chunk_id not in placed:
-                continue
-            version, start, end, page, parent_id = placed[hit.chunk_id]
-            hit.version, hit.lines, hit.page = version, (start, end), page
-            if parent_id in parents:
-                hit.parent = {"chunk_id": parent_id, "text": parents[parent_id]}
 
     def clear_about(self, doc_id: str) -> None:
         """Before a new version's title is matched against the entities again."""

@@ -8,7 +8,8 @@ Why a postings table and not a `tsvector`: BM25F needs each term's frequency in 
 field's length, which a tsvector does not keep (it keeps positions, at most 256 of them); a b-tree
 on (field, term, docnum) is the inverted index itself. Term statistics (document frequency per
 field and term, total field lengths, the chunk count) are kept in tables, updated in the write's
-transaction. Scores are computed here from those statistics with whoosh's BM25F formula, field
+transaction. Scores are computed from those statistics (`GenerationCache`, postgres_cache.py, which
+keeps what was read until the generation moves) with whoosh's BM25F formula, field
 lengths rounded as whoosh stores them (one byte), so the same chunks give the same floats and the
 same ranking as `WhooshIndex` (tests/test_backends_text.py compares them on the shared sets).
 
@@ -18,30 +19,21 @@ statistics are exact at once. After deletions the scores can differ slightly (ra
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
-from kg.errors import BusyError, InputError
+from kg.errors import InputError
 from retrieval.index.candidates import head_then_tail, top_chunks
+from retrieval.index.postgres_cache import GenerationCache
 from retrieval.index.postgres_conn import RetryingConnection, connect, unreachable
-from retrieval.index.postgres_schema import (
-    FIELD_NO,
-    FIELDS,
-    NAMESPACE,
-    analyze_chunk,
-    rounded_length,
-    schema_sql,
-)
+from retrieval.index.postgres_schema import NAMESPACE, analyze_chunk, schema_sql
 from retrieval.index.postgres_scoped import PostgresScope, add_common_terms, add_weighted_scores
 from retrieval.index.postgres_write import PendingWrites
 from retrieval.index.whoosh_index import FIELD_BOOSTS, MAX_DF_RATIO
 from retrieval.types import Chunk, TextHit
 
 __all__ = ["PostgresIndex", "RetryingConnection", "connect", "unreachable"]  # the last three: postgres_conn's
-
-MAX_CACHED = 5000  # posting lists kept in memory (per (field, term)) before the cache starts again
 
 
 class PostgresIndex:
@@ -72,14 +64,8 @@ class PostgresIndex:
             conn.close()
         self._reader = self._open_reader()
         self.writes = PendingWrites(dsn, namespace)  # what is added and deleted until the next commit
-        self._generation = -1
-        self._n = 0
-        self._totals: dict[str, int] = {}
-        self._rounded_totals: dict[str, int] = {}
-        self._postings: dict[tuple[str, str], dict[int, tuple[int, int]]] = {}  # -> {docnum: (tf, length)}
-        self._scores: dict[tuple[str, str], dict[int, float]] = {}
-        self._chunk_ids: dict[int, str] = {}
-        self._scopes: dict[frozenset[str], set[int]] = {}
+        # What the searches read at the index's generation (statistics, posting lists, scores), until it moves.
+        self.cache = GenerationCache(namespace, self._bm25, lambda: self._reader)
 
     def _open_reader(self):
         reader = connect(self.dsn)
@@ -93,7 +79,7 @@ class PostgresIndex:
 
         No transaction around a search (BEGIN and COMMIT were two of a warm search's four round trips):
         each statement is its own snapshot, and the statements that must agree carry the generation
-        they read (`_snapshot`, `_load`), so a search that straddles a commit starts again."""
+        they read (`GenerationCache`), so a search that straddles a commit starts again."""
         with self._search_lock:
             try:
                 if self._reader is None or self._reader.closed:
@@ -103,7 +89,7 @@ class PostgresIndex:
                 if self._reader is not None:
                     self._reader.close()
                 self._reader = None
-                self._generation = -1  # what was cached may be older than what the server holds now
+                self.cache.generation = -1  # what was cached may be older than what the server holds now
                 raise unreachable(self.dsn, exc) from exc
 
     # -- writes ------------------------------------------------------------------------------
@@ -140,39 +126,9 @@ class PostgresIndex:
         index. `optimize` means nothing here (PostgreSQL has no segments to merge)."""
         self.writes.commit(replace_all)
         with self._read():
-            self._follow()
+            self.cache.follow()
 
     # -- reads -------------------------------------------------------------------------------
-    def _snapshot(self, field: str = "body", terms=()) -> dict[str, int]:
-        """One statement (one snapshot): the generation, the chunk count, the field totals and the
-        document frequencies of `terms` in `field`; when the generation moved, what was cached is dropped."""
-        ns = self.ns
-        generation, n, df, totals, rounded = self._reader.execute(
-            f"SELECT g.value, g.chunks, (SELECT coalesce(json_object_agg(t.term, t.df), '{{}}'::json) FROM {ns}.terms t "
-            "WHERE t.field = %s AND t.term = ANY(%s)), "
-            f"(SELECT array_agg(f.total ORDER BY f.field) FROM {ns}.fields f), "
-            f"(SELECT array_agg(f.rounded ORDER BY f.field) FROM {ns}.fields f) FROM {ns}.generation g",
-            (FIELD_NO[field], [t for t, _ in terms])).fetchone()
-        if generation != self._generation:
-            self._totals = dict(zip(FIELDS, totals, strict=True))
-            self._rounded_totals = dict(zip(FIELDS, rounded, strict=True))
-            self._generation, self._n = generation, n
-            self._postings, self._scores, self._chunk_ids, self._scopes = {}, {}, {}, {}
-        return df
-
-    def _follow(self) -> None:
-        """Drop what was cached when the index changed since the last look."""
-        self._snapshot()
-
-    def _consistent(self, keys: list[tuple[str, str]], field: str = "body", terms=()) -> dict[str, int]:
-        """`_snapshot` + the posting lists of `keys`, read at the same generation (again when a commit
-        came in between: rare, and then everything cached was dropped anyway)."""
-        for _ in range(10):
-            df = self._snapshot(field, terms)
-            if self._load(keys):
-                return df
-        raise BusyError("the PostgreSQL text index changed under ten searches in a row: try again")
-
     def search(self, terms: Sequence[tuple[str, float]], limit: int, fields: dict[str, float] | None = None,
                grams: Sequence[tuple[str, float]] = (), doc_ids: frozenset[str] | None = None,
                beyond: int = 0) -> list[TextHit]:
@@ -181,21 +137,22 @@ class PostgresIndex:
         with self._read():
             fields = {f: b for f, b in (fields or self.field_boosts).items() if b > 0}
             keys = [(f, t) for t, _ in terms for f in fields] + [("grams", g) for g, _ in grams]
-            df = self._consistent(keys, "body", terms)
-            rare, common = self.split_by_frequency(terms, self._n, df)
+            cache = self.cache
+            df = cache.consistent(keys, "body", terms)
+            rare, common = self.split_by_frequency(terms, cache.n, df)
             if not rare or not fields:
                 return []
             gram_fields = {"grams": 1.0}
-            scope = None if doc_ids is None else self._scope_docnums(doc_ids)
-            found = top_chunks(rare, fields, limit + beyond, scope, self._term_scores, lambda d: "")
+            scope = None if doc_ids is None else cache.scope_docnums(doc_ids)
+            found = top_chunks(rare, fields, limit + beyond, scope, cache.term_scores, lambda d: "")
             if found and (common or grams):
-                add_common_terms(found, common, fields, self._term_scores)
-                add_common_terms(found, list(grams), gram_fields, self._term_scores, report=False)
+                add_common_terms(found, common, fields, cache.term_scores)
+                add_common_terms(found, list(grams), gram_fields, cache.term_scores, report=False)
                 found = head_then_tail(found, limit)
-            self._name_chunks([entry[0] for entry in found])
+            cache.name_chunks([entry[0] for entry in found])
             # a chunk deleted by a commit since the posting lists were read has no name: it is gone
-            return [TextHit(chunk_id=self._chunk_ids[docnum], score=score, terms=tuple(sorted(matched)), docnum=docnum)
-                    for docnum, _, score, matched in found if docnum in self._chunk_ids]
+            return [TextHit(chunk_id=cache.chunk_id_of[docnum], score=score, terms=tuple(sorted(matched)), docnum=docnum)
+                    for docnum, _, score, matched in found if docnum in cache.chunk_id_of]
 
     def split_by_frequency(self, terms, n: int, df: Mapping[str, int]):
         """(rare, common) as `WhooshIndex._split_by_frequency`: common terms (in more than `max_df_ratio`
@@ -218,74 +175,13 @@ class PostgresIndex:
         if not out:
             return out
         with self._read():
-            self._consistent([(f, t) for t, _ in terms for f in fields])
-            add_weighted_scores(out, terms, fields, self._term_scores)
+            self.cache.consistent([(f, t) for t, _ in terms for f in fields])
+            add_weighted_scores(out, terms, fields, self.cache.term_scores)
         return out
-
-    def _load(self, keys: list[tuple[str, str]]) -> bool:
-        """Fetch the posting lists of the (field, term) pairs not cached yet, in one statement that also
-        reads the generation; False (and nothing kept) when that is not the generation cached."""
-        missing = list(dict.fromkeys(k for k in keys if k not in self._postings and k[0] in FIELD_NO))
-        if not missing:
-            return True
-        if len(self._postings) + len(missing) > MAX_CACHED:
-            self._postings, self._scores = {}, {}
-        lists: dict[tuple[str, str], dict[int, tuple[int, int]]] = {k: {} for k in missing}
-        rows = self._reader.execute(
-            f"SELECT value, NULL::smallint, NULL::text, NULL::bigint, NULL::int, NULL::int FROM {self.ns}.generation "
-            f"UNION ALL SELECT NULL, p.field, p.term, p.docnum, p.tf, p.length FROM {self.ns}.postings p "
-            "JOIN unnest(%s::smallint[], %s::text[]) AS k(field, term) ON p.field = k.field AND p.term = k.term",
-            ([FIELD_NO[f] for f, _ in missing], [t for _, t in missing])).fetchall()
-        generation = None
-        for value, field, term, docnum, tf, length in rows:
-            if field is None:
-                generation = value
-            else:
-                lists[(FIELDS[field], term)][docnum] = (tf, length)
-        if generation != self._generation:
-            return False
-        self._postings.update(lists)
-        return True
 
     def postings(self, field: str, term: str) -> dict[int, tuple[int, int]]:
         """docnum -> (term frequency, exact field length) of one term (the caller holds the read lock)."""
-        key = (field, term)
-        if key not in self._postings and not self._load([key]):  # evicted, and the index moved on since
-            raise BusyError("the PostgreSQL text index changed during this search: try again")
-        return self._postings[key]
-
-    def _term_scores(self, field: str, term: str) -> dict[int, float]:
-        """docnum -> BM25F score of one term: whoosh's `BM25FScorer` arithmetic, in the same order."""
-        key = (field, term)
-        cached = self._scores.get(key)
-        if cached is None:
-            postings = self.postings(field, term)
-            cached = {}
-            if postings:
-                B, K1 = self._bm25
-                idf = math.log(self._n / (len(postings) + 1)) + 1
-                avgfl = (self._totals.get(field, 0) / (self._n or 1)) or 1
-                k1p1 = K1 + 1
-                for docnum, (tf, length) in postings.items():
-                    norm = K1 * ((1 - B) + B * rounded_length(length) / avgfl)
-                    cached[docnum] = idf * ((tf * k1p1) / (tf + norm))
-            self._scores[key] = cached
-        return cached
-
-    def _scope_docnums(self, doc_ids: frozenset[str]) -> set[int]:
-        scope = self._scopes.get(doc_ids)
-        if scope is None:
-            rows = self._reader.execute(f"SELECT docnum FROM {self.ns}.chunks WHERE doc_id = ANY(%s)",
-                                        (sorted(doc_ids),)).fetchall()
-            scope = self._scopes[doc_ids] = {r[0] for r in rows}
-        return scope
-
-    def _name_chunks(self, docnums: list[int]) -> None:
-        missing = [d for d in docnums if d not in self._chunk_ids]
-        if missing:
-            rows = self._reader.execute(f"SELECT docnum, chunk_id FROM {self.ns}.chunks WHERE docnum = ANY(%s)",
-                                        (missing,)).fetchall()
-            self._chunk_ids.update(rows)
+        return self.cache.postings(field, term)
 
     def chunk_ids(self) -> set[str]:
         """Every indexed chunk's id (`kg check` compares them with the catalog)."""
@@ -298,12 +194,12 @@ class PostgresIndex:
 
     def doc_count(self) -> int:
         with self._read():
-            self._follow()
-            return self._n
+            self.cache.follow()
+            return self.cache.n
 
     def doc_frequency(self, term: str, field: str = "body") -> int:
         with self._read():
-            return self._snapshot(field, [(term, 1.0)]).get(term, 0)
+            return self.cache.snapshot(field, [(term, 1.0)]).get(term, 0)
 
     def close(self) -> None:
         if self._closed:

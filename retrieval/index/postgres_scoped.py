@@ -34,11 +34,11 @@ class PostgresScope:
     def _current(self) -> None:
         """Under the index's read lock: the scope's statistics for the index's generation."""
         ix = self.index
-        ix._follow()
-        if self._generation == ix._generation:
+        ix.cache.follow()
+        if self._generation == ix.cache.generation:
             return
         reader = ix._reader
-        self._docnums = frozenset(ix._scope_docnums(self.doc_ids))
+        self._docnums = frozenset(ix.cache.scope_docnums(self.doc_ids))
         rows = reader.execute(f"SELECT rounded FROM {ix.ns}.chunks WHERE doc_id = ANY(%s)",
                               (sorted(self.doc_ids),)).fetchall()
         self.n = len(rows)
@@ -46,16 +46,16 @@ class PostgresScope:
         for f, name in enumerate(FIELDS):
             total = sum(r[0][f] for r in rows)
             # ScopedIndex: the scope's rounded total, corrected by the whole index's exact / rounded ratio
-            rounded = ix._rounded_totals.get(name, 0) or 1
-            self.avgfl[name] = (total * ix._totals.get(name, 0) / rounded / self.n) if self.n and total else 1.0
+            rounded = ix.cache.rounded_totals.get(name, 0) or 1
+            self.avgfl[name] = (total * ix.cache.totals.get(name, 0) / rounded / self.n) if self.n and total else 1.0
         self._weights, self._scores = {}, {}
-        self._generation = ix._generation
+        self._generation = ix.cache.generation
 
     def _consistent(self, keys: list[tuple[str, str]]) -> None:
         """The scope's statistics and the posting lists of `keys` at one generation of the index."""
         for _ in range(10):
             self._current()
-            if self.index._load(keys):
+            if self.index.cache.load(keys):
                 return
         raise BusyError("the PostgreSQL text index changed under ten searches in a row: try again")
 
@@ -98,8 +98,8 @@ class PostgresScope:
                 add_common_terms(found, common, fields, self._term_scores)
                 add_common_terms(found, list(grams), {"grams": 1.0}, self._term_scores, report=False)
                 found = head_then_tail(found, limit)
-            ix._name_chunks([entry[0] for entry in found])
-            return [TextHit(chunk_id=ix._chunk_ids[d], score=score, terms=tuple(sorted(matched)), docnum=d)
+            ix.cache.name_chunks([entry[0] for entry in found])
+            return [TextHit(chunk_id=ix.cache.chunk_id_of[d], score=score, terms=tuple(sorted(matched)), docnum=d)
                     for d, _, score, matched in found]
 
     def term_scores(self, terms: Sequence[tuple[str, float]], docnums: Sequence[int],

@@ -19,6 +19,7 @@ from retrieval.index import analysis, whoosh_files
 from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
 from retrieval.index.candidates import add_common_terms, head_then_tail, top_chunks
 from retrieval.index.whoosh_segments import MAX_SEGMENTS, MERGE_FACTOR, tiered_merge
+from retrieval.index.whoosh_write import PendingSegments
 from retrieval.types import Chunk, TextHit
 
 if TYPE_CHECKING:
@@ -56,8 +57,6 @@ sys.modules.setdefault("retrieval.analysis", analysis)
 FIELD_BOOSTS = {"title": 2.0, "section": 0.5, "body": 1.0}
 MAX_DF_RATIO = 0.1
 
-WRITER_LIMIT_MB = 96  # whoosh's posting pool spills sorted runs to disk past this (bounded writer memory)
-
 
 def _schema() -> Schema:
     analyzer = KgAnalyzer()
@@ -85,13 +84,11 @@ class WhooshIndex:
         self._has_grams = "grams" in self.ix.schema.names()  # indexes made before the field existed lack it
         self._bm25 = (0.75, 1.2)  # B, K1
         self._weighting = scoring.BM25F(B=self._bm25[0], K1=self._bm25[1])
-        self._lock = threading.Lock()
         # One searcher serves every thread, and whoosh reads its posting files with seek + read on
         # shared file objects: two searches at once corrupt each other's reads (UnpicklingError).
         self._search_lock = threading.Lock()
         self._closed = False
-        self._writer = None
-        self._prepared: list | None = None  # the writer's segments once written, before they are published
+        self.writes = PendingSegments(self.ix)  # what is added and deleted until the next commit
         # (searcher, its PostingScores), opened by the first read after each commit: a process that only writes
         # (`kg ingest` of an edit) opens the segments once, in the writer, instead of three times.
         self._reader: tuple | None = None
@@ -116,75 +113,35 @@ class WhooshIndex:
     def _scores(self) -> PostingScores:
         return (self._reader or self._open_reader())[1]
 
-    # -- writes ------------------------------------------------------------------------------
-    def _w(self):
-        if self._writer is None:
-            self._writer = self.ix.writer(limitmb=WRITER_LIMIT_MB)
-            self._prepared = None
-        return self._writer
-
+    # -- writes (whoosh's writer and its new segments: `PendingSegments`, retrieval/index/whoosh_write.py) --
     def add_chunks(self, chunks: Iterable[Chunk], file_words: Mapping[str, str] | None = None) -> int:
         """`file_words`: doc id -> the words of the document's file path, indexed with each chunk's
         heading path in the section field."""
-        n = 0
-        file_words = file_words or {}
-        with self._lock:
-            writer = self._w()
-            for chunk in chunks:
-                section = " > ".join(part for part in (file_words.get(chunk.doc_id, ""), chunk.section) if part)
-                fields = dict(
-                    chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, title=chunk.title, section=section,
-                    body=chunk.text,
-                )
-                if self._has_grams:
-                    fields["grams"] = chunk.title + "\n" + chunk.text
-                writer.update_document(**fields)
-                n += 1
-        return n
+        return self.writes.add(chunks, file_words or {}, self._has_grams)
 
     def upgrade_schema(self) -> None:
         """Add the fields an index made by an older kgrag lacks (they fill as chunks are indexed again)."""
         if not self._has_grams:
-            self._w().add_field("grams", _schema()["grams"])
+            self.writes.writer().add_field("grams", _schema()["grams"])
             self._has_grams = True
 
     def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
-        n = 0
-        with self._lock:
-            writer = self._w()
-            for chunk_id in chunk_ids:
-                n += writer.delete_by_term("chunk_id", chunk_id) or 0
-        return n
+        return self.writes.delete(chunk_ids)
 
     def prepare(self, optimize: bool = False, replace_all: bool = False) -> None:
         """Write what the open writer holds (and the segments the merge policy merges) into new segment
         files that no reader sees yet: the slow part of a commit, done while queries go on. `commit()`
         then only publishes them. `optimize`: merge every segment into one (`kg check --repair --optimize`);
         `replace_all`: what this writer added becomes the whole index (every older segment dropped)."""
-        with self._lock:
-            writer = self._writer
-            if writer is None or self._prepared is not None:
-                return
-            policy = whoosh.writing.CLEAR if replace_all else whoosh.writing.OPTIMIZE if optimize else tiered_merge
-            segments = policy(writer, writer.segments)
-            if writer._added:
-                segments.append(writer._finalize_segment())
-            else:
-                writer._close_segment()
-            self._prepared = segments
+        policy = whoosh.writing.CLEAR if replace_all else whoosh.writing.OPTIMIZE if optimize else tiered_merge
+        self.writes.prepare(policy)
 
     def commit(self, optimize: bool = False, replace_all: bool = False) -> None:
         """Publish the writer's segments (written now unless `prepare` already did); the next read searches
         them. With no writer open, only move the next read to the latest commit."""
         self.prepare(optimize=optimize, replace_all=replace_all)
-        with self._lock:
-            if self._writer is not None:
-                writer, segments = self._writer, self._prepared
-                try:
-                    writer._commit_toc(segments)  # the new generation: a small file written and renamed
-                finally:
-                    writer._finish()
-                    self._writer = self._prepared = None
+        with self.writes.lock:
+            self.writes.publish()
             # The next read opens a searcher on the latest commit (Searcher.refresh() fails on an index that
             # was empty when opened).
             with self._search_lock:  # never under a search that is still reading the old one
@@ -195,7 +152,7 @@ class WhooshIndex:
         returns how many segments there were (nothing to do for one)."""
         before = self.segment_count()
         if before > 1:
-            self._w()
+            self.writes.writer()
             self.prepare(optimize=True)
         return before
 
@@ -204,14 +161,7 @@ class WhooshIndex:
             return len(self.ix._segments())
 
     def rollback(self) -> None:
-        with self._lock:
-            writer, prepared = self._writer, self._prepared
-            self._writer = self._prepared = None
-            if writer is not None:
-                if prepared is None:
-                    writer.cancel()
-                else:  # segment files written but never published: whoosh's next commit deletes them
-                    writer._finish()
+        self.writes.rollback()
 
     # -- reads -------------------------------------------------------------------------------
     def search(

