@@ -42,8 +42,6 @@ __all__ = ["IngestReport", "KnowledgeBase", "MODES"]
 
 MARKER = "kgrag.json"
 Progress = Callable[[int], None]
-COMPOUND_WEIGHT = 0.3  # 心跳间隔 for a question that says 心跳
-FOLLOWUP_TOP = 5  # round one is judged on this many hits
 
 
 class KnowledgeBase(QueryPath):

@@ -1,6 +1,6 @@
 """The commit record: a data dir in, its generation number, what the mentions were linked against, and the journal of a commit in flight out.
 
-A write is a journaled commit (see `retrieval.write_path.Writing`):
+A write is a journaled commit (see `retrieval.writing.Commits`):
 
     1. take the data dir's write lock (`kg.lock.DataDirLock`)
     2. write `commit.json` (the journal: "a commit of <op> is in flight")
@@ -9,7 +9,7 @@ A write is a journaled commit (see `retrieval.write_path.Writing`):
     5. bump the generation in the catalog, then remove the journal
 
 A journal found by the next process that takes the lock means a writer died between 2 and 5:
-it re-derives what is derived from the truth (`retrieval.write_path.repair`), so the result is
+it re-derives what is derived from the truth (`retrieval.consistency.repair`), so the result is
 the state either before the write (the catalog had not committed) or after it. `KG_CRASH_AT=<op>:<step>`
 makes the process exit at that step, so tests can kill a commit at every step.
 """
