@@ -25,11 +25,10 @@ from retrieval.graph.expand import (
     ExpansionSettings,
 )
 from retrieval.graph.seeds import GraphEvidence, fold_label
-from retrieval.index.analysis import (
-    add_user_words,
-)
+from retrieval.index.analysis import add_user_words
 from retrieval.index.backends import open_text_index
 from retrieval.index.synonyms import SYNONYMS_FILE, SynonymTable
+from retrieval.index.vocabulary import PROCESS, Vocabulary
 from retrieval.ingest.chunking import ChunkSizes
 from retrieval.ingest.removal import resolve_documents
 from retrieval.ingest.report import IngestReport
@@ -72,6 +71,8 @@ class KnowledgeBase(QueryPath):
                                            min_score=settings.min_graph_score,
                                            anchor_weight=settings.anchor_weight if settings.section_anchors else 0.0)
         self._linker = None
+        # The words this knowledge base teaches jieba, which is one per process: they leave when it closes.
+        self.vocabulary = Vocabulary(str(self.root))
         self._about_index: dict[str, list[str]] | None = None
         self.evidence = GraphEvidence(self.store, self.graph)
         self._relations = None
@@ -93,6 +94,7 @@ class KnowledgeBase(QueryPath):
         self.store.close()
         if self._vectors is not None:
             self._vectors.close()
+        self.vocabulary.forget()  # a knowledge base opened next in this process cuts as in a process of its own
 
     # -- the commit protocol (retrieval.writing) -------------------------------------------------
     def writing(self, op: str = "write"):
@@ -139,18 +141,23 @@ class KnowledgeBase(QueryPath):
     # -- derived state, rebuilt when the graph changes ---------------------------------------------
     @property
     def linker(self):
+        """The entity linker; building it teaches jieba the labels and synonyms that the index was cut with (so
+        every read and write asks for it before it cuts text), again after a `reset_user_words`."""
+        self.vocabulary.refresh()
         if self._linker is None:
-            self._linker = self.build_linker(self.graph.view, self.synonyms, self.graph)
+            self._linker = self.build_linker(self.graph.view, self.synonyms, self.graph, self.vocabulary)
         return self._linker
 
     @staticmethod
-    def build_linker(view, synonyms: SynonymTable, graph=None):
+    def build_linker(view, synonyms: SynonymTable, graph=None, vocabulary: Vocabulary | None = None):
         """The entity linker of `view`; with its `graph` (a KnowledgeGraph), kept in linker.cache beside
-        graph.cache for the next process (keyed by graph.ttl's content hash)."""
+        graph.cache for the next process (keyed by graph.ttl's content hash). Its words are taught to jieba
+        for `vocabulary` (the knowledge base's; without one, for the whole process)."""
         from retrieval.graph.linking import cached_linker
 
         linker = cached_linker(view) if graph is None else cached_linker(view, graph.digest, graph.cache_path.parent)
-        add_user_words(linker.user_words + synonyms.words())  # the labels jieba can hold, then the synonyms
+        words = linker.user_words + synonyms.words()  # the labels jieba can hold, then the synonyms
+        add_user_words(words, vocabulary or PROCESS)
         return linker
 
     def _graph_changed(self) -> None:

@@ -282,7 +282,7 @@ def _import_synonyms(kb, path: Path) -> dict:
         _write_atomically(target, existing + "".join(line + "\n" for line in new_lines))
         kb.commits.mark("import", "synonyms")
     kb.synonyms = SynonymTable.read(target)
-    add_user_words(kb.synonyms.words())
+    add_user_words(kb.synonyms.words(), kb.vocabulary)
     return {"kind": "synonyms", "summary": f"{len(new_lines)} new synonym groups", "groups_added": len(new_lines),
             "chunks_reindexed": sync_index_words(kb)}
 

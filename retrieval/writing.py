@@ -257,7 +257,7 @@ class Commits:
             linker = kb._linker
             if graph is not kb.graph or synonyms is not kb.synonyms:
                 graph.vocab  # noqa: B018 - built here, not in the first query after the swap
-                linker = kb.build_linker(graph.view, synonyms, graph)
+                linker = kb.build_linker(graph.view, synonyms, graph, kb.vocabulary)
             with kb.readers.exclusive():
                 if graph is not kb.graph:
                     kb.graph = graph

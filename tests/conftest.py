@@ -52,8 +52,8 @@ def make_settings(data_dir: Path, **overrides) -> Settings:
 def run_in_own_process(module: str, function: str, data_dir: Path):
     """`tests/<module>.py`'s `function(data_dir)` in a fresh Python process; its JSON result.
 
-    For tests that build the demo: its labels and synonyms join jieba's dictionary, which is per
-    process, and would change the cuts of every later test in this one."""
+    For tests that build the demo as a user's `kg` process does: its labels and synonyms join jieba's
+    dictionary, which is per process (in this one they would stay until the knowledge base closes)."""
     script = (f"import json, sys, pathlib; sys.path.insert(0, {str(Path(__file__).parent)!r}); import {module} as t; "
               f"print(json.dumps(t.{function}(pathlib.Path({str(data_dir)!r}))))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -84,7 +84,7 @@ def build_kb(root: Path, **overrides):
 
 def build_demo_kb(data_dir: Path):
     """The bundled demo knowledge base (kg/demo: relations, synonyms, documents) in data_dir (open; caller
-    closes). Teaches jieba the demo's words: build it in a process of its own (`run_in_own_process`)."""
+    closes). Teaches jieba the demo's words until it closes; `run_in_own_process` builds it as a `kg` process would."""
     from kg.cli.base import DEMO_DIR
     from retrieval.pipeline import KnowledgeBase
 
@@ -112,6 +112,17 @@ def kg_in_new_process(*args: str, cwd: Path) -> str:
 def relative_source(source: str, root: Path) -> str:
     """A document's source (an absolute path) relative to the corpus root, e.g. 'docs/infra/nginx.md'."""
     return Path(source).relative_to(root.resolve()).as_posix()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _jiebas_own_dictionary() -> None:
+    """Each test module starts from jieba's own dictionary. jieba has one per process, and the words that
+    earlier modules taught it (entity labels, synonyms) changed how later ones cut: after one taught it
+    看门狗超时, another's chunk no longer held 看门狗 and its search failed, in the full suite only.
+    Knowledge bases still open (the session's `kb`) teach their words again on their next use."""
+    from retrieval.index.analysis import reset_user_words
+
+    reset_user_words()
 
 
 @pytest.fixture(autouse=True)

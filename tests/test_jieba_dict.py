@@ -68,3 +68,26 @@ def test_a_lazy_dictionary_reads_only_what_the_text_needs():
     lazy = _lazy(10**9)
     list(lazy.cut("订单服务依赖哪些组件", HMM=True))
     assert 0 < len(lazy.FREQ._known) < 200
+
+
+@pytest.mark.parametrize("promote_after", [10**9, 2_000])
+def test_a_taught_word_deleted_again_reads_as_jieba_ships_it(eager, promote_after):
+    # What `reset_user_words` relies on: deleting what `add_word` wrote, before or after the promotion.
+    lazy = _lazy(promote_after)
+    text = "LORA-02 新的看门狗超时阈值 90 秒。"
+    before = list(lazy.cut(text, HMM=True))
+    word = "看门狗超时"
+    new_keys = [word[:end] for end in range(1, len(word) + 1) if word[:end] not in lazy.FREQ]
+    lazy.add_word(word, freq=50)
+    assert word in list(lazy.cut(text, HMM=True))
+    for text_ in _texts():  # enough look-ups to promote at the small threshold
+        list(lazy.cut(text_, HMM=True))
+    assert isinstance(lazy.FREQ, LazyFreq) == (promote_after == 10**9)
+    for key in new_keys:
+        del lazy.FREQ[key]
+    lazy.total -= 50
+    assert list(lazy.cut(text, HMM=True)) == before == list(eager.cut(text, HMM=True))
+    assert all(lazy.FREQ.get(key) == eager.FREQ.get(key) for key in new_keys)
+    if isinstance(lazy.FREQ, LazyFreq):
+        lazy.FREQ._promote()  # what jieba wrote and was deleted does not come back with the whole dictionary
+        assert all(lazy.FREQ.get(key) == eager.FREQ.get(key) for key in new_keys)

@@ -18,7 +18,13 @@ from pathlib import Path
 
 from kg.store import KnowledgeGraph
 from retrieval.catalog.docstore import DocStore
-from retrieval.index.analysis import cjk_terms, normalize_text, query_terms, split_runs
+from retrieval.index.analysis import (
+    cjk_terms,
+    normalize_text,
+    query_terms,
+    split_runs,
+    vocabulary_version,
+)
 from retrieval.types import Mention
 
 __all__ = ["GraphEvidence", "fold_label", "relation_word_prefixes"]
@@ -250,7 +256,8 @@ def _prefix(term: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _relation_word_groups() -> list[frozenset[str]]:
+def _relation_word_groups(_vocabulary: int) -> list[frozenset[str]]:
+    """The groups as jieba cuts them with the words it knows now (`vocabulary_version`)."""
     path = Path(__file__).with_name("data") / "relation_words.txt"
     groups = []
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -263,7 +270,7 @@ def _relation_word_groups() -> list[frozenset[str]]:
 def relation_word_prefixes(prefixes: set[str]) -> set[str]:
     """The other words of each relation-word group a question uses (husband -> wife, married ...)."""
     out: set[str] = set()
-    for group in _relation_word_groups():
+    for group in _relation_word_groups(vocabulary_version()):
         if group & prefixes:
             out |= group
     return out

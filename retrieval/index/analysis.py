@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
@@ -19,7 +18,19 @@ from whoosh.analysis import Token, Tokenizer
 # porter2: whoosh's porter module mis-stems doubled consonants (running -> runn, logging -> logg).
 from whoosh.lang.porter2 import stem as _porter_stem
 
-__all__ = ["GramAnalyzer", "KgAnalyzer", "Term", "cjk_bigrams", "add_user_words", "analyze", "cjk_terms", "compound_terms", "fold_accents", "idf_weights", "normalize_text", "query_terms", "split_runs", "user_word_candidates"]
+from retrieval.index.vocabulary import (
+    PROCESS,
+    Vocabulary,
+    compounds_of,
+    is_taught,
+    reset_user_words,
+    teach,
+    vocabulary_version,
+)
+from retrieval.index.vocabulary import tokenizer as _jieba
+
+__all__ = ["GramAnalyzer", "KgAnalyzer", "Term", "cjk_bigrams", "add_user_words", "analyze", "cjk_terms", "compound_terms", "fold_accents", "idf_weights", "normalize_text", "query_terms", "reset_user_words", "split_runs", "taught_words",
+           "user_word_candidates", "vocabulary_version"]
 
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # ASCII identifiers; Chinese runs; words of other scripts (Cyrillic, Greek, ...) whole.
@@ -43,26 +54,14 @@ CHINESE_STOPWORDS = frozenset(
 
 Term = tuple[str, int]  # (term text, position)
 
-_jieba_lock = threading.Lock()
-# Words kgrag taught jieba (entity labels and aliases, synonyms). Only word-sized labels: a page
-# title or a sentence used as a label is not a word, and making it one hides its words from BM25.
+# Words kgrag teaches jieba (entity labels and aliases, synonyms; `retrieval.index.vocabulary` keeps who
+# taught which, and forgets them). Only word-sized labels: a page title or a sentence used as a label is not
+# a word, and making it one hides its words from BM25.
 # At index time such a word also yields its in-dictionary sub-words (心跳间隔 -> 心跳, 间隔) so a
 # question that says only 心跳 still finds it; questions are not split (splitting both sides,
 # as jieba's search mode does, cost 5 points of R@5 on domainrag_zh, see bench/RESULTS.md).
-_USER_WORDS: set[str] = set()
-_COMPOUNDS: dict[str, set[str]] = {}  # sub-word -> user words containing it (query-side expansion)
 MAX_USER_WORD = 8
 INDEX_SUBWORDS = False
-
-
-@lru_cache(maxsize=1)
-def _jieba():
-    from retrieval.index.jieba_dict import load_tokenizer
-
-    return load_tokenizer()
-
-
-_VOCABULARY_VERSION = 0
 
 
 def user_word_candidates(words: Iterable[str]) -> list[str]:
@@ -77,41 +76,17 @@ def user_word_candidates(words: Iterable[str]) -> list[str]:
     return out
 
 
-def add_user_words(words: Iterable[str]) -> int:
-    """Teach jieba the entity labels/aliases and synonyms so they come out as single words."""
-    dt = _jieba()
-    added = 0
-    with _jieba_lock:
-        for word in words:
-            word = normalize_text(word).strip()
-            # jieba's dictionary cannot hold spaces; ASCII-only words are kept whole anyway.
-            if len(word) < 2 or len(word) > MAX_USER_WORD or not _WORDLIKE.match(word):
-                continue
-            if word in _USER_WORDS or dt.FREQ.get(word):
-                continue
-            _USER_WORDS.add(word)
-            for size in (2, 3):
-                for i in range(len(word) - size + 1):
-                    sub = word[i : i + size]
-                    if sub != word and dt.FREQ.get(sub):
-                        _COMPOUNDS.setdefault(sub, set()).add(word)
-            dt.add_word(word, freq=max(dt.suggest_freq(word, tune=False), 5))
-            added += 1
-        if added:
-            global _VOCABULARY_VERSION
-            _VOCABULARY_VERSION += 1
-    return added
+def add_user_words(words: Iterable[str], vocabulary: Vocabulary = PROCESS) -> int:
+    """Teach jieba the entity labels/aliases and synonyms so they come out as single words; how many it
+    did not know. They stay until `vocabulary` forgets them (a knowledge base's own, when it closes) or
+    `reset_user_words`; jieba's dictionary cannot hold spaces, and ASCII-only words are kept whole anyway."""
+    return teach(user_word_candidates(words), vocabulary)
 
 
 def taught_words(words: Iterable[str]) -> set[str]:
     """The ones among `words` that jieba knows only because `add_user_words` taught them: text
     containing them is cut differently than before they were taught."""
-    return {w for w in (normalize_text(w).strip() for w in words) if w in _USER_WORDS}
-
-
-def vocabulary_version() -> int:
-    """Changes whenever `add_user_words` teaches jieba a word: text analyzed before may now cut differently."""
-    return _VOCABULARY_VERSION
+    return {w for w in (normalize_text(w).strip() for w in words) if is_taught(w)}
 
 
 def normalize_text(text: str) -> str:
@@ -165,7 +140,7 @@ def _cjk_words(run: str, for_index: bool) -> Iterator[list[str]]:
         if word in CHINESE_STOPWORDS:
             continue
         group = [word]
-        if for_index and word in _USER_WORDS and INDEX_SUBWORDS:
+        if for_index and INDEX_SUBWORDS and is_taught(word):
             n = len(word)
             for size in (2, 3):
                 for i in range(n - size + 1):
@@ -185,7 +160,7 @@ def _runs(text: str) -> Iterator[tuple[str, bool]]:
 def analyze(text: str, for_index: bool = False) -> list[Term]:
     """Terms of `text` with sequential positions (alternatives share a position).
 
-    `for_index` adds the sub-words of user-dictionary words (see `_USER_WORDS`)."""
+    `for_index` adds the sub-words of user-dictionary words (see `add_user_words`)."""
     out: list[Term] = []
     pos = 0
     for run, chinese in _runs(text):
@@ -275,7 +250,7 @@ def compound_terms(terms: list[str], limit: int = 2) -> list[str]:
     whole in the text, so the query word alone would not match it)."""
     out: list[str] = []
     for term in terms:
-        for word in sorted(_COMPOUNDS.get(term, ()))[:limit]:
+        for word in sorted(compounds_of(term))[:limit]:
             if word not in terms and word not in out:
                 out.append(word)
     return out

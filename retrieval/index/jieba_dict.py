@@ -132,6 +132,15 @@ class LazyFreq:
             if full is not self:  # promoted meanwhile by another thread
                 full[word] = n
 
+    def __delitem__(self, word: str) -> None:
+        """Forget what jieba wrote for `word` (a taught word forgotten): it reads as on disk again."""
+        with self._lock:
+            self._known.pop(word, None)
+            self._added.pop(word, None)
+            full = self._tokenizer.FREQ
+            if full is not self:
+                del full[word]
+
 
 def dictionary_file(tokenizer=None) -> Path:
     """The on-disk prefix dictionary for the installed jieba, built on first use."""

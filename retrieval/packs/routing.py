@@ -22,7 +22,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from retrieval.index.analysis import cjk_bigrams, dictionary_words, idf_weights, query_terms
+from retrieval.index.analysis import (
+    cjk_bigrams,
+    dictionary_words,
+    idf_weights,
+    query_terms,
+    vocabulary_version,
+)
 from retrieval.packs.card import PackCard
 from retrieval.packs.registry import RegistryRow
 
@@ -108,9 +114,14 @@ def share(question: set[str], profile: set[str]) -> float:
     return sum(weight(u) for u in question & profile) / total
 
 
-@lru_cache(maxsize=100_000)
 def _item_units(item: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """(words, ASCII words, Chinese character pairs) of a card item or a document title, cut once."""
+    return _cut_item(item, vocabulary_version())
+
+
+@lru_cache(maxsize=100_000)
+def _cut_item(item: str, _vocabulary: int) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """`_item_units` as jieba cuts it with the words it knows now: cut again once it learned or forgot some."""
     words = frozenset(query_terms(item))
     return words, frozenset(w for w in words if w.isascii()), frozenset(cjk_bigrams(item))
 
