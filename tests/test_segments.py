@@ -132,3 +132,27 @@ def test_kg_check_repair_optimize_merges_the_segments_and_changes_no_answer(tmp_
     again = CliRunner().invoke(cli, ["check", "--repair", "--optimize", "--data-dir", str(data)], catch_exceptions=False)
     assert "optimized: the text index is one segment already" in again.output
     assert "note:" not in again.output and "1 segments" in again.output
+
+
+def test_kg_ingest_notes_many_segments_after_it_wrote_chunks(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import retrieval.consistency as consistency
+    from kg.cli import cli
+
+    monkeypatch.setattr(consistency, "SEGMENTS_HINT", 2)  # two small ingests stand for the many of a large one
+    data, notes = tmp_path / "kb", tmp_path / "notes"
+    notes.mkdir()
+    args = ["ingest", str(notes), "--data-dir", str(data), "--quiet"]
+    (notes / "a.md").write_text("# 缓存\n\nredis 缓存默认 TTL 300 秒。\n", encoding="utf-8")
+    first = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert first.exit_code == 0 and "note:" not in first.output, first.output  # one segment
+    (notes / "b.md").write_text("# 网关\n\n网关心跳间隔 15 秒。\n", encoding="utf-8")
+    second = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert second.exit_code == 0, second.output
+    assert "note: the text index has 2 segments: `kg check --repair --optimize`" in second.output
+    again = CliRunner().invoke(cli, args, catch_exceptions=False)  # nothing indexed: no advice
+    assert again.exit_code == 0 and "note:" not in again.output, again.output
+    (notes / "c.md").write_text("# 副本\n\n副本数 3。\n", encoding="utf-8")
+    as_json = CliRunner().invoke(cli, [*args, "--json"], catch_exceptions=False)
+    assert "note:" not in as_json.output

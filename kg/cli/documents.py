@@ -57,6 +57,8 @@ def ingest(paths: tuple[Path, ...], strict: bool, sync_: bool, doc_id: str | Non
         if sync_ or watch:
             _merge_sync(report, kb.sync(list(paths)))
         _print_report(report, as_json)
+        if report.chunks_indexed and not as_json:
+            _segments_note(kb)
         if watch:
             _watch(kb, list(paths), interval, strict, as_json)
 
@@ -90,6 +92,17 @@ def _print_report(report, as_json: bool) -> None:
         click.echo(f"  skipped {skipped}", err=True)
     for warning in report.warnings:
         click.echo(f"  warning: {warning}", err=True)
+
+
+def _segments_note(kb) -> None:
+    """After an ingest that wrote segments: the same advice as `kg check` once the index has many."""
+    from retrieval.consistency import SEGMENTS_HINT
+
+    count = getattr(kb.index, "segment_count", None)
+    segments = count() if count else 0
+    if segments >= SEGMENTS_HINT:
+        click.echo(f"  note: the text index has {segments} segments: `kg check --repair --optimize` merges them into one "
+                   "(faster queries; it rewrites the whole index once)", err=True)
 
 
 def _watch(kb, paths: list[Path], interval: float, strict: bool, as_json: bool) -> None:
