@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from retrieval.catalog import commit
 
-__all__ = ["CheckReport", "check", "repair", "store_behind"]
+__all__ = ["CheckReport", "check", "repair", "segment_count", "segments_note", "store_behind"]
 
 # From this many text index segments on, `kg check` suggests merging them. Ingest keeps segments merged by size
 # (logarithmic in the index: 14 at 100k chunks); a merged index answered full-mode queries 28% faster at 100k chunks
@@ -36,6 +36,21 @@ class CheckReport:
     def to_json(self) -> dict:
         return {"clean": self.clean, "problems": self.problems, "repaired": self.repaired, "counts": self.counts,
                 "recovered": self.recovered, "notes": self.notes}
+
+
+def segment_count(index) -> int | None:
+    """How many segments the text index has; None for a backend without segments (PostgreSQL)."""
+    count = getattr(index, "segment_count", None)
+    return count() if count else None
+
+
+def segments_note(segments: int | None) -> str | None:
+    """The advice `kg check` and `kg ingest` give an index of SEGMENTS_HINT segments or more, else None."""
+    if segments is None or segments < SEGMENTS_HINT:
+        return None
+    return (f"the text index has {segments} segments: `kg check --repair --optimize` merges them into one (queries "
+            "read every segment, so they get faster; the merge rewrites the whole index once, a few CPU-minutes at "
+            "100k chunks, while queries go on)")
 
 
 def _temp_files(kb) -> list:
@@ -97,13 +112,12 @@ def inspect(kb) -> tuple[CheckReport, dict]:
         report.problems.append(found["push"])
     report.counts = {"documents": kb.store.stats()["documents"], "chunks": len(catalog), "indexed": len(indexed),
                      "entities": len(entities)}
-    segments = kb.index.segment_count() if hasattr(kb.index, "segment_count") else None
+    segments = segment_count(kb.index)
     if segments is not None:
         report.counts["segments"] = segments
-        if segments >= SEGMENTS_HINT:
-            report.notes.append(f"the text index has {segments} segments: `kg check --repair --optimize` merges them into "
-                                "one (queries read every segment, so they get faster; the merge rewrites the whole index "
-                                "once, a few CPU-minutes at 100k chunks, while queries go on)")
+    note = segments_note(segments)
+    if note:
+        report.notes.append(note)
     from retrieval.vectors.check import inspect_vectors
 
     inspect_vectors(kb, report, found)  # the meaning channel's vectors (retrieval/vectors)

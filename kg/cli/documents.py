@@ -96,13 +96,11 @@ def _print_report(report, as_json: bool) -> None:
 
 def _segments_note(kb) -> None:
     """After an ingest that wrote segments: the same advice as `kg check` once the index has many."""
-    from retrieval.consistency import SEGMENTS_HINT
+    from retrieval.consistency import segment_count, segments_note
 
-    count = getattr(kb.index, "segment_count", None)
-    segments = count() if count else 0
-    if segments >= SEGMENTS_HINT:
-        click.echo(f"  note: the text index has {segments} segments: `kg check --repair --optimize` merges them into one "
-                   "(faster queries; it rewrites the whole index once)", err=True)
+    note = segments_note(segment_count(kb.index))
+    if note:
+        click.echo(f"  note: {note}", err=True)
 
 
 def _watch(kb, paths: list[Path], interval: float, strict: bool, as_json: bool) -> None:
