@@ -120,6 +120,21 @@ def test_a_table_row_comes_with_its_header():
     assert all(s.citations == [2] for s in sentences)
 
 
+def test_a_line_of_bars_alone_is_no_piece_and_its_table_rows_still_answer():
+    # A handbook's channel table whose first line lost its header cells: the matching row used to come with an
+    # empty "header" and `kg ask` failed with an IndexError.
+    channels = cit(1, """
+        ## Slack channels
+
+                     |
+        | `#payroll`  | For questions pertaining to payroll |
+        | `#security` | Security questions and reports |
+        """, title="chat")
+    assert all(p.text.strip() for p in passage_pieces(channels.text))
+    rendered, _ = answer("Which Slack channel is for payroll questions?", [channels], "en")
+    assert "`#payroll` | For questions pertaining to payroll" in rendered
+
+
 def test_a_list_item_is_kept_whole():
     item = cit(1, """
         - 下单接口的 P99 目标 < 300ms。

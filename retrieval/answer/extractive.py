@@ -266,6 +266,8 @@ def _render(chosen: Sequence[_Unit], language: str) -> str:
             seen.add((m.n, m.piece.position))
             # Bracketed numbers of the document ("[0, 10]") must not read as citations: full-width brackets.
             text = _BRACKETED.sub(r"［\1］", m.piece.text.rstrip())
+            if not text:
+                continue
             if text[-1] not in "。！？!?；;.:：":
                 text += "。" if language == "zh" else "."
             # Each piece the check will cut out gets the number, so no part of a code line is left uncited.

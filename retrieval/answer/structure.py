@@ -138,7 +138,8 @@ def passage_pieces(text: str) -> list[Piece]:
                 kind = "row"
             item += 1
             cells = [c.strip() for c in stripped.strip("|").split("|")]
-            add(" | ".join(c for c in cells), kind, block, item)
+            if any(cells):  # a line of bars alone ("     |", "| | |") says nothing to quote
+                add(" | ".join(c for c in cells), kind, block, item)
             continue
         in_table = False
         title = _HEADING.match(line)
