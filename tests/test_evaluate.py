@@ -194,3 +194,14 @@ def test_eval_kb_with_an_unknown_gold_path_exits_2(kb_dir, tmp_path):
         "error: self-check.jsonl: gold ids not in the knowledge base: docs/nope.md "
         "(give document ids or source paths of ingested documents)\n"
     )
+
+
+def test_eval_answers_on_a_benchmark_folder_with_a_question_without_gold(bench, tmp_path):
+    # q4 lists no gold passage: retrieval metrics drop it, and so must the answer run, which needs no gold ids
+    # (it used to stop with `"gold_ids" is empty` before answering anything).
+    out = tmp_path / "answers.json"
+    result = kg("eval", "--answers", bench, "--json", out, "-q")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(out.read_text(encoding="utf-8"))
+    assert summary["measurable"] == 1  # q1, the one question with a reference answer
+    assert summary["answer_in_cited_pct"] == 100.0

@@ -203,7 +203,7 @@ def evaluate_answers_dataset(root: Path, *, settings=None, limit: int | None = N
     from retrieval.eval.evaluate import fill_knowledge_base
     from retrieval.pipeline import KnowledgeBase
 
-    dataset = load_dataset(root, limit)
+    dataset = load_dataset(root, limit, drop_empty_gold=True)  # as `kg eval` reads it: answers need no gold ids
     questions = read_answer_questions(Path(root) / QUESTIONS_FILE)
     if limit is not None:
         questions = questions[:limit]
