@@ -37,6 +37,8 @@ CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _RUN = re.compile(rf"[A-Za-z0-9](?:[A-Za-z0-9_.\-/+#]*[A-Za-z0-9+#])?|[{CJK}]+|[^\W\d_A-Za-z{CJK}]+")
 _SEP = re.compile(r"[_.\-/]+")
 _CJK_ONLY = re.compile(rf"^[{CJK}]+$")
+# `_RUN`'s runs that are not Chinese, found without walking the Chinese ones in Python (a chunk is mostly Chinese)
+_OTHER_RUN = re.compile(rf"[A-Za-z0-9](?:[A-Za-z0-9_.\-/+#]*[A-Za-z0-9+#])?|[^\W\d_A-Za-z{CJK}]+")
 _WORDLIKE = re.compile(rf"^[{CJK}]+$")  # what jieba's dictionary can usefully hold
 
 ENGLISH_STOPWORDS = frozenset(
@@ -191,9 +193,8 @@ def surface_words(terms: Iterable[str], *texts: str) -> list[str]:
     for text in texts:
         if not missing:
             break
-        for run, chinese in _runs(text):
-            if chinese:
-                continue
+        # Each distinct run once, in order of first appearance: a run seen again spells nothing new.
+        for run in dict.fromkeys(_OTHER_RUN.findall(fold_accents(normalize_text(text)))):
             lowered = run.lower()
             parts = [run] + ([p for p in _SEP.split(run) if p] if not lowered.isalpha() else [])
             for part in parts:
