@@ -84,3 +84,15 @@ def test_on_the_model_path_the_facts_lead_even_when_the_model_cites_none(shared)
     assert model.attributed and (model.facts or model.citations) and not model.flagged
     assert moon.flagged and not (moon.facts or moon.citations) and not moon.attributed
     assert "".join(v for k, v in events if k == "delta") == answer.answer
+
+
+def test_answer_metrics_count_the_facts_as_evidence_and_a_sentence_citing_one_as_cited(shared):
+    from retrieval.eval.answers import AnswerQuestion, evaluate_answers
+
+    with _kb(shared) as kb:
+        [fact] = [f for f in kb.ask(CROSS_DOC_QUERY, llm=None).facts if f.relation == "dependsOn"]
+        reference = "、".join(fact.others)  # what the relation table says, and only it says whole
+        summary = evaluate_answers(kb, [AnswerQuestion("r1", CROSS_DOC_QUERY, "relation", reference)])
+    [row] = summary["rows"]
+    assert (row["in_top5"], row["in_cited"]) == (True, True), row
+    assert summary["kept_of_top5_pct"] == 100.0

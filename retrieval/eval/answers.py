@@ -131,7 +131,8 @@ def evaluate_answers(kb, questions: Sequence[AnswerQuestion], *, llm: LlmClient 
         started = time.perf_counter()
         answer = kb.ask(q.question, llm=llm)
         ms = (time.perf_counter() - started) * 1e3
-        cited = "\n".join(s.text for s in answer.sentences if s.citations)
+        # A sentence citing a graph fact ([R1]) is cited as much as one citing a passage.
+        cited = "\n".join(s.text for s in answer.sentences if s.citations or s.facts)
         by_n = {c.n: units(f"{c.title}\n{c.section}\n{c.text}") for c in answer.citations}
         n_citations = sum(len(s.citations) for s in answer.sentences)
         unsupported = sum(1 for s in answer.sentences for n in s.citations if support(s.text, by_n[n]) < threshold)
@@ -142,8 +143,10 @@ def evaluate_answers(kb, questions: Sequence[AnswerQuestion], *, llm: LlmClient 
                "sentences": len(answer.sentences), "rounds": len(answer.rounds),
                "chars": len(answer.answer) if answer.found else None}
         if q.answer is not None:
-            # In one passage (not pieced together from five): what an answer citing that passage could keep.
-            row["in_top5"] = any(answer_in(q.answer, c.text) for c in answer.citations[:TOP_PASSAGES]) if answer.found else False
+            # In one passage (not pieced together from five), or in the graph facts the answer was given as evidence
+            # beside them: what an answer citing that passage (or those facts) could keep.
+            evidence = [c.text for c in answer.citations[:TOP_PASSAGES]] + ["\n".join(f.text() for f in answer.facts)]
+            row["in_top5"] = any(answer_in(q.answer, text) for text in evidence if text) if answer.found else False
             row["in_cited"] = answer_in(q.answer, cited) if answer.found else False
             if answer.path == "llm":
                 row["em"], row["f1"] = _f1(answer.answer, q.answer)
@@ -239,6 +242,10 @@ def format_answers_table(summaries: dict[str, dict]) -> str:
                 value = f"{value}/{s['unanswerable']}" if s["unanswerable"] else "-"
             cells.append("-" if value is None else str(value))
         length = s.get("answer_chars", {})
-        cells += [str(length.get("p50", "-")), str(length.get("p95", "-")), str(s["latency_ms"]["p50"]), str(s["latency_ms"]["p95"])]
+        cells += [_cell(length.get("p50")), _cell(length.get("p95")), _cell(s["latency_ms"]["p50"]), _cell(s["latency_ms"]["p95"])]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _cell(value) -> str:
+    return "-" if value is None else str(value)  # no answered question (a set asked what it cannot answer): no length
