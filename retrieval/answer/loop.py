@@ -65,7 +65,7 @@ SEARCH_DEPTH = 20  # hits per search before the rounds are fused
 REWRITE_WEIGHT = 0.7  # a rewrite's ranks against the question's own
 FOLLOWUP_WEIGHT = 0.8  # round 2's ranks against round 1's
 RRF_K = 20.0
-PER_DOCUMENT = 2
+PER_SECTION = 2  # hits of one section (parent chunk) when searches are fused: the query path's own cap
 KNOWN_DEPTH = 10  # hits searched for a name the passages lack
 STANDALONE_KEEPS = 0.5  # share of a follow-up's own key words the model's standalone question must hold
 
@@ -106,18 +106,23 @@ class _Notes:
 
 
 def _fuse(rankings: Sequence[tuple[Sequence, float]], depth: int) -> list:
-    """Reciprocal-rank fusion of several hit lists by chunk id (the first hit object seen is kept), at most two a document."""
+    """Reciprocal-rank fusion of several hit lists by chunk id (the first hit object seen is kept), at most two a section.
+
+    Capped per section (parent chunk), as the query path caps its own hits, not per document: a reference
+    document of many sections, each about another key, keeps every section the search ranked (a cap of two a
+    document dropped the third and fourth hits of a runbook, the ones holding the answer)."""
     scores: dict[str, float] = {}
     first: dict[str, object] = {}
     for hits, weight in rankings:
         for rank, hit in enumerate(hits):
             scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + weight / (RRF_K + rank + 1)
             first.setdefault(hit.chunk_id, hit)
-    out, per_doc = [], {}
+    out, per_section = [], {}
     for cid in sorted(scores, key=lambda c: -scores[c]):
         hit = first[cid]
-        if per_doc.get(hit.doc_id, 0) < PER_DOCUMENT:
-            per_doc[hit.doc_id] = per_doc.get(hit.doc_id, 0) + 1
+        section = (getattr(hit, "parent", None) or {}).get("chunk_id") or cid
+        if per_section.get(section, 0) < PER_SECTION:
+            per_section[section] = per_section.get(section, 0) + 1
             out.append(hit)
         if len(out) == depth:
             break
