@@ -144,7 +144,7 @@ class Settings(BaseModel):
     embed_base_url: str | None = Field(None, description="Base URL of the embedding endpoint (Ollama, a local /v1/embeddings server); unset = the provider's default (KG_EMBED_BASE_URL).")
     embed_timeout: float = Field(30.0, gt=0, le=600, description="Seconds one embedding call may take (KG_EMBED_TIMEOUT).")
     dense_candidates: int = Field(100, ge=1, description="Chunks the meaning channel hands to fusion.")
-    dense_weight: float = Field(1.5, ge=0, description="Weight of the meaning channel's ranks in fusion (0 = off; 1.5 chosen on ops_dev_zh's odd question ids over 0.5 and 1).")
+    dense_weight: float = Field(0.7, ge=0, description="Weight of the meaning channel's ranks in fusion (0 = off; 0.7 chosen over 0.3-1.5 on the odd question ids of six sets, confirmed on the even ones: bench/RESULTS-vectors.md).")
     dense_rrf_k: float = Field(20.0, gt=0, description="The k of the late fusion of meaning with the words-and-graph ranking (20 over 10 and 60 on ops_dev_zh's odd ids); early fusion uses rrf_k.")
     dense_fusion: str = Field("early", pattern="^(late|early)$", description="early = a third list beside the words and the graph in the first fusion, under the graph's weight; late = fused with the final words-and-graph ranking (lost 15 points of R@5 on 2wiki_dev: it pushes the graph's second hops down).")
     semantic_fit: float = Field(0.0, ge=0, le=1, description="How much a graph hit's closeness in meaning to the question counts in its fit, against its word match (0 = words only: 1.0 lost 3 points of R@5 on ops_dev_zh's odd ids, 0.5 changed nothing).")
