@@ -52,6 +52,8 @@ VARIANTS = [
     ("full + early dense w1", "full", {**OFF, "dense_weight": 1.0, "dense_fusion": "early"}),
     ("full + early dense w0.5", "full", {**OFF, "dense_weight": 0.5, "dense_fusion": "early"}),
     ("full + early dense w1.5", "full", {**OFF, "dense_weight": 1.5, "dense_fusion": "early"}),
+    ("full + early dense w0.3", "full", {**OFF, "dense_weight": 0.3, "dense_fusion": "early"}),
+    ("full + early dense w0.7", "full", {**OFF, "dense_weight": 0.7, "dense_fusion": "early"}),
     ("full + early dense w1 + fit 0.5", "full", {**OFF, "dense_weight": 1.0, "dense_fusion": "early", "semantic_fit": 0.5}),
     ("full + dense w0.5 k20", "full", {**OFF, "dense_weight": 0.5, "dense_rrf_k": 20, "dense_fusion": "late"}),
     ("full + fit 1 (no dense list)", "full", {**OFF, "semantic_fit": 1.0}),
