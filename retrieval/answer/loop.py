@@ -120,7 +120,7 @@ def _fuse(rankings: Sequence[tuple[Sequence, float]], depth: int) -> list:
     out, per_section = [], {}
     for cid in sorted(scores, key=lambda c: -scores[c]):
         hit = first[cid]
-        section = (getattr(hit, "parent", None) or {}).get("chunk_id") or cid
+        section = (hit.parent or {}).get("chunk_id") or cid
         if per_section.get(section, 0) < PER_SECTION:
             per_section[section] = per_section.get(section, 0) + 1
             out.append(hit)

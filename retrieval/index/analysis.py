@@ -34,11 +34,13 @@ __all__ = ["GramAnalyzer", "KgAnalyzer", "Term", "cjk_bigrams", "add_user_words"
 
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # ASCII identifiers; Chinese runs; words of other scripts (Cyrillic, Greek, ...) whole.
-_RUN = re.compile(rf"[A-Za-z0-9](?:[A-Za-z0-9_.\-/+#]*[A-Za-z0-9+#])?|[{CJK}]+|[^\W\d_A-Za-z{CJK}]+")
+_WORD_RUN = r"[A-Za-z0-9](?:[A-Za-z0-9_.\-/+#]*[A-Za-z0-9+#])?"  # identifiers, words, numbers
+_LETTER_RUN = rf"[^\W\d_A-Za-z{CJK}]+"  # letters of other scripts
+_RUN = re.compile(rf"{_WORD_RUN}|[{CJK}]+|{_LETTER_RUN}")
 _SEP = re.compile(r"[_.\-/]+")
 _CJK_ONLY = re.compile(rf"^[{CJK}]+$")
 # `_RUN`'s runs that are not Chinese, found without walking the Chinese ones in Python (a chunk is mostly Chinese)
-_OTHER_RUN = re.compile(rf"[A-Za-z0-9](?:[A-Za-z0-9_.\-/+#]*[A-Za-z0-9+#])?|[^\W\d_A-Za-z{CJK}]+")
+_OTHER_RUN = re.compile(rf"{_WORD_RUN}|{_LETTER_RUN}")
 _WORDLIKE = re.compile(rf"^[{CJK}]+$")  # what jieba's dictionary can usefully hold
 
 ENGLISH_STOPWORDS = frozenset(
