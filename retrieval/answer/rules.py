@@ -20,7 +20,7 @@ from retrieval.answer.extractive import extract_answer
 from retrieval.answer.phrasing import alternatives
 from retrieval.answer.record import Citation
 from retrieval.answer.terms import QUESTION_WORDS, KeyTerm, has_term, key_terms, units
-from retrieval.index.analysis import analyze
+from retrieval.index.analysis import analyze, normalize_text
 
 __all__ = ["ANSWER_COVERAGE", "CLOSEST", "CLOSEST_COVERAGE", "facts_text", "RulesAnswer", "guard_terms", "held_share", "language_note", "rules_answer"]
 
@@ -42,16 +42,20 @@ class RulesAnswer:
 
 def guard_terms(question: str) -> list[KeyTerm]:
     """The question's key words the answer must hold: `key_terms` without "几天"-like words, plus the Chinese words
-    the analyzer cut into single characters (年假 -> 年 / 假), which `key_terms` drops."""
+    the analyzer cut into single characters (年假 -> 年 / 假) and that stand together in the question, which `key_terms` drops."""
     terms = [t for t in key_terms(question) if not _HOW_MANY.match(t.text)]
     have = {t.text for t in terms}
+    written = normalize_text(question)
     run: list[str] = []
     for term, _pos in [*analyze(question), ("", -1)]:
         if len(term) == 1 and re.match(r"[\u3400-\u9fff]", term) and term not in QUESTION_WORDS:
             run.append(term)
             continue
-        if len(run) >= 2 and "".join(run) not in have:
-            terms.append(KeyTerm("".join(run), 1.0, False))
+        word = "".join(run)
+        # Only characters written side by side: the analyzer drops stop words (了, 怎么) between two single
+        # characters, and 坏 + 用 of "数据坏了，怎么用" is no word any passage could hold.
+        if len(run) >= 2 and word not in have and word in written:
+            terms.append(KeyTerm(word, 1.0, False))
         run = []
     return terms
 
