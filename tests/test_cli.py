@@ -191,6 +191,16 @@ def test_query_text_output_explains_each_hit(kb_dir):
     assert any("why: bm25 #1 (" in line for line in lines)
 
 
+def test_a_pasted_page_as_the_query_is_not_echoed_whole(kb_dir):
+    pasted = ("order-service 连接池 " * 2000).strip()
+    result = kg("query", pasted, "--data-dir", kb_dir, "-k", "3")
+    assert result.exit_code == 0
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("query: order-service 连接池") and first.endswith(f"… ({len(pasted):,} characters)")
+    assert len(first) < 400
+    assert json.loads(kg("query", pasted, "--data-dir", kb_dir, "-k", "3", "--json").stdout)["query"] == pasted
+
+
 def test_query_bm25_mode_and_nothing_found(kb_dir):
     data = json.loads(
         kg("query", CROSS_DOC_QUERY, "--mode", "bm25", "--data-dir", kb_dir, "--json").stdout

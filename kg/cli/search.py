@@ -39,7 +39,9 @@ def query(text: str, k: int | None, mode: str, types: tuple[str, ...], as_of: st
 
 def print_result(result, max_text: int = 160) -> None:
     ents = ", ".join(f"{e['label']}" + (f" ({e['surface']})" if e["surface"] != e["label"] else "") for e in result.entities)
-    click.echo(click.style(f"query: {result.query}", bold=True))
+    shown = result.query if len(result.query) <= max_text * 2 else (
+        f"{result.query[:max_text * 2]}… ({len(result.query):,} characters)")  # a pasted page is not echoed whole
+    click.echo(click.style(f"query: {shown}", bold=True))
     click.echo(f"entities: {ents or '(none linked)'}")
     if result.as_of:
         said = "the question's time words" if result.as_of_from == "question" else "--as-of"
