@@ -154,3 +154,11 @@ def test_kg_ingest_strict_stops_at_the_first_bad_file_and_ingests_nothing(tmp_pa
     assert result.stderr.strip() == f"error: {docs / 'broken.md'}: the YAML front matter does not parse (line 2); fix it or remove the `---` block"
     stats = CliRunner().invoke(cli, ["stats", "--data-dir", str(kb), "--json"])
     assert json.loads(stats.stdout)["documents"] == 0
+
+
+def test_a_text_notes_first_line_is_its_title_without_heading_marks():
+    from retrieval.types import SourceDocument
+
+    assert cut_document(SourceDocument("notes/oncall.txt", "# 值班手册\n\n夜间告警先看 Grafana。\n", format="txt")).document.title == "值班手册"
+    assert cut_document(SourceDocument("notes/plain.txt", "值班手册\n\n夜间告警先看 Grafana。\n", format="txt")).document.title == "值班手册"
+    assert cut_document(SourceDocument("notes/tag.txt", "#incident\n\n夜间告警先看 Grafana。\n", format="txt")).document.title == "#incident"
