@@ -4,6 +4,7 @@ with no change answers from the catalog without opening the knowledge base (no c
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -95,3 +96,31 @@ def test_kg_ingest_of_an_unchanged_folder_opens_nothing_and_commits_nothing(tmp_
     assert kg_process("delete", doc_id, "--data-dir", str(data), cwd=tmp_path).returncode == 0
     fourth = kg_process("ingest", str(docs), "-q", "--data-dir", str(data), cwd=tmp_path)
     assert fourth.stdout.startswith("1 new, 0 updated"), fourth.stdout
+
+
+def test_kg_ingest_says_when_files_it_read_from_the_folder_are_gone(tmp_path):
+    docs = tmp_path / "notes"
+    (docs / "a").mkdir(parents=True)
+    (docs / "a" / "alpha.md").write_text("# Alpha\n\nalpha notes about redis\n", encoding="utf-8")
+    (docs / "beta.md").write_text("# Beta\n\nbeta notes about nginx\n", encoding="utf-8")
+    _age(docs)
+    data = tmp_path / "kb"
+    assert kg_process("ingest", str(docs), "--data-dir", str(data), cwd=tmp_path).returncode == 0
+    (docs / "a" / "alpha.md").unlink()
+
+    # Nothing else changed (the path that opens no knowledge base) and a change beside it (the full path): both say so.
+    for change in (None, "gamma"):
+        if change:
+            (docs / "gamma.md").write_text("# Gamma\n\ngamma notes\n", encoding="utf-8")
+        run = kg_process("ingest", str(docs), "--data-dir", str(data), cwd=tmp_path)
+        assert run.returncode == 0, run.stderr
+        assert "note: 1 file ingested from here is gone, and its text still answers questions" in run.stderr
+        assert str((docs / "a" / "alpha.md").resolve()) in run.stderr and f"kg ingest --sync {docs}" in run.stderr
+    still = kg_process("query", "alpha", "--data-dir", str(data), "--json", cwd=tmp_path)
+    assert json.loads(still.stdout)["hits"]  # as the note says: until --sync, the text answers
+
+    synced = kg_process("ingest", "--sync", str(docs), "--data-dir", str(data), cwd=tmp_path)
+    assert "removed" in synced.stdout and "note:" not in synced.stderr
+    after = kg_process("ingest", str(docs), "--data-dir", str(data), cwd=tmp_path)
+    assert "note:" not in after.stderr
+    assert json.loads(kg_process("query", "alpha", "--data-dir", str(data), "--json", cwd=tmp_path).stdout)["hits"] == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -50,6 +51,7 @@ def ingest(paths: tuple[Path, ...], strict: bool, sync_: bool, doc_id: str | Non
     found = find_files(paths)
     files = found.files
     if not (sync_ or watch or doc_id or effective or as_json or found.skipped) and _nothing_changed(data_dir, files):
+        _gone_note(data_dir, paths, files, quiet)
         return
     with open_kb(data_dir, create=True) as kb:
         with Progress(len(files), "ingesting", quiet or as_json) as bar:
@@ -59,6 +61,8 @@ def ingest(paths: tuple[Path, ...], strict: bool, sync_: bool, doc_id: str | Non
         _print_report(report, as_json)
         if report.chunks_indexed and not as_json:
             _segments_note(kb)
+        if not (sync_ or watch or as_json):
+            _gone_note(kb.root, paths, files, quiet)
         if watch:
             _watch(kb, list(paths), interval, strict, as_json)
 
@@ -73,6 +77,20 @@ def _nothing_changed(data_dir: Path | None, files: list[Path]) -> bool:
         return False
     click.echo(IngestReport(unchanged=n).summary())
     return True
+
+
+def _gone_note(data_dir: Path | None, paths: tuple[Path, ...], files: list[Path], quiet: bool) -> None:
+    """Files ingested from these folders that are gone: without --sync their text still answers, so say so."""
+    from retrieval.catalog.filestats import gone_sources
+
+    gone = gone_sources(data_dir or Path(".kgrag"), paths, files)
+    if gone and not quiet:
+        folders = " ".join(shlex.quote(str(p)) for p in paths)
+        which = f"{', '.join(gone[:3])}{', …' if len(gone) > 3 else ''}"
+        said = ("1 file ingested from here is gone, and its text still answers questions" if len(gone) == 1 else
+                f"{len(gone)} files ingested from here are gone, and their text still answers questions")
+        click.echo(f"  note: {said} ({which}); `kg ingest --sync {folders}` removes {'it' if len(gone) == 1 else 'them'}",
+                   err=True)
 
 
 def _merge_sync(report, synced) -> None:

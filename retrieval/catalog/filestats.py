@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["CONTEXT_KEY", "context_of", "file_stamp", "record", "source_of", "unchanged", "unchanged_folder"]
+__all__ = ["CONTEXT_KEY", "context_of", "file_stamp", "gone_sources", "record", "source_of", "unchanged", "unchanged_folder"]
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS file_stats (
     source TEXT PRIMARY KEY, doc_id TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL
@@ -123,3 +123,26 @@ def unchanged_folder(root: Path, files: Sequence[Path]) -> int | None:
         return None
     finally:
         db.close()
+
+
+def gone_sources(root: Path, folders: Sequence[Path], present: Sequence[Path] = ()) -> list[str]:
+    """The files under `folders` that versions in the catalog were read from and that no longer exist: their
+    text still answers until `kg ingest --sync` (or `kg delete`) removes it. Read-only, from the catalog alone;
+    `present` (the files just found there) are not looked at again."""
+    roots = [str(Path(p).resolve()) for p in folders if Path(p).is_dir()]
+    catalog = Path(root) / CATALOG
+    if not roots or not catalog.exists():
+        return []
+    try:
+        db = sqlite3.connect(f"file:{catalog}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return []
+    try:
+        sources = [row[0] for row in db.execute("SELECT DISTINCT source FROM versions")]
+    except sqlite3.Error:
+        return []
+    finally:
+        db.close()
+    prefixes = tuple(r.rstrip(os.sep) + os.sep for r in roots)
+    seen = {source_of(f) for f in present}
+    return sorted(s for s in sources if s.startswith(prefixes) and s not in seen and not os.path.isfile(s))
