@@ -78,7 +78,7 @@ class Settings(BaseModel):
     llm_rewrites: bool = Field(True, description="Ask the model for 3-5 keyword rewrites of the question, searched together and fused (KG_LLM_REWRITES).")
     answer_passages: int = Field(6, ge=1, le=20, description="Passages numbered [1]..[n] and given to the answer (KG_ANSWER_PASSAGES).")
     citation_support: float = Field(0.35, ge=0, le=1, description="A sentence whose best cited passage shares less than this share of its character pairs / words is flagged (KG_CITATION_SUPPORT).")
-    answer_source_lines: int = Field(2, ge=0, le=10, description="Under a model's answer, the passage line that holds each value it states, quoted and cited, at most this many (0 = none).")
+    answer_source_lines: int = Field(2, ge=0, le=10, description="Under a model's answer, the passage line that holds each value it states, and the command or list after a lead-in it copied and stopped at, quoted and cited, at most this many of each (0 = none).")
 
     # web page and admin endpoints (api/routes/web.py, api/routes/admin.py)
     import_max_bytes: int = Field(

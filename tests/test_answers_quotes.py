@@ -103,3 +103,56 @@ def test_the_rules_path_quotes_nothing_extra(table_kb):
     with KnowledgeBase(make_settings(table_kb)) as kb:
         answer = kb.ask(QUESTION)
     assert answer.path == "rules" and not any(s.text.startswith("原文") for s in answer.sentences)
+
+
+RUNBOOK = ("## 定位上游\n\n在 edge-01 / edge-02 上按 upstream 聚合最近 10 分钟的错误：\n\n```bash\n"
+           "tail -n 200000 /var/log/nginx/access.log | jq -r 'select(.status>=502) | [.status,.upstream_addr] | @tsv'"
+           " | sort | uniq -c\n```\n\n`upstream_response_time` 接近 60 是读超时。\n")
+STEPS = "手工切换前先确认：\n\n1. db-01 为 `DeadMaster`；\n2. db-02 上 `STOP REPLICA`、`RESET REPLICA ALL`；\n3. 关闭 `read_only`。\n"
+
+
+def test_a_lead_in_the_model_stopped_at_gets_what_it_introduces():
+    from retrieval.answer.quotes import introduced_blocks
+
+    citations = [cite(1, "nginx 的 504 表示上游在超时内没有返回。"), cite(2, RUNBOOK), cite(3, STEPS)]
+    lead = said("在 edge-01 / edge-02 上按 upstream 聚合最近 10 分钟的错误：", 1)  # it cites the wrong passage, too
+    [quote] = introduced_blocks([lead], citations, "zh")
+    assert quote.startswith("原文：「tail -n 200000 /var/log/nginx/access.log | jq -r 'select(.status>=502) | "
+                            "[.status,.upstream_addr] | @tsv'") and quote.endswith("」[2]")  # the command exactly
+    [steps] = introduced_blocks([said("手工切换前先确认：", 3)], citations, "zh")
+    assert "DeadMaster" in steps and "RESET REPLICA ALL" in steps and steps.endswith("[3]")
+
+    # Not a lead-in, a lead-in of no passage, a block the answer already gives, or switched off: nothing.
+    assert introduced_blocks([said("504 表示上游超时。", 1)], citations, "zh") == []
+    assert introduced_blocks([said("看门狗的参数如下：", 1)], citations, "zh") == []
+    done = [lead, said("tail -n 200000 /var/log/nginx/access.log | jq -r 'select(.status>=502) | [.status,.upstream_addr]"
+                       " | @tsv' | sort | uniq -c", 2)]
+    assert introduced_blocks(done, citations, "zh") == []
+    assert introduced_blocks([lead], citations, "zh", limit=0) == []
+
+
+@pytest.fixture(scope="module")
+def runbook_kb(tmp_path_factory):
+    from retrieval.pipeline import KnowledgeBase
+
+    root = tmp_path_factory.mktemp("lead-in")
+    (root / "docs").mkdir()
+    (root / "docs" / "nginx-504.md").write_text("# nginx 504 排障\n\n" + RUNBOOK, encoding="utf-8")
+    with KnowledgeBase(make_settings(root / "kb"), create=True) as kb:
+        kb.ingest_paths([root / "docs"])
+    return root / "kb"
+
+
+def test_the_loop_quotes_the_command_after_the_lead_in_the_model_stopped_at(runbook_kb, fake):
+    fake.replies["answer"] = cite_passage_with("jq -r", "在 edge-01 / edge-02 上按 upstream 聚合最近 10 分钟的错误：[{n}]")
+    with open_kb(runbook_kb, fake.base_url) as kb:
+        answer = kb.ask("nginx 报 504 怎么定位是哪个上游？")
+        events = list(kb.ask("nginx 报 504 怎么定位是哪个上游？", stream=True))
+    assert answer.path == "llm"
+    model, quote = answer.sentences[0], answer.sentences[-1]
+    assert model.text.endswith("错误：")
+    assert "jq -r 'select(.status>=502) | [.status,.upstream_addr] | @tsv'" in quote.text
+    assert quote.citations == model.citations and not quote.flagged
+    assert "".join(v for k, v in events if k == "delta") == events[-1][1].answer == answer.answer
+    with open_kb(runbook_kb, fake.base_url, answer_source_lines=0) as kb:
+        assert [s.text for s in kb.ask("nginx 报 504 怎么定位是哪个上游？").sentences] == [model.text]

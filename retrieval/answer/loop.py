@@ -42,7 +42,7 @@ from retrieval.answer.judge import (
 )
 from retrieval.answer.llm import LlmClient, LlmUnavailable
 from retrieval.answer.prompts import answer_messages, judge_messages, rewrite_messages
-from retrieval.answer.quotes import MAX_SOURCE_LINES, source_lines
+from retrieval.answer.quotes import MAX_SOURCE_LINES, introduced_blocks, source_lines
 from retrieval.answer.record import NOT_FOUND, Answer, Round, detect_language
 from retrieval.answer.rewrite import REWRITE_SCHEMA, parse_rewrites, parse_standalone, rule_rewrites
 from retrieval.answer.rules import (
@@ -290,7 +290,9 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
                 # "", "[1]" or punctuation: no sentence reached the user, so the rules answer instead
                 raise LlmUnavailable(f"{notes.llm.model} wrote no answer sentence ({''.join(pieces)[:40]!r})")
             # Each value the model states, with the passage line that holds it (names included), quoted and cited.
-            quotes = source_lines(question, checked.sentences, citations, language, options.source_lines)
+            # And what a lead-in the model copied introduces (the command after "执行："), when it stopped there.
+            quotes = (introduced_blocks(checked.sentences, citations, language, options.source_lines)
+                      + source_lines(question, checked.sentences, citations, language, options.source_lines))
             if quotes:
                 pieces.append("\n" + "\n".join(quotes) + "\n")
                 ready = checked.feed(pieces[-1]) + checked.flush()

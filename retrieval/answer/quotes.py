@@ -8,6 +8,12 @@ others in rank order, where the line must also share a word with the sentence (t
 is as likely another quantity: "keepalive 60 seconds" is not a pool table's bare "60"); a value no passage holds and
 a number the question itself gives are skipped; a line that names nothing the answer lacks adds nothing and is not
 quoted. At most `limit` lines.
+
+A small model also copies a passage's lead-in and stops there ("在 edge-01 / edge-02 上按 upstream 聚合最近 10 分钟
+的错误：" and not the command the runbook writes next). A sentence of the answer that ends as a lead-in ends ("：", ":")
+and is that passage's lead-in (`INTRODUCED_SUPPORT` of its words there) gets what the lead-in introduces, the code
+block or the list right after it, quoted and cited the same way (`introduced_blocks`), unless the answer already
+says it. At most `limit` of these too.
 """
 
 from __future__ import annotations
@@ -16,10 +22,11 @@ import re
 from collections.abc import Sequence
 
 from retrieval.answer.record import AnswerSentence, Citation
-from retrieval.answer.terms import identifiers, units
+from retrieval.answer.structure import passage_pieces
+from retrieval.answer.terms import identifiers, support, units
 from retrieval.index.analysis import normalize_text
 
-__all__ = ["MAX_SOURCE_LINES", "source_lines"]
+__all__ = ["MAX_SOURCE_LINES", "introduced_blocks", "source_lines"]
 
 MAX_SOURCE_LINES = 2
 MAX_LINE_CHARS = 160
@@ -28,6 +35,10 @@ _UNIT_CUT = re.compile(r"(?<=[。！？；;])|(?<=\.)\s+|\n+")
 _LEAD = {"zh": "原文：「{line}」[{n}]", "en": 'Source: "{line}" [{n}]'}
 _QUANTITY = re.compile(r"^\d+(?:\.\d+)?[a-z%]{0,3}$")  # 30s, 128mb: a value with its unit, not a name
 _TRIM = " \t|-*>#：:，,。；;"
+INTRODUCED_SUPPORT = 0.8  # of a lead-in sentence's words found in the passage's lead-in: the model copied it
+ALREADY_SAID = 0.6  # of the introduced block's words already in the answer: nothing to add
+MAX_BLOCK_CHARS = 2 * MAX_LINE_CHARS
+_NUMBER_IN_BRACKETS = re.compile(r"\[(\s*R?\d[\d\s,，、]*)\]")
 
 
 def _values(text: str) -> list[str]:
@@ -95,4 +106,48 @@ def source_lines(question: str, sentences: Sequence[AnswerSentence], citations: 
                     break
             if len(out) >= limit:
                 return out
+    return out
+
+
+def _introduced(passage: str, sentence: str) -> str:
+    """What the passage's lead-in matching `sentence` introduces: the code block or the list right after it, as
+    written (a long one cut at MAX_BLOCK_CHARS); "" when the sentence is no lead-in of this passage."""
+    pieces = passage_pieces(passage)
+    for i, piece in enumerate(pieces[:-1]):
+        if not piece.lead or support(sentence, units(piece.text)) < INTRODUCED_SUPPORT:
+            continue
+        after = pieces[i + 1]
+        if after.kind == "code":
+            block = " ".join(line.strip() for line in (after.lines or (after.text,)) if line.strip())
+        elif after.kind == "item" and after.block is not None:
+            block = "；".join(p.text.strip() for p in pieces[i + 1:] if p.block == after.block)
+        else:
+            return ""
+        if len(block) > MAX_BLOCK_CHARS:
+            block = block[:MAX_BLOCK_CHARS].rstrip() + "…"
+        # A command is quoted exactly (jq's `[.status]` stays); only a bracketed number would read as a citation.
+        return _NUMBER_IN_BRACKETS.sub(r"［\1］", block.replace("「", "“").replace("」", "”"))
+    return ""
+
+
+def introduced_blocks(sentences: Sequence[AnswerSentence], citations: Sequence[Citation], language: str,
+                      limit: int = MAX_SOURCE_LINES) -> list[str]:
+    """For each sentence of the answer that is a passage's lead-in, the block it introduces, quoted and cited."""
+    if limit <= 0 or not citations:
+        return []
+    answer = units(" ".join(s.text for s in sentences))
+    by_n = {c.n: c for c in citations}
+    out: list[str] = []
+    for sentence in sentences:
+        if not sentence.text.rstrip().endswith(("：", ":")):
+            continue
+        cited = [by_n[n] for n in sentence.citations if n in by_n]
+        for cit in cited + [c for c in citations if c.n not in sentence.citations]:
+            block = _introduced(cit.text, sentence.text)
+            if block:
+                if support(block, answer) < ALREADY_SAID:
+                    out.append(_LEAD["zh" if language == "zh" else "en"].format(line=block, n=cit.n))
+                break
+        if len(out) >= limit:
+            break
     return out
