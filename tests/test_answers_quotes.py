@@ -121,6 +121,7 @@ def test_a_lead_in_the_model_stopped_at_gets_what_it_introduces():
                             "[.status,.upstream_addr] | @tsv'") and quote.endswith("」[2]")  # the command exactly
     [steps] = introduced_blocks([said("手工切换前先确认：", 3)], citations, "zh")
     assert "DeadMaster" in steps and "RESET REPLICA ALL" in steps and steps.endswith("[3]")
+    assert "；" not in steps and " / " in steps  # one quote, not cut into uncited pieces by the check
 
     # Not a lead-in, a lead-in of no passage, a block the answer already gives, or switched off: nothing.
     assert introduced_blocks([said("504 表示上游超时。", 1)], citations, "zh") == []

@@ -120,7 +120,8 @@ def _introduced(passage: str, sentence: str) -> str:
         if after.kind == "code":
             block = " ".join(line.strip() for line in (after.lines or (after.text,)) if line.strip())
         elif after.kind == "item" and after.block is not None:
-            block = "；".join(p.text.strip() for p in pieces[i + 1:] if p.block == after.block)
+            # One quote, one sentence for the citation check: the items' own end marks would cut it into several.
+            block = " / ".join(p.text.strip().rstrip("；;。.") for p in pieces[i + 1:] if p.block == after.block)
         else:
             return ""
         if len(block) > MAX_BLOCK_CHARS:
