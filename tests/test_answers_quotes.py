@@ -54,16 +54,21 @@ def test_the_cited_passages_come_first_and_elsewhere_a_line_must_share_a_word():
     assert english == ['Source: "Gateways connect to mqtt.example.com:8883 over TLS." [1]']
 
 
-@pytest.fixture(scope="module")
-def table_kb(tmp_path_factory):
+def kb_of(tmp_path_factory, name: str, text: str):
+    """A knowledge base of one Markdown document `name` holding `text`."""
     from retrieval.pipeline import KnowledgeBase
 
     root = tmp_path_factory.mktemp("quotes")
     (root / "docs").mkdir()
-    (root / "docs" / "lora-09.md").write_text("# LORA-09 网关\n\nLORA-09 是冷库用的网关。\n\n" + TABLE, encoding="utf-8")
+    (root / "docs" / name).write_text(text, encoding="utf-8")
     with KnowledgeBase(make_settings(root / "kb"), create=True) as kb:
         kb.ingest_paths([root / "docs"])
     return root / "kb"
+
+
+@pytest.fixture(scope="module")
+def table_kb(tmp_path_factory):
+    return kb_of(tmp_path_factory, "lora-09.md", "# LORA-09 网关\n\nLORA-09 是冷库用的网关。\n\n" + TABLE)
 
 
 QUESTION = "LORA-09 的看门狗超时阈值是多少？"
@@ -134,14 +139,7 @@ def test_a_lead_in_the_model_stopped_at_gets_what_it_introduces():
 
 @pytest.fixture(scope="module")
 def runbook_kb(tmp_path_factory):
-    from retrieval.pipeline import KnowledgeBase
-
-    root = tmp_path_factory.mktemp("lead-in")
-    (root / "docs").mkdir()
-    (root / "docs" / "nginx-504.md").write_text("# nginx 504 排障\n\n" + RUNBOOK, encoding="utf-8")
-    with KnowledgeBase(make_settings(root / "kb"), create=True) as kb:
-        kb.ingest_paths([root / "docs"])
-    return root / "kb"
+    return kb_of(tmp_path_factory, "nginx-504.md", "# nginx 504 排障\n\n" + RUNBOOK)
 
 
 def test_the_loop_quotes_the_command_after_the_lead_in_the_model_stopped_at(runbook_kb, fake):
