@@ -18,11 +18,13 @@ from collections.abc import Sequence
 from retrieval.answer.record import AnswerSentence, Citation
 from retrieval.answer.terms import support, units
 
-__all__ = ["check_answer", "check_units", "number_hits", "render"]
+__all__ = ["check_answer", "check_units", "number_hits", "quote_brackets", "render"]
 
 _NUMS = r"\d{1,3}(?:\s*[,，、]\s*\d{1,3})*"
 _MARK = re.compile(rf"\[\s*({_NUMS})\s*\]|【\s*({_NUMS})\s*】|\[\s*(未知|unknown)\s*\]|【\s*(未知|unknown)\s*】|"
                    r"\[\s*(R\d{1,2})\s*\]|【\s*(R\d{1,2})\s*】", re.IGNORECASE)
+# A document's own bracketed number ("[0, 10]", "[R1]") quoted in an answer would read as a citation marker.
+_DOC_BRACKETS = re.compile(r"\[(\s*R?\d[\d\s,，、]*)\]")
 # "根据材料 2" / "see passage 2": a number named in words is a citation too.
 _NAMED = re.compile(r"(材料|段落|passage|source)\s*(\d{1,3})", re.IGNORECASE)
 _END = "。！？!?；;"
@@ -160,3 +162,9 @@ class CheckedStream:
     def flush(self) -> str:
         done, self.buffer = self.buffer, ""
         return self._emit(done) if done.strip() else ""
+
+
+def quote_brackets(text: str) -> str:
+    """`text` quoted from a document, its bracketed numbers written full-width ("［0, 10］") so the check does not
+    read them as citations; other brackets (a command's `[.status]`) stay as written."""
+    return _DOC_BRACKETS.sub(r"［\1］", text)

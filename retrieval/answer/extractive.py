@@ -31,7 +31,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from retrieval.answer.cite import check_units
+from retrieval.answer.cite import check_units, quote_brackets
 from retrieval.answer.phrasing import (
     alternatives,
     asks_how_it_works,
@@ -58,7 +58,6 @@ STEPS_COVER = 0.7  # a procedure under a heading sharing the question's words ma
 STEPS_SHARE = 0.5  # a list's three best items must score this close to the best unit
 _DIGIT = re.compile(r"\d")
 _VALUE = re.compile(r"\d|`[^`]+`|[A-Za-z][A-Za-z0-9]*[_.][A-Za-z0-9]|://|(?:^|\s)/[\w.-]+/")
-_BRACKETED = re.compile(r"\[(\s*\d[\d\s,，、]*)\]")
 _WANTS_VALUE = re.compile(
     r"多少|几|多久|多长|多大|多高|上限|阈值|端口|默认|哪个|哪种|哪一|哪张|什么值|地址|路径|"
     r"how (?:many|much|long|often|big)|\bwhich\b|\bdefault|what (?:is|are) the .*(?:setting|limit|size|port|value|timeout|path|address)",
@@ -265,7 +264,7 @@ def _render(chosen: Sequence[_Unit], language: str) -> str:
                 continue
             seen.add((m.n, m.piece.position))
             # Bracketed numbers of the document ("[0, 10]") must not read as citations: full-width brackets.
-            text = _BRACKETED.sub(r"［\1］", m.piece.text.rstrip())
+            text = quote_brackets(m.piece.text.rstrip())
             if not text:
                 continue
             if text[-1] not in "。！？!?；;.:：":

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from retrieval.answer.cite import quote_brackets
 from retrieval.answer.record import AnswerSentence, Citation
 from retrieval.answer.structure import passage_pieces
 from retrieval.answer.terms import identifiers, support, units
@@ -38,7 +39,6 @@ _TRIM = " \t|-*>#：:，,。；;"
 INTRODUCED_SUPPORT = 0.8  # of a lead-in sentence's words found in the passage's lead-in: the model copied it
 ALREADY_SAID = 0.6  # of the introduced block's words already in the answer: nothing to add
 MAX_BLOCK_CHARS = 2 * MAX_LINE_CHARS
-_NUMBER_IN_BRACKETS = re.compile(r"\[(\s*R?\d[\d\s,，、]*)\]")
 
 
 def _values(text: str) -> list[str]:
@@ -109,10 +109,9 @@ def source_lines(question: str, sentences: Sequence[AnswerSentence], citations: 
     return out
 
 
-def _introduced(passage: str, sentence: str) -> str:
+def _introduced(pieces: Sequence, sentence: str) -> str:
     """What the passage's lead-in matching `sentence` introduces: the code block or the list right after it, as
-    written (a long one cut at MAX_BLOCK_CHARS); "" when the sentence is no lead-in of this passage."""
-    pieces = passage_pieces(passage)
+    written (a long one cut at MAX_BLOCK_CHARS); "" when the sentence is no lead-in of this passage (`pieces`)."""
     for i, piece in enumerate(pieces[:-1]):
         if not piece.lead or support(sentence, units(piece.text)) < INTRODUCED_SUPPORT:
             continue
@@ -126,8 +125,7 @@ def _introduced(passage: str, sentence: str) -> str:
             return ""
         if len(block) > MAX_BLOCK_CHARS:
             block = block[:MAX_BLOCK_CHARS].rstrip() + "…"
-        # A command is quoted exactly (jq's `[.status]` stays); only a bracketed number would read as a citation.
-        return _NUMBER_IN_BRACKETS.sub(r"［\1］", block.replace("「", "“").replace("」", "”"))
+        return quote_brackets(block.replace("「", "“").replace("」", "”"))  # a command's `[.status]` stays
     return ""
 
 
@@ -138,13 +136,16 @@ def introduced_blocks(sentences: Sequence[AnswerSentence], citations: Sequence[C
         return []
     answer = units(" ".join(s.text for s in sentences))
     by_n = {c.n: c for c in citations}
+    pieces: dict[int, list] = {}  # a passage's pieces, cut once however many lead-ins are looked up in it
     out: list[str] = []
     for sentence in sentences:
         if not sentence.text.rstrip().endswith(("：", ":")):
             continue
         cited = [by_n[n] for n in sentence.citations if n in by_n]
         for cit in cited + [c for c in citations if c.n not in sentence.citations]:
-            block = _introduced(cit.text, sentence.text)
+            if cit.n not in pieces:
+                pieces[cit.n] = passage_pieces(cit.text)
+            block = _introduced(pieces[cit.n], sentence.text)
             if block:
                 if support(block, answer) < ALREADY_SAID:
                     out.append(_LEAD["zh" if language == "zh" else "en"].format(line=block, n=cit.n))

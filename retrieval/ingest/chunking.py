@@ -220,15 +220,13 @@ def _join(pieces: list[Piece]) -> str:
     return head + "".join((p.glue if i else "") + p.text for i, p in enumerate(pieces))
 
 
-_HEADING_MARKS = re.compile(r"^#{1,6}\s+")
-
-
 def _first_line_title(text: str) -> str | None:
     """A plain-text note's first line is its title when it is short and more text follows."""
     lines = [line.strip() for line in text.split("\n") if line.strip()]
     if len(lines) >= 2 and len(lines[0]) <= 60 and not lines[0].endswith(("。", ".", "：", ":")):
         # A note written Markdown-style in a .txt file ("# 值班手册"): the title is the words, not the marks.
-        return _HEADING_MARKS.sub("", lines[0]) or lines[0]
+        heading = _HEADING.match(lines[0])
+        return heading.group(2) if heading else lines[0]
     return None
 
 
