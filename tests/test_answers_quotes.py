@@ -155,3 +155,47 @@ def test_the_loop_quotes_the_command_after_the_lead_in_the_model_stopped_at(runb
     assert "".join(v for k, v in events if k == "delta") == events[-1][1].answer == answer.answer
     with open_kb(runbook_kb, fake.base_url, answer_source_lines=0) as kb:
         assert [s.text for s in kb.ask("nginx 报 504 怎么定位是哪个上游？").sentences] == [model.text]
+
+
+ONCALL = ("值班人 5 分钟内确认告警，15 分钟内开始处理。P1 事故须在 15 分钟内电话通知业务组长，并建立事故群发布第一条进展。",
+          "每次 P0、P1 事故都要在恢复后 3 个工作日内完成书面复盘。")
+FIRST_MINUTES = "值班人在 P1 事故的前 15 分钟要做什么？"
+
+
+def test_a_model_answer_that_misses_the_question_gets_the_passages_own_sentences_beside_it():
+    from retrieval.answer.quotes import beside_rules
+
+    citations = [Citation(1, "c1", "d", "值班与事故响应", "oncall.md", "P1 事故", (1, 9), ONCALL[0]),
+                 Citation(2, "c2", "d", "值班与事故响应", "oncall.md", "复盘", (10, 12), ONCALL[1])]
+    # The model answered another question (when the post-mortem is due): the rules' sentences follow, quoted, cited.
+    lines = beside_rules(FIRST_MINUTES, [said("事故恢复后 3 个工作日内要完成复盘。", 2)], [], citations, "zh")
+    assert lines and all(line.startswith("原文：「") and line.endswith("」[1]") for line in lines)
+    assert any("电话通知业务组长" in line for line in lines)
+    # An answer that holds the question's words stands alone; so does one whose quotes (the source lines under it)
+    # say it; and with no source lines under a model's answer (limit 0), nothing.
+    assert beside_rules(FIRST_MINUTES, [said("值班人 15 分钟内开始处理，并电话通知业务组长。", 1)], [], citations, "zh") == []
+    assert beside_rules(FIRST_MINUTES, [said("要做两件事：", 1)], ["原文：「值班人在 P1 事故 15 分钟内电话通知业务组长」[1]"],
+                        citations, "zh") == []
+    assert beside_rules(FIRST_MINUTES, [said("事故恢复后 3 个工作日内要完成复盘。", 2)], [], citations, "zh", limit=0) == []
+    # Passages that do not answer it either: the rules' guard finds no answer there, so nothing is added.
+    unrelated = [Citation(1, "c1", "d", "发布流程", "release.md", "灰度", (1, 3), "灰度按 10%、50%、100% 三步进行。")]
+    assert beside_rules(FIRST_MINUTES, [said("灰度分三步。", 1)], [], unrelated, "zh") == []
+
+
+@pytest.fixture(scope="module")
+def oncall_kb(tmp_path_factory):
+    return kb_of(tmp_path_factory, "oncall.md", f"# 值班与事故响应\n\n## P1 事故\n\n{ONCALL[0]}\n\n## 复盘\n\n{ONCALL[1]}\n")
+
+
+def test_the_loop_adds_them_under_the_models_answer_streamed_or_not(oncall_kb, fake):
+    fake.replies["answer"] = cite_passage_with("复盘", "事故恢复后 3 个工作日内要完成复盘[{n}]。")
+    with open_kb(oncall_kb, fake.base_url) as kb:
+        answer = kb.ask(FIRST_MINUTES)
+        events = list(kb.ask(FIRST_MINUTES, stream=True))
+    assert answer.path == "llm" and answer.sentences[0].text == "事故恢复后 3 个工作日内要完成复盘。"
+    added = [s for s in answer.sentences[1:] if s.text.startswith("原文：「")]
+    assert any("电话通知业务组长" in s.text for s in added) and all(s.citations and not s.flagged for s in added)
+    assert "".join(v for k, v in events if k == "delta") == events[-1][1].answer == answer.answer
+    fake.replies["answer"] = cite_passage_with("业务组长", "值班人 15 分钟内开始处理，并电话通知业务组长[{n}]。")
+    with open_kb(oncall_kb, fake.base_url) as kb:
+        assert [s.text for s in kb.ask(FIRST_MINUTES).sentences] == ["值班人 15 分钟内开始处理，并电话通知业务组长。"]

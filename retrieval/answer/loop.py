@@ -42,7 +42,7 @@ from retrieval.answer.judge import (
 )
 from retrieval.answer.llm import LlmClient, LlmUnavailable
 from retrieval.answer.prompts import answer_messages, judge_messages, rewrite_messages
-from retrieval.answer.quotes import MAX_SOURCE_LINES, introduced_blocks, source_lines
+from retrieval.answer.quotes import MAX_SOURCE_LINES, beside_rules, introduced_blocks, source_lines
 from retrieval.answer.record import NOT_FOUND, Answer, Round, detect_language
 from retrieval.answer.rewrite import REWRITE_SCHEMA, parse_rewrites, parse_standalone, rule_rewrites
 from retrieval.answer.rules import (
@@ -267,6 +267,10 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
     if facts:  # numbered again, with the passages that state them
         facts = options.facts(question, entities, citations)
     block = facts_block(facts, language)
+    # A linked entity's label is another wording of what the question called it (心跳间隔 -> heartbeat_interval).
+    groups = [*options.synonym_groups,
+              *([e["surface"], e["label"]] for e in entities if e.get("surface") and e["surface"] != e.get("label"))]
+    own = own_words(asked) if standalone.carried else ""
     t = time.perf_counter()
     text, path = None, "rules"
     if notes.usable():
@@ -293,6 +297,9 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
             # And what a lead-in the model copied introduces (the command after "执行："), when it stopped there.
             quotes = (introduced_blocks(checked.sentences, citations, language, options.source_lines)
                       + source_lines(question, checked.sentences, citations, language, options.source_lines))
+            # When the rules' own sentences hold more of the question than the model's answer, they follow it.
+            quotes += [] if facts else beside_rules(question, checked.sentences, quotes, citations, language, groups,
+                                                    own, options.source_lines)
             if quotes:
                 pieces.append("\n" + "\n".join(quotes) + "\n")
                 ready = checked.feed(pieces[-1]) + checked.flush()
@@ -305,11 +312,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
                 yield "delta", "\n\n"  # what streamed so far is replaced by the extractive answer below
     streamed = text is not None
     if text is None:
-        # A linked entity's label is another wording of what the question called it (心跳间隔 -> heartbeat_interval).
-        groups = [*options.synonym_groups,
-                  *([e["surface"], e["label"]] for e in entities if e.get("surface") and e["surface"] != e.get("label"))]
-        ruled = rules_answer(question, citations, language, groups, facts,
-                             own_words(asked) if standalone.carried else "")
+        ruled = rules_answer(question, citations, language, groups, facts, own)
         if ruled.coverage <= ANSWER_COVERAGE:
             # Quoting sentences that miss the question's point as its answer would be a confident wrong answer.
             held = f"{ruled.coverage:.0%} of the question's key words" + (

@@ -14,6 +14,16 @@ A small model also copies a passage's lead-in and stops there ("在 edge-01 / ed
 and is that passage's lead-in (`INTRODUCED_SUPPORT` of its words there) gets what the lead-in introduces, the code
 block or the list right after it, quoted and cited the same way (`introduced_blocks`), unless the answer already
 says it. At most `limit` of these too.
+
+And a small model answers another question than the one asked ("what to do in the first 15 minutes of a P1" answered
+with when the post-mortem is due), or the right one without its subject or its steps. When the rules' own extractive
+answer over the same passages holds more of the question's key words than the model's answer does (each with the
+headings of the passages it cites), and enough to pass the rules' guard (more than ANSWER_COVERAGE), its sentences
+follow the model's, quoted and cited (`beside_rules`): the reader sees both, and what the passages say is not lost
+to a model's reading of them. Sentences the answer already says, and lines sharing no word with the question (a
+table's header row), are left out. The condition was chosen against "only when the model's answer holds no more
+than ANSWER_COVERAGE" on the odd question ids of the demo and ops_dev_zh, with the model's replies replayed
+(bench/llm_replay.py), and confirmed on the even ids (bench/RESULTS-answers.md).
 """
 
 from __future__ import annotations
@@ -21,13 +31,20 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from retrieval.answer.cite import quote_brackets
+from retrieval.answer.cite import check_answer, quote_brackets
 from retrieval.answer.record import AnswerSentence, Citation
+from retrieval.answer.rules import (
+    ANSWER_COVERAGE,
+    answer_held,
+    guard_terms,
+    held_share,
+    rules_answer,
+)
 from retrieval.answer.structure import passage_pieces
 from retrieval.answer.terms import identifiers, support, units
 from retrieval.index.analysis import normalize_text
 
-__all__ = ["MAX_SOURCE_LINES", "introduced_blocks", "source_lines"]
+__all__ = ["MAX_SOURCE_LINES", "beside_rules", "introduced_blocks", "source_lines"]
 
 MAX_SOURCE_LINES = 2
 MAX_LINE_CHARS = 160
@@ -152,4 +169,31 @@ def introduced_blocks(sentences: Sequence[AnswerSentence], citations: Sequence[C
                 break
         if len(out) >= limit:
             break
+    return out
+
+
+def beside_rules(question: str, sentences: Sequence[AnswerSentence], quoted: Sequence[str], citations: Sequence[Citation],
+                 language: str, synonym_groups: Sequence[Sequence[str]] = (), own_words: str = "",
+                 limit: int = MAX_SOURCE_LINES) -> list[str]:
+    """The rules' answer sentences, quoted and cited, when the model's answer (`sentences`, and the source lines
+    `quoted` under them) holds too little of the question and they hold enough; [] otherwise. With `limit` 0 (no
+    source lines under a model's answer, KG_ANSWER_SOURCE_LINES), none of these either."""
+    if limit <= 0 or not citations or not sentences:
+        return []
+    by_n = {c.n: c for c in citations}
+    said = "\n".join([s.text + "".join(f"[{n}]" for n in s.citations) for s in sentences] + list(quoted))
+    share = held_share(guard_terms(question), answer_held(said, by_n), synonym_groups)[0]
+    if share >= 1.0:  # nothing the rules' sentences could hold more of
+        return []
+    ruled = rules_answer(question, citations, language, synonym_groups, own_words=own_words)
+    if ruled.coverage <= max(share, ANSWER_COVERAGE):  # they must answer by the rules' guard, and hold more than the model's
+        return []
+    answer, asked = units(said), units(question)
+    out = []
+    for sentence in check_answer(ruled.text, citations, 0.0, language)[1]:
+        # Said already, or sharing no word with the question (a table's header row, which the rules quote for context).
+        if not sentence.citations or support(sentence.text, answer) >= ALREADY_SAID or not support(sentence.text, asked):
+            continue
+        line = quote_brackets(sentence.text.rstrip("。！？!?；;.").replace("「", "“").replace("」", "”"))
+        out.append(_LEAD["zh" if language == "zh" else "en"].format(line=line, n=sentence.citations[0]))
     return out

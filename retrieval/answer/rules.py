@@ -22,7 +22,7 @@ from retrieval.answer.record import Citation
 from retrieval.answer.terms import QUESTION_WORDS, KeyTerm, has_term, key_terms, units
 from retrieval.index.analysis import analyze, normalize_text
 
-__all__ = ["ANSWER_COVERAGE", "CLOSEST", "CLOSEST_COVERAGE", "facts_text", "RulesAnswer", "guard_terms", "held_share", "language_note", "rules_answer"]
+__all__ = ["ANSWER_COVERAGE", "CLOSEST", "CLOSEST_COVERAGE", "facts_text", "RulesAnswer", "answer_held", "guard_terms", "held_share", "language_note", "rules_answer"]
 
 ANSWER_COVERAGE = 0.5  # the quoted sentences (and their headings) must hold more than this share of the question's key words
 CLOSEST_COVERAGE = 0.3  # below ANSWER_COVERAGE, the sentences are still shown as the closest (not the answer) from this share
@@ -70,6 +70,13 @@ def held_share(terms: Sequence[KeyTerm], text: str, synonym_groups: Sequence[Seq
     return 1.0 - sum(t.weight for t in missing) / sum(t.weight for t in terms), [t.text for t in missing]
 
 
+def answer_held(text: str, by_n: dict) -> str:
+    """What an answer holds, for `held_share`: its sentences without their markers, and the titles and headings of
+    the passages they cite (which often carry the subject the sentence leaves out)."""
+    headings = "\n".join(f"{by_n[n].title}\n{by_n[n].section}" for n in sorted(_cited(text)) if n in by_n)
+    return f"{_MARKS.sub('', text)}\n{headings}"
+
+
 def _cited(text: str) -> set[int]:
     return {int(m[1:-1]) for m in _MARKS.findall(text) if not m.startswith("[R")}
 
@@ -98,8 +105,7 @@ def rules_answer(question: str, citations: Sequence[Citation], language: str,
     terms = guard_terms(question)
     if not extracted:
         return RulesAnswer("", 0.0, [t.text for t in terms])
-    headings = "\n".join(f"{by_n[n].title}\n{by_n[n].section}" for n in _cited(extracted) if n in by_n)
-    held = f"{_MARKS.sub('', extracted)}\n{headings}"
+    held = answer_held(extracted, by_n)
     share, missing = held_share(terms, held, synonym_groups)
     if own_words:
         own, lacking = held_share(guard_terms(own_words), held, synonym_groups)
