@@ -86,13 +86,20 @@ def _mock(**replies) -> LlmClient:
     return LlmClient(LlmConfig(model="openai/mock-model"), mock=replies)
 
 
-def test_mock_model_answer_goes_through_litellm(kb):
-    llm = _mock(rewrite="LORA-02 心跳\n心跳间隔 离线", judge='```json\n{"sufficient": true}\n```',
-                answer="LORA-02 每 30 秒发一次心跳[1][9]。")
+def test_mock_model_answer_goes_through_litellm(kb, monkeypatch):
+    replies = {"rewrite": "LORA-02 心跳\n心跳间隔 离线", "judge": '```json\n{"sufficient": true}\n```',
+               "answer": "LORA-02 每 30 秒发一次心跳[1][9]。"}
+    llm = _mock(**replies)
     answer = kb.ask(ZH, llm=llm)
-    assert answer.path == "llm" and llm.tasks == ["rewrite", "answer"]  # the rules found round 1 sufficient: no judge call
+    assert answer.path == "llm" and llm.tasks == ["answer"]  # the rules found round 1 sufficient: no judge call
+    assert answer.rewrites == []  # keyword rewrites by the model only with KG_LLM_REWRITES
+    monkeypatch.setattr(kb.settings, "llm_rewrites", True)
+    llm = _mock(**replies)
+    answer = kb.ask(ZH, llm=llm)
+    assert answer.path == "llm" and llm.tasks == ["rewrite", "answer"]
     assert answer.rewrites == ["LORA-02 心跳", "心跳间隔 离线"]
-    assert answer.answer == "LORA-02 每 30 秒发一次心跳。[1]"
+    # the rules' sentences, which hold 心跳间隔 as the model's does not, follow it quoted (`quotes.beside_rules`)
+    assert answer.answer.startswith("LORA-02 每 30 秒发一次心跳。[1]原文：「")
     assert answer.sentences[0].citations == [1] and answer.removed_citations == [9]
 
 

@@ -265,13 +265,15 @@ def test_the_model_writes_the_standalone_question_from_the_last_turns(kb_dir, fa
     assert estimate_tokens(rewrite["messages"][0]["content"] + prompt) < 700  # a 2,000-character answer, cut
     # The standalone question is what was searched, judged and answered; the record keeps what was asked.
     assert answer.rounds[0].query == "LORA-02 的心跳间隔是多少？" and answer.question == "它的心跳间隔呢？"
-    assert answer.rewrites == ["LORA-02 心跳间隔", "心跳 离线"]
+    assert answer.rewrites == []  # the model's keyword queries are searched only with KG_LLM_REWRITES
     final = next(b for b in fake.requests if task_of(b) == "answer")
     assert "<question>\nLORA-02 的心跳间隔是多少？\n</question>" in final["messages"][1]["content"]
     assert "<conversation>" not in final["messages"][1]["content"]  # the answer prompt keeps its bound
     assert answer.path == "llm" and answer.path_reason.endswith(
         'the follow-up was searched as "LORA-02 的心跳间隔是多少？" (written out by openai/test-model with the conversation)')
     assert len(fake.requests) <= 3
+    with _open(kb_dir, fake, llm_rewrites=True) as kb:  # the same call's keyword queries, when they are asked for
+        assert kb.ask("它的心跳间隔呢？", history=FIXTURE_HISTORY).rewrites == ["LORA-02 心跳间隔", "心跳 离线"]
 
 
 def test_a_rewrite_without_a_standalone_question_leaves_it_to_the_rules(kb_dir, fake):

@@ -45,8 +45,9 @@ def test_good_answer_is_the_models_with_checked_citations(shared, fake):
     assert not answer.sentences[0].flagged and answer.sentences[0].support >= 0.5
     assert [r.round for r in answer.rounds] == [1]
     assert {b["model"] for b in fake.requests} == {"test-model"}
-    assert fake.tasks() == ["rewrite", "answer"]  # no judge call: the rules found round 1 sufficient
-    assert [c["task"] for c in answer.to_json()["llm_calls"]] == ["rewrite", "answer"]
+    # no judge call: the rules found round 1 sufficient; and no keyword rewrites unless KG_LLM_REWRITES asks for them
+    assert fake.tasks() == ["answer"]
+    assert [c["task"] for c in answer.to_json()["llm_calls"]] == ["answer"]
 
 
 def test_a_short_round_is_judged_by_the_model_on_the_answers_prompt_prefix(shared, fake):
@@ -55,7 +56,7 @@ def test_a_short_round_is_judged_by_the_model_on_the_answers_prompt_prefix(share
         answer = kb.ask(SHORT)
     assert answer.path == "llm" and answer.rounds[0].verdict["by"] == "llm"
     assert answer.path_reason == "openai/test-model judged the passages and wrote the answer"
-    assert fake.tasks() == ["rewrite", "judge", "answer"]
+    assert fake.tasks() == ["judge", "answer"]
     judge, final = (b for b in fake.requests if task_of(b) in ("judge", "answer"))
     assert judge["response_format"]["type"] == "json_schema"
     # the same system message and the same passages + question: a server reuses the judge's prompt cache
@@ -122,7 +123,7 @@ def test_endpoint_down_completes_on_the_rules_path(shared):
 def test_a_model_that_always_wants_more_gets_exactly_two_rounds(shared, fake):
     fake.replies["judge"] = '{"sufficient": false, "missing": "everything", "followup_query": "心跳 离线 判定 更多"}'
     fake.replies["answer"] = GOOD
-    with open_kb(shared, fake.base_url) as kb:
+    with open_kb(shared, fake.base_url, llm_rewrites=True) as kb:
         answer = kb.ask(SHORT)
     assert [r.round for r in answer.rounds] == [1, 2]
     assert answer.rounds[1].query == "心跳 离线 判定 更多"

@@ -48,7 +48,7 @@ def _kb(data_dir, server, **overrides):
 
 
 def test_the_loop_runs_end_to_end_with_a_real_model(fixture_kb, local_llm):  # noqa: F811
-    with _kb(fixture_kb, local_llm) as kb:
+    with _kb(fixture_kb, local_llm, llm_rewrites=True) as kb:  # every call the loop can make
         events = list(kb.ask(SHORT, stream=True))
     answer = events[-1][1]
     calls = answer.to_json()["llm_calls"]

@@ -164,7 +164,7 @@ def _rewrites(question: str, language: str, options: AskOptions, notes: _Notes) 
     """The keyword rewrites, and the question as searched: a follow-up made standalone with the conversation
     (by the model in the same call, else by rules)."""
     ruled = standalone_question(question, options.history, options.names, language) if options.history else Standalone(question)
-    if notes.usable() and options.rewrites:
+    if notes.usable() and (options.rewrites or options.history):
         try:
             if not options.history:
                 # five short keyword lines; a small model left at 200 tokens babbles on (and a CPU writes ~2-9 tokens/s)
@@ -173,6 +173,8 @@ def _rewrites(question: str, language: str, options: AskOptions, notes: _Notes) 
             reply = notes.llm.complete("rewrite", rewrite_messages(question, language, conversation_text(options.history)),
                                        max_tokens=160, schema=REWRITE_SCHEMA)
             written, queries = parse_standalone(reply, question)
+            if not options.rewrites:  # the model writes out the follow-up; its keyword queries are not asked for
+                queries = rule_rewrites(written or ruled.question, options.synonym_groups, options.surfaces)
             if written is None:
                 notes.reasons.append(f"rewrite: {notes.llm.model} wrote no standalone question, the rules read the follow-up")
                 return queries, ruled

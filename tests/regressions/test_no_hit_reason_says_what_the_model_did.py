@@ -18,9 +18,14 @@ def test_the_reason_names_the_rewrite_call(tmp_path):
 
     build_kb(tmp_path).close()
     with FakeLLM() as fake:
-        with KnowledgeBase(make_settings(tmp_path / "kb", llm_model="openai/test-model", llm_base_url=fake.base_url)) as kb:
+        with KnowledgeBase(make_settings(tmp_path / "kb", llm_model="openai/test-model", llm_base_url=fake.base_url,
+                                         llm_rewrites=True)) as kb:
             answer = kb.ask(UNKNOWN)
         assert not answer.found and "rewrite" in fake.tasks() and "answer" not in fake.tasks()
-    assert "the model was not asked to answer" in answer.path_reason and "no model was called" not in answer.path_reason
+        assert "the model was not asked to answer" in answer.path_reason and "no model was called" not in answer.path_reason
+        fake.requests.clear()
+        with KnowledgeBase(make_settings(tmp_path / "kb", llm_model="openai/test-model", llm_base_url=fake.base_url)) as kb:
+            answer = kb.ask(UNKNOWN)  # without keyword rewrites (the default) the model judged the passages, no more
+        assert not answer.found and fake.tasks() == ["judge"] and "the model was not asked to answer" in answer.path_reason
     with KnowledgeBase(make_settings(tmp_path / "kb")) as kb:
         assert "no model was called" in kb.ask(UNKNOWN).path_reason
