@@ -175,9 +175,9 @@ def introduced_blocks(sentences: Sequence[AnswerSentence], citations: Sequence[C
 def beside_rules(question: str, sentences: Sequence[AnswerSentence], quoted: Sequence[str], citations: Sequence[Citation],
                  language: str, synonym_groups: Sequence[Sequence[str]] = (), own_words: str = "",
                  limit: int = MAX_SOURCE_LINES) -> list[str]:
-    """The rules' answer sentences, quoted and cited, when the model's answer (`sentences`, and the source lines
-    `quoted` under them) holds too little of the question and they hold enough; [] otherwise. With `limit` 0 (no
-    source lines under a model's answer, KG_ANSWER_SOURCE_LINES), none of these either."""
+    """The rules' answer sentences, quoted and cited, when they hold more of the question's key words than the
+    model's answer (`sentences`, and the source lines `quoted` under them) and pass the rules' guard; [] otherwise.
+    With `limit` 0 (no source lines under a model's answer, KG_ANSWER_SOURCE_LINES), none of these either."""
     if limit <= 0 or not citations or not sentences:
         return []
     by_n = {c.n: c for c in citations}

@@ -3,8 +3,8 @@
 文件传不上服务器怎么办 shares few words with a runbook titled 上传失败 413 文件大小限制; a model
 knows how such documents are worded. Each rewrite is searched with the question and the rankings
 are fused (`retrieval.answer.loop`). Only with KG_LLM_REWRITES: a 1.5B model's rewrites put the reference in the
-passages answered from less often than the question alone (bench/RESULTS-answers.md), so they are off by default. Without a model, the synonym table already applies inside
-every search; a query of under 4 characters (熔断, 504) also gets a rewrite made of its synonyms
+passages answered from less often than the question alone (bench/RESULTS-answers.md), so they are off by default.
+Without a model, the synonym table already applies inside every search; a query of under 4 characters (熔断, 504) also gets a rewrite made of its synonyms
 and of the entity labels and aliases that contain it, so a bare word reaches its documents.
 """
 
