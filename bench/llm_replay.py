@@ -72,15 +72,14 @@ class ReplayClient(LlmClient):
     def _replayed(self, task: str, messages: list[dict], schema, max_tokens) -> tuple[str, str | None]:
         key = _key(task, messages, schema, max_tokens)
         reply = self.book.get(key) if self.book else None
-        if reply is None and self.book and self.book.replay_only:
-            self.calls += 1
-            self.tasks.append(task)
+        if reply is None and not (self.book and self.book.replay_only):
+            return key, None  # the model is asked (and counts the call itself)
+        self.calls += 1
+        self.tasks.append(task)
+        if reply is None:
             raise LlmUnavailable(f"no recorded reply for this {task} prompt (--replay-only)")
-        if reply is not None:
-            self.calls += 1
-            self.tasks.append(task)
-            self.usage.append({"task": task, "prompt_tokens": 0, "completion_tokens": 0, "ms": 0.0, "estimated": True,
-                               "replayed": True})
+        self.usage.append({"task": task, "prompt_tokens": 0, "completion_tokens": 0, "ms": 0.0, "estimated": True,
+                           "replayed": True})
         return key, reply
 
     def complete(self, task: str, messages: list[dict], *, max_tokens: int | None = None, schema: dict | None = None) -> str:

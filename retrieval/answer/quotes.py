@@ -58,6 +58,12 @@ ALREADY_SAID = 0.6  # of the introduced block's words already in the answer: not
 MAX_BLOCK_CHARS = 2 * MAX_LINE_CHARS
 
 
+def _quotable(text: str) -> str:
+    """Document text to put inside 「…」: its own corner brackets become quotation marks, its bracketed numbers
+    full-width (`cite.quote_brackets`), so neither the quote nor the citation check is cut short."""
+    return quote_brackets(text.replace("「", "“").replace("」", "”"))
+
+
 def _values(text: str) -> list[str]:
     return list(dict.fromkeys(m.group(1) for m in _VALUE.finditer(normalize_text(text))))
 
@@ -142,7 +148,7 @@ def _introduced(pieces: Sequence, sentence: str) -> str:
             return ""
         if len(block) > MAX_BLOCK_CHARS:
             block = block[:MAX_BLOCK_CHARS].rstrip() + "…"
-        return quote_brackets(block.replace("「", "“").replace("」", "”"))  # a command's `[.status]` stays
+        return _quotable(block)  # a command's `[.status]` stays
     return ""
 
 
@@ -194,6 +200,6 @@ def beside_rules(question: str, sentences: Sequence[AnswerSentence], quoted: Seq
         # Said already, or sharing no word with the question (a table's header row, which the rules quote for context).
         if not sentence.citations or support(sentence.text, answer) >= ALREADY_SAID or not support(sentence.text, asked):
             continue
-        line = quote_brackets(sentence.text.rstrip("。！？!?；;.").replace("「", "“").replace("」", "”"))
+        line = _quotable(sentence.text.rstrip("。！？!?；;."))
         out.append(_LEAD["zh" if language == "zh" else "en"].format(line=line, n=sentence.citations[0]))
     return out
