@@ -22,7 +22,7 @@ def task_of(body: dict) -> str:
     passages they share), the rewrite's in the system message."""
     system = next((m["content"] for m in body.get("messages", []) if m.get("role") == "system"), "")
     user = next((m["content"] for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
-    if "rewrite a user's question" in system:
+    if "You rewrite a user's" in system:  # keyword queries, or a follow-up written out
         return "rewrite"
     if "Task: decide whether the passages" in user.rsplit("</question>", 1)[-1]:
         return "judge"

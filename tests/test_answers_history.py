@@ -259,6 +259,10 @@ def test_the_model_writes_the_standalone_question_from_the_last_turns(kb_dir, fa
         answer = kb.ask("它的心跳间隔呢？", history=FIXTURE_HISTORY)
     rewrite = next(b for b in fake.requests if task_of(b) == "rewrite")
     assert rewrite["response_format"]["type"] == "json_schema"
+    # Keyword rewrites are off by default: the model is asked for the standalone question only, not for queries
+    # that would not be searched (tokens a CPU writes at a few a second).
+    assert list(rewrite["response_format"]["json_schema"]["schema"]["properties"]) == ["question"]
+    assert "queries" not in rewrite["messages"][0]["content"] and rewrite["max_tokens"] <= 100
     prompt = rewrite["messages"][1]["content"]
     assert prompt.startswith("<conversation>\nuser: LORA-02 网关是什么？\nassistant: LORA-02 是第二代 LoRa 网关。")
     assert prompt.endswith("<question>\n它的心跳间隔呢？\n</question>")
@@ -274,6 +278,9 @@ def test_the_model_writes_the_standalone_question_from_the_last_turns(kb_dir, fa
     assert len(fake.requests) <= 3
     with _open(kb_dir, fake, llm_rewrites=True) as kb:  # the same call's keyword queries, when they are asked for
         assert kb.ask("它的心跳间隔呢？", history=FIXTURE_HISTORY).rewrites == ["LORA-02 心跳间隔", "心跳 离线"]
+    asked = [b for b in fake.requests if task_of(b) == "rewrite"][-1]
+    assert "queries" in asked["response_format"]["json_schema"]["schema"]["properties"]
+    assert '"queries"' in asked["messages"][0]["content"]
 
 
 def test_a_rewrite_without_a_standalone_question_leaves_it_to_the_rules(kb_dir, fake):

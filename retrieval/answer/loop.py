@@ -44,7 +44,13 @@ from retrieval.answer.llm import LlmClient, LlmUnavailable
 from retrieval.answer.prompts import answer_messages, judge_messages, rewrite_messages
 from retrieval.answer.quotes import MAX_SOURCE_LINES, beside_rules, introduced_blocks, source_lines
 from retrieval.answer.record import NOT_FOUND, Answer, Round, detect_language
-from retrieval.answer.rewrite import REWRITE_SCHEMA, parse_rewrites, parse_standalone, rule_rewrites
+from retrieval.answer.rewrite import (
+    REWRITE_SCHEMA,
+    STANDALONE_SCHEMA,
+    parse_rewrites,
+    parse_standalone,
+    rule_rewrites,
+)
 from retrieval.answer.rules import (
     ANSWER_COVERAGE,
     CLOSEST,
@@ -67,6 +73,7 @@ FOLLOWUP_WEIGHT = 0.8  # round 2's ranks against round 1's
 RRF_K = 20.0
 PER_SECTION = 2  # hits of one section (parent chunk) when searches are fused: the query path's own cap
 KNOWN_DEPTH = 10  # hits searched for a name the passages lack
+STANDALONE_TOKENS = 100  # a follow-up written out: one question (MAX_STANDALONE_CHARS) in JSON
 STANDALONE_KEEPS = 0.5  # share of a follow-up's own key words the model's standalone question must hold
 
 
@@ -170,10 +177,13 @@ def _rewrites(question: str, language: str, options: AskOptions, notes: _Notes) 
                 # five short keyword lines; a small model left at 200 tokens babbles on (and a CPU writes ~2-9 tokens/s)
                 reply = notes.llm.complete("rewrite", rewrite_messages(question, language), max_tokens=80)
                 return parse_rewrites(reply, question), ruled
-            reply = notes.llm.complete("rewrite", rewrite_messages(question, language, conversation_text(options.history)),
-                                       max_tokens=160, schema=REWRITE_SCHEMA)
+            # With keyword rewrites off the model writes out the follow-up only: queries it would write are not searched.
+            reply = notes.llm.complete("rewrite", rewrite_messages(question, language, conversation_text(options.history),
+                                                                   queries=options.rewrites),
+                                       max_tokens=160 if options.rewrites else STANDALONE_TOKENS,
+                                       schema=REWRITE_SCHEMA if options.rewrites else STANDALONE_SCHEMA)
             written, queries = parse_standalone(reply, question)
-            if not options.rewrites:  # the model writes out the follow-up; its keyword queries are not asked for
+            if not options.rewrites:
                 queries = rule_rewrites(written or ruled.question, options.synonym_groups, options.surfaces)
             if written is None:
                 notes.reasons.append(f"rewrite: {notes.llm.model} wrote no standalone question, the rules read the follow-up")

@@ -34,6 +34,13 @@ REWRITE_SCHEMA = {
     "required": ["question", "queries"],
     "additionalProperties": False,
 }
+# The same without the queries: with keyword rewrites off only the standalone question is searched.
+STANDALONE_SCHEMA = {
+    "type": "object",
+    "properties": {"question": {"type": "string", "maxLength": MAX_STANDALONE_CHARS}},
+    "required": ["question"],
+    "additionalProperties": False,
+}
 _STANDALONE_LINE = re.compile(r"^\s*(?:standalone(?:\s+question)?|question|问题|完整问题)\s*[:：]\s*(.+)$", re.IGNORECASE)
 _JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _JSON_QUESTION = re.compile(r'"question"\s*:\s*"((?:[^"\\]|\\.)*)"')
