@@ -47,6 +47,7 @@ class FakeLLM:
         self.replies: dict[str, Reply] = {"judge": '{"sufficient": true, "missing": "", "followup_query": ""}',
                                           "rewrite": "1. LORA-02 心跳间隔\n2. 心跳 离线 判定", "answer": "OK [1]"}
         self.status = 200
+        self.finish = "stop"  # "length": the reply stopped at max_tokens
         self.delay = 0.0
         self.requests: list[dict] = []
         self._lock = threading.Lock()
@@ -72,7 +73,7 @@ class FakeLLM:
                 else:
                     self._send(200, {"id": "c1", "object": "chat.completion", "created": 0, "model": body.get("model"),
                                      "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                                  "finish_reason": "stop"}],
+                                                  "finish_reason": fake.finish}],
                                      "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
 
             def _send(self, status: int, data: dict) -> None:
@@ -94,7 +95,7 @@ class FakeLLM:
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
                 end = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": body.get("model"),
-                       "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+                       "choices": [{"index": 0, "delta": {}, "finish_reason": fake.finish}]}
                 self.wfile.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
                 self.wfile.flush()
 

@@ -25,6 +25,14 @@ def test_the_local_server_answers_through_litellm_whole_and_streamed(local_llm):
     assert llm.calls == 2 and llm.tasks == ["answer", "answer"]
 
 
+def test_a_reply_stopped_at_max_tokens_is_known_to_be_cut(local_llm):  # noqa: F811
+    llm = client(local_llm)
+    messages = [{"role": "user", "content": "Write a long story about a lighthouse keeper."}]
+    llm.complete("answer", messages, max_tokens=4)
+    list(llm.stream("answer", messages, max_tokens=4))
+    assert [u["cut"] for u in llm.usage] == [True, True]  # llama.cpp's finish_reason "length", whole and streamed
+
+
 # ---------------------------------------------------------------- the whole loop, end to end, with the real model
 
 import pytest  # noqa: E402
@@ -91,3 +99,18 @@ def test_a_follow_up_with_its_history_runs_end_to_end_with_a_real_model(fixture_
     # whatever the model made of it (its own standalone question, or the rules' when it wrote none), the record says
     # what was searched: the pronoun points back, so the question as asked is never searched unexplained
     assert f'the follow-up was searched as "{answer.rounds[0].query}"' in answer.path_reason
+
+
+def test_an_answer_cut_by_the_length_limit_says_so_with_a_real_model(fixture_kb, local_llm):  # noqa: F811
+    from retrieval.answer.loop import CUT_NOTE
+
+    with _kb(fixture_kb, local_llm, llm_max_tokens=16) as kb:
+        events = list(kb.ask(SHORT, stream=True))
+    answer = events[-1][1]
+    answer_calls = [c for c in answer.to_json()["llm_calls"] if c["task"] == "answer"]
+    assert answer_calls and answer_calls[-1]["completion_tokens"] <= 16
+    if answer.path == "llm":  # sixteen tokens end no answer: what reached the user says it stops at the limit
+        assert answer.answer.endswith(CUT_NOTE["zh"]) and "KG_LLM_MAX_TOKENS" in answer.path_reason
+        assert "".join(v for k, v in events if k == "delta") == answer.answer
+    else:  # no whole sentence in sixteen tokens: the rules answered, and said why
+        assert "the rules path completed the request" in answer.path_reason

@@ -199,13 +199,14 @@ class LlmClient:
     def stream(self, task: str, messages: list[dict], *, max_tokens: int | None = None) -> Iterator[str]:
         """The model's reply piece by piece; raises LlmUnavailable (before or during the stream)."""
         litellm, kwargs = self._call(task, max_tokens)
-        started, usage, written = time.perf_counter(), None, []
+        started, usage, written, finish = time.perf_counter(), None, [], None
         try:
             chunks = litellm.completion(messages=messages, stream=True, stream_options={"include_usage": True}, **kwargs)
             for chunk in chunks:
                 usage = getattr(chunk, "usage", None) or usage
                 try:
                     piece = chunk.choices[0].delta.content
+                    finish = chunk.choices[0].finish_reason or finish
                 except (AttributeError, IndexError, TypeError):
                     piece = None
                 if piece:
@@ -216,19 +217,21 @@ class LlmClient:
         except Exception as exc:  # noqa: BLE001 - see complete()
             raise self._failed(exc) from exc
         finally:
-            self._record(task, messages, usage, "".join(written), started)
+            self._record(task, messages, usage, "".join(written), started, finish)
         if not "".join(written).strip():
             raise LlmUnavailable(f"{self.model} returned no text")
 
     def _count(self, task: str, messages: list[dict], response, started: float) -> None:
         try:
             text = response.choices[0].message.content or ""
+            finish = response.choices[0].finish_reason
         except (AttributeError, IndexError, TypeError):
-            text = ""
-        self._record(task, messages, getattr(response, "usage", None), text, started)
+            text, finish = "", None
+        self._record(task, messages, getattr(response, "usage", None), text, started, finish)
 
-    def _record(self, task: str, messages: list[dict], usage, text: str, started: float) -> None:
-        """Tokens of one call: the endpoint's count where it gives one, else an estimate (`estimated`)."""
+    def _record(self, task: str, messages: list[dict], usage, text: str, started: float, finish=None) -> None:
+        """Tokens of one call: the endpoint's count where it gives one, else an estimate (`estimated`); `cut` when the
+        reply stopped at max_tokens (finish_reason "length"), not where the model ended it."""
         prompt = getattr(usage, "prompt_tokens", None) if usage is not None else None
         completion = getattr(usage, "completion_tokens", None) if usage is not None else None
         estimated = not isinstance(prompt, int) or prompt <= 1
@@ -236,7 +239,8 @@ class LlmClient:
             prompt = sum(estimate_tokens(str(m.get("content") or "")) for m in messages)
             completion = estimate_tokens(text)
         self.usage.append({"task": task, "prompt_tokens": prompt, "completion_tokens": completion or 0,
-                           "ms": round((time.perf_counter() - started) * 1e3, 1), "estimated": estimated})
+                           "ms": round((time.perf_counter() - started) * 1e3, 1), "estimated": estimated,
+                           "cut": finish == "length"})
 
     def _failed(self, exc: Exception) -> LlmUnavailable:
         litellm = load_litellm()

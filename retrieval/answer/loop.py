@@ -73,6 +73,9 @@ FOLLOWUP_WEIGHT = 0.8  # round 2's ranks against round 1's
 RRF_K = 20.0
 PER_SECTION = 2  # hits of one section (parent chunk) when searches are fused: the query path's own cap
 KNOWN_DEPTH = 10  # hits searched for a name the passages lack
+# Said under an answer the model did not end itself: it reached KG_LLM_MAX_TOKENS (finish_reason "length").
+CUT_NOTE = {"zh": "（回答到了长度上限 KG_LLM_MAX_TOKENS，在此截断。）",
+            "en": "(The answer reached the length limit, KG_LLM_MAX_TOKENS, and stops here.)"}
 STANDALONE_TOKENS = 100  # a follow-up written out: one question (MAX_STANDALONE_CHARS) in JSON
 STANDALONE_KEEPS = 0.5  # share of a follow-up's own key words the model's standalone question must hold
 
@@ -284,7 +287,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
               *([e["surface"], e["label"]] for e in entities if e.get("surface") and e["surface"] != e.get("label"))]
     own = own_words(asked) if standalone.carried else ""
     t = time.perf_counter()
-    text, path = None, "rules"
+    text, path, cut = None, "rules", False
     if notes.usable():
         pieces: list[str] = []
         checked = CheckedStream(citations, options.citation_support, language, facts, attribute=True)
@@ -302,6 +305,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
             rest = checked.flush()
             if rest:
                 yield "delta", rest
+            cut = bool(notes.llm.usage) and notes.llm.usage[-1].get("cut")
             if checked.sent <= len(facts):
                 # "", "[1]" or punctuation: no sentence reached the user, so the rules answer instead
                 raise LlmUnavailable(f"{notes.llm.model} wrote no answer sentence ({''.join(pieces)[:40]!r})")
@@ -318,6 +322,10 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
                 if ready:
                     yield "delta", ready
             text, path = "".join(pieces), "llm"
+            if cut:  # stopped at KG_LLM_MAX_TOKENS, not where the model ended it: its last sentence may be half
+                notes.reasons.append(f"the answer stopped at the length limit ({notes.llm.usage[-1]['completion_tokens']} "
+                                     "tokens, KG_LLM_MAX_TOKENS)")
+                yield "delta", f"\n{CUT_NOTE[language]}"
         except LlmUnavailable as exc:
             notes.failed("answer", exc)
             if checked.sent:
@@ -346,6 +354,8 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
             return
         text = ruled.text
     rendered, sentences = check_answer(text, citations, options.citation_support, language, facts, attribute=streamed)
+    if streamed and cut:
+        rendered = f"{rendered}\n{CUT_NOTE[language]}"
     if not streamed:
         note = language_note(rendered, language)
         if note:  # the sources speak another language than the question: say so, then quote them
