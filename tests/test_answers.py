@@ -147,6 +147,24 @@ def test_citation_check_removes_flags_and_keeps():
     assert rendered == "心跳间隔为 30 秒。[1]根据材料，proxy_read_timeout is 60s.[2]月亮是奶酪做的。[1]这点没有依据。[未知]"
 
 
+def test_an_uncited_sentence_naming_a_setting_cites_the_one_passage_that_holds_it():
+    # An English sentence over Chinese passages shares too few words to be attributed by support, but the name it
+    # gives is written in one passage only: that passage is its source (and it stays flagged, support being low).
+    citations = [
+        Citation(1, "c1", "d1", "数据库连接池", "docs/pool.md", "调整规则", (1, 2), "先看 `hikaricp_connections_pending` 是否持续 > 0。"),
+        Citation(2, "c2", "d2", "慢查询排查手册", "docs/slow.md", "现场定位", (3, 4),
+                 "在主库查看长查询：SELECT id, time FROM information_schema.processlist WHERE time > 2;"),
+    ]
+    text = ("Use `information_schema.processlist` to see the statements that run now. "
+            "Watch hikaricp_connections_pending and information_schema.processlist together. "
+            "Check the pool via e.g first.")
+    _, [named, tie, plain] = check_answer(text, citations, 0.35, "en", attribute=True)
+    assert named.citations == [2] and named.attributed and named.flagged
+    assert tie.citations == [] and not tie.attributed  # one name in each passage: no single source
+    assert plain.citations == [] and plain.flagged  # "e.g" is no name
+    assert check_answer(text, citations, 0.35, "en")[1][0].citations == []  # only a model's answer is attributed
+
+
 def test_streamed_check_matches_the_whole_check():
     text = "proxy_read_timeout is 60s [2][3]. Exports that take longer fail [2].\nNothing else [unknown]."
     stream = CheckedStream(CITATIONS, 0.35, "en")

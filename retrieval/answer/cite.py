@@ -7,7 +7,9 @@ below the threshold, citing nothing, or marked [未知] / [unknown] is flagged, 
 With `attribute` (a model's answer), a sentence the model left without a number gets the passage that
 supports it best, if that passage supports it as much as a cited sentence must be (the same threshold),
 unless it cited a number that names no passage (then it stays flagged),
-and says so (`attributed`); a sentence no passage supports stays uncited and flagged.
+and says so (`attributed`). One that too few words tie to any passage (an English sentence over Chinese
+passages) but that gives a dotted or underscored name (`information_schema.processlist`) held by one passage
+more than by any other gets that passage, and stays flagged; a sentence nothing ties to a passage stays uncited and flagged.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ _MARK = re.compile(rf"\[\s*({_NUMS})\s*\]|【\s*({_NUMS})\s*】|\[\s*(未知|unk
                    r"\[\s*(R\d{1,2})\s*\]|【\s*(R\d{1,2})\s*】", re.IGNORECASE)
 # A document's own bracketed number ("[0, 10]", "[R1]") quoted in an answer would read as a citation marker.
 _DOC_BRACKETS = re.compile(r"\[(\s*R?\d[\d\s,，、]*)\]")
+# A name written with dots or underscores (a setting, a table, a metric): a passage holding it is where it comes from.
+MIN_NAME = 6
+_NAME = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?![\w])")
 # "根据材料 2" / "see passage 2": a number named in words is a citation too.
 _NAMED = re.compile(r"(材料|段落|passage|source)\s*(\d{1,3})", re.IGNORECASE)
 _END = "。！？!?；;"
@@ -103,6 +108,11 @@ def check_answer(text: str, citations: Sequence[Citation], threshold: float, lan
             if best is not None and best[0] >= threshold:
                 attributed = True
                 (cited if best[1] else cited_facts).append(best[3])
+            elif (named := _holder(clean, citations)) is not None:
+                # Too few words in common (an English sentence over Chinese passages), but it names a setting, table
+                # or path that one passage alone holds: that passage is its source. It stays flagged (support is low).
+                attributed = True
+                cited.append(named)
         if cited or cited_facts:
             joined = units("\n".join([f"{by_n[n].title}\n{by_n[n].section}\n{by_n[n].text}" for n in cited]
                                      + [by_r[k].text() for k in cited_facts]))
@@ -111,6 +121,22 @@ def check_answer(text: str, citations: Sequence[Citation], threshold: float, lan
         sentences.append(AnswerSentence(clean, cited, score, unknown or not (cited or cited_facts) or score < threshold,
                                         list(dict.fromkeys(removed)), unknown, cited_facts, attributed))
     return render(sentences, language), sentences
+
+
+def _holder(sentence: str, citations: Sequence[Citation]) -> int | None:
+    """The one passage holding the most of the sentence's dotted or underscored names (`information_schema.processlist`,
+    `max.poll.records`), when one passage holds more of them than any other; else None."""
+    names = {m.lower() for m in _NAME.findall(sentence) if len(m) >= MIN_NAME}  # not "e.g", "v1.2"
+    if not names:
+        return None
+    held = sorted(((sum(_contains(c.text.lower(), name) for name in names), c.n) for c in citations), reverse=True)
+    if not held or held[0][0] == 0 or (len(held) > 1 and held[1][0] == held[0][0]):
+        return None
+    return held[0][1]
+
+
+def _contains(lowered: str, name: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", lowered) is not None
 
 
 def render(sentences: Sequence[AnswerSentence], language: str) -> str:
