@@ -129,7 +129,8 @@ def _holder(sentence: str, citations: Sequence[Citation]) -> int | None:
     names = {m.lower() for m in _NAME.findall(sentence) if len(m) >= MIN_NAME}  # not "e.g", "v1.2"
     if not names:
         return None
-    held = sorted(((sum(_contains(c.text.lower(), name) for name in names), c.n) for c in citations), reverse=True)
+    lowered = {c.n: c.text.lower() for c in citations}
+    held = sorted(((sum(_contains(lowered[c.n], name) for name in names), c.n) for c in citations), reverse=True)
     if not held or held[0][0] == 0 or (len(held) > 1 and held[1][0] == held[0][0]):
         return None
     return held[0][1]

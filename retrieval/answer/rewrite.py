@@ -25,10 +25,11 @@ MAX_EXPANSION = 6  # labels added to a short query
 MAX_STANDALONE_CHARS = 300  # a follow-up written out is a question, never a document
 # A follow-up's rewrite, asked for as JSON (llama.cpp, vLLM and OpenAI enforce the schema): the standalone question
 # the conversation makes of it, and the keyword queries for that question.
+_STANDALONE = {"type": "string", "maxLength": MAX_STANDALONE_CHARS}
 REWRITE_SCHEMA = {
     "type": "object",
     "properties": {
-        "question": {"type": "string", "maxLength": MAX_STANDALONE_CHARS},
+        "question": _STANDALONE,
         "queries": {"type": "array", "items": {"type": "string", "maxLength": MAX_REWRITE_CHARS}, "maxItems": MAX_REWRITES},
     },
     "required": ["question", "queries"],
@@ -37,7 +38,7 @@ REWRITE_SCHEMA = {
 # The same without the queries: with keyword rewrites off only the standalone question is searched.
 STANDALONE_SCHEMA = {
     "type": "object",
-    "properties": {"question": {"type": "string", "maxLength": MAX_STANDALONE_CHARS}},
+    "properties": {"question": _STANDALONE},
     "required": ["question"],
     "additionalProperties": False,
 }
