@@ -87,11 +87,18 @@ def inspect(kb) -> tuple[CheckReport, dict]:
     if unknown:
         found["relink"] = True
         report.problems.append(f"{len(set(unknown))} linked entit(y/ies) are not in graph.ttl, e.g. {sorted(unknown)[0]}")
+    # A document's chunks are those of all its versions (an edited file keeps its earlier versions' chunks for
+    # queries as of an earlier day); its chunk count is its newest version's.
     miscounted = kb.store.db.execute(
-        "SELECT d.doc_id FROM documents d LEFT JOIN chunks c USING (doc_id) GROUP BY d.doc_id"
-        " HAVING COUNT(c.chunk_id) != MAX(d.n_chunks)").fetchall()
+        "SELECT d.doc_id FROM documents d LEFT JOIN versions v ON v.doc_id = d.doc_id AND v.seq = d.version"
+        " LEFT JOIN version_chunks vc ON vc.version_id = v.version_id"
+        " GROUP BY d.doc_id HAVING COUNT(vc.chunk_id) != MAX(d.n_chunks)").fetchall()
     if miscounted:
-        report.problems.append(f"{len(miscounted)} document(s) whose chunk count disagrees with their chunks")
+        report.problems.append(f"{len(miscounted)} document(s) whose chunk count disagrees with their newest version's chunks")
+    unheld = kb.store.db.execute(
+        "SELECT COUNT(*) FROM chunks WHERE chunk_id NOT IN (SELECT chunk_id FROM version_chunks)").fetchone()[0]
+    if unheld:
+        report.problems.append(f"{unheld} chunk(s) belong to no version of their document")
     catalog = {row[0] for row in kb.store.db.execute("SELECT chunk_id FROM chunks")}
     indexed = _index_ids(kb)
     found["missing"], found["orphans"] = catalog - indexed, indexed - catalog
