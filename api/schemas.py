@@ -141,4 +141,6 @@ class IngestOut(BaseModel):
     doc_ids: list[str]
     chunks_unchanged: int = 0
     chunks_retired: int = 0
+    versions_replaced: int = Field(0, description="Earlier versions of the same source replaced on the day they began (in force on no day): dropped.")
+    chunks_dropped: int = Field(0, description="Their chunks that no other version holds, deleted from the index.")
     warnings: list[str] = []

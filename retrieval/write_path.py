@@ -148,6 +148,8 @@ def _ingest_one(kb, src: SourceDocument, link_state, report: IngestReport) -> No
     report.chunks_indexed += index_chunks(kb, change.new_chunks, {doc.doc_id: src.source})
     report.chunks_unchanged += change.carried
     report.chunks_retired += change.retired
+    report.versions_replaced += change.replaced
+    report.chunks_dropped += kb.index.delete_chunks(change.dropped) if change.dropped else 0
     kb.history.clear_about(doc.doc_id)
     link_document(kb, doc.doc_id, doc.title, change.new_chunks, linker, about)
     report.doc_ids.append(doc.doc_id)

@@ -22,6 +22,8 @@ class IngestReport:
     chunks_retired: int = 0  # children of the old version that the new one dropped (kept for --as-of)
     deleted: list[str] = field(default_factory=list)  # documents removed (--sync: their files are gone)
     versions_removed: int = 0  # versions removed by --sync (their files are gone)
+    versions_replaced: int = 0  # versions a new one from the same file replaced on the day they began (in force on no day)
+    chunks_dropped: int = 0  # their children no other version holds: deleted from the index
     skipped: list[Skipped] = field(default_factory=list)  # files not ingested, with the reason
     warnings: list[str] = field(default_factory=list)
 
@@ -34,6 +36,9 @@ class IngestReport:
                 f"{self.chunks_indexed} chunks indexed in {self.seconds:.1f} s"
                 f" (chunks: {self.chunks_indexed} added, {self.chunks_unchanged} unchanged, {self.chunks_retired} retired)"
             )
+            if self.versions_replaced:
+                text += (f"; {self.versions_replaced} earlier version(s) of the same day replaced"
+                         f" ({self.chunks_dropped} chunks dropped: no date showed them)")
             if self.deleted or self.versions_removed:
                 text += (f"; removed {self.versions_removed} version(s) whose files are gone"
                          f" ({len(self.deleted)} whole document(s), {self.chunks_removed} chunks)")
