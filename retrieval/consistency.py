@@ -99,6 +99,13 @@ def inspect(kb) -> tuple[CheckReport, dict]:
         "SELECT COUNT(*) FROM chunks WHERE chunk_id NOT IN (SELECT chunk_id FROM version_chunks)").fetchone()[0]
     if unheld:
         report.problems.append(f"{unheld} chunk(s) belong to no version of their document")
+    dead = kb.store.db.execute(
+        "SELECT COUNT(*) FROM versions v WHERE v.effective_to IS NOT NULL AND v.effective_to <= COALESCE(v.effective_from, '')"
+        " AND EXISTS (SELECT 1 FROM versions w WHERE w.doc_id = v.doc_id AND w.source = v.source AND w.seq > v.seq)"
+    ).fetchone()[0]
+    if dead:  # what an older kgrag kept of a file saved twice a day (retrieval/catalog/versions.py, `_drop_replaced`)
+        report.notes.append(f"{dead} version(s) are in force on no day (their file was ingested again the day they began, "
+                            "by an older kgrag): the next ingest of each file after it changes drops them")
     catalog = {row[0] for row in kb.store.db.execute("SELECT chunk_id FROM chunks")}
     indexed = _index_ids(kb)
     found["missing"], found["orphans"] = catalog - indexed, indexed - catalog

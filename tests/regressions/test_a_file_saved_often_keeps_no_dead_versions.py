@@ -78,6 +78,21 @@ def test_saves_of_one_day_leave_one_version_and_earlier_days_keep_theirs(tmp_pat
     assert _found("echo", tmp_path, "2026-03-11", "--as-of", "2026-03-10")
     assert _found("foxtrot", tmp_path, "2026-03-11")
 
+    # A knowledge base an older kgrag wrote keeps such versions: `kg check` says so (and stays clean), and the
+    # file's next changed save drops them.
+    db = sqlite3.connect(tmp_path / "kb" / "kb.sqlite")
+    with db:
+        db.execute("INSERT INTO versions SELECT version_id || 'old', doc_id, seq - 1, 'old', source, sha256, title,"
+                   " '2026-03-11', '2026-03-11', 0, ingested_at, 0 FROM versions WHERE effective_to IS NULL")
+    db.close()
+    checked = _kg("check", "--data-dir", "kb", cwd=tmp_path, today="2026-03-11")
+    assert checked.returncode == 0 and checked.stdout.startswith("clean:"), checked.stdout
+    assert "note: 1 version(s) are in force on no day" in checked.stdout, checked.stdout
+    note.write_text(_note("golf"), encoding="utf-8")
+    assert _kg("ingest", "docs", "--data-dir", "kb", cwd=tmp_path, today="2026-03-11").returncode == 0
+    assert _counts(tmp_path / "kb")[0] == 3  # v1, v5 and the newest: foxtrot's and the old row are gone
+    assert "in force on no day" not in _kg("check", "--data-dir", "kb", cwd=tmp_path, today="2026-03-11").stdout
+
 
 def test_two_files_claiming_one_document_on_one_day_both_stay_and_do_not_take_turns(tmp_path):
     docs = tmp_path / "docs"
