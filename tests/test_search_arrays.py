@@ -188,7 +188,7 @@ def test_hidden_chunks_are_read_once_until_the_catalog_changes(tmp_path):
     with KnowledgeBase(make_settings(tmp_path / "kb", today=day), create=True) as kb:
         kb.ingest_documents([SourceDocument(f"api:plain{i}", f"# plain {i}\n\nshard {i} of the ledger") for i in range(5)])
         for when, words in (("2023-01-01", "old budget"), ("2024-01-01", "new budget")):
-            kb.ingest_documents([SourceDocument("api:prd", f"---\neffective: {when}\n---\n\n# prd\n\n{words}")])
+            kb.ingest_documents([SourceDocument("api:prd", f"# prd\n\n{words}", effective_date=when)])
         db = kb.store.db
         first = kb.history.hidden_chunks(day)
         assert first and first == _every_version(db, day, False)
@@ -200,7 +200,7 @@ def test_hidden_chunks_are_read_once_until_the_catalog_changes(tmp_path):
             db.set_trace_callback(None)
         assert statements == ["PRAGMA data_version"]  # kept: no scan of the versions tables
         # A write through this connection (a third version) is seen at once.
-        kb.ingest_documents([SourceDocument("api:prd", "---\neffective: 2024-03-01\n---\n\n# prd\n\nnewest budget")])
+        kb.ingest_documents([SourceDocument("api:prd", "# prd\n\nnewest budget", effective_date="2024-03-01")])
         second = kb.history.hidden_chunks(day)
         assert second == _every_version(db, day, False) and second != first
         # So is another connection's commit: every version of the document ended yesterday.
