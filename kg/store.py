@@ -199,15 +199,26 @@ class KnowledgeGraph:
         progress: Callable[[int], None] | None = None,
     ):
         from kg.relations import import_relation_table
+        from kg.relations.ledger import TableLedger
 
         planned: list[Overlay] = []
+        edges: list = []
+        # What the table asserted at its last import: the rows deleted since take their edges with them.
+        ledger = TableLedger(self.path.parent)
+        table = ledger.key(path)
         with collector_paused():
             report = import_relation_table(
                 self.rdf, Path(path), self.vocab, skip_invalid=skip_invalid, dry_run=dry_run,
                 rejects_path=rejects_path, progress=progress, apply=planned.append,
+                forget=ledger.only_in(table), asserted=edges.append,
             )
-            if planned and (report.added_triples or report.removed_triples):
-                self._save_import(planned[0])
+            if edges:
+                # Old and new edges before graph.ttl changes, the new alone after: a process killed in
+                # between leaves a record that still names every edge to remove (kg/relations/ledger.py).
+                if planned and (report.added_triples or report.removed_triples):
+                    ledger.record(table, edges[0], keep_old=True)
+                    self._save_import(planned[0])
+                ledger.record(table, edges[0], keep_old=bool(report.kept_edges))
         return report
 
     def _save_import(self, overlay: Overlay) -> None:

@@ -55,7 +55,8 @@ def segments_note(segments: int | None) -> str | None:
 
 def _temp_files(kb) -> list:
     root = kb.root
-    return [*root.glob(".graph-*.ttl"), *root.glob(".cache-*"), *root.glob(".linker-*"), *root.glob(".synonyms.txt-*")]
+    return [*root.glob(".graph-*.ttl"), *root.glob(".cache-*"), *root.glob(".linker-*"), *root.glob(".synonyms.txt-*"),
+            *root.glob(".relation-tables-*.json")]
 
 
 def _index_ids(kb) -> set[str]:

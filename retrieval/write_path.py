@@ -321,6 +321,7 @@ def _write_atomically(path: Path, text: str) -> None:
 def _report_json(report) -> dict:
     return {
         "rows": report.rows, "new_entities": report.new_entities, "new_edges": report.new_edges,
-        "unchanged_edges": report.unchanged_edges, "rejected": [str(p) for p in report.rejected],
+        "unchanged_edges": report.unchanged_edges, "removed_edges": report.removed_edges, "kept_edges": report.kept_edges,
+        "rejected": [str(p) for p in report.rejected],
         "dry_run": report.dry_run, "encoding": report.encoding,
     }

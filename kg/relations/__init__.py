@@ -82,12 +82,16 @@ def import_relation_table(
     rejects_path: Path | None = None,
     progress: Callable[[int], None] | None = None,
     apply: Callable[[Overlay], None] = Overlay.commit,
+    forget: Iterable[str] = (),
+    asserted: Callable[[list[str]], None] | None = None,
 ) -> ImportReport:
     """Read, check and import a relation table: all rows or (with problems) none, unless skip_invalid.
 
     `apply` is given the planned triples when the import goes ahead; by default they are added to
     `graph`. The caller that writes graph.ttl from them instead (`KnowledgeGraph.import_relations`)
-    keeps them out of rdflib's store."""
+    keeps them out of rdflib's store. `forget`: the edges an earlier import of this table asserted
+    (kg/relations/ledger.py); those its rows no longer hold leave the graph, unless rows were skipped.
+    `asserted` is given the edges the table's rows assert (as `edge_key`s) when the import goes ahead."""
     table, plan = _plan_table(graph, Path(path), vocab, progress)
     problems = sorted(table.problems + plan.rejected, key=lambda p: p.line)
     if problems and not skip_invalid:
@@ -97,7 +101,11 @@ def import_relation_table(
             "--skip-invalid to import the good rows)",
             problems=[str(p) for p in problems],
         )
+    keys = plan.edge_keys()
+    plan.forget(forget, set(keys), keep=bool(problems))
     if not dry_run:
+        if asserted is not None:
+            asserted(keys)
         apply(plan.overlay)
         if rejects_path is not None and problems:
             _write_rejects(rejects_path, table, problems, plan.rejected_rows)

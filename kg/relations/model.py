@@ -96,7 +96,9 @@ class ImportReport:
     encoding: str
     updated_edges: int = 0  # already present, but the row brought a new weight or note
     added_triples: int = 0
-    removed_triples: int = 0  # only kg:Entity placeholders replaced by a real class, old weights
+    removed_triples: int = 0  # kg:Entity placeholders replaced by a real class, old weights, edges of deleted rows
+    removed_edges: int = 0  # edges an earlier import of the table asserted and its rows no longer do
+    kept_edges: int = 0  # such edges left in place: the import skipped bad rows (one may still hold the edge)
 
     def summary(self) -> str:
         bad_rows = len({p.line for p in self.rejected})
@@ -115,6 +117,13 @@ class ImportReport:
             )
             if self.updated_edges:
                 text += f", {self.updated_edges} with a new weight or note"
+        if self.removed_edges:
+            verb = "would be removed" if self.dry_run else "removed"
+            gone = "its row is" if self.removed_edges == 1 else "their rows are"
+            text += f"; {_count(self.removed_edges, 'edge')} {verb} ({gone} gone from the table)"
+        if self.kept_edges:
+            text += (f"; {_count(self.kept_edges, 'edge')} whose rows are gone from the table kept: an import that "
+                     "skips bad rows removes nothing (fix them and import again)")
         if bad_rows and self.rows:
             text += f"; {_count(bad_rows, 'bad row')} skipped"
         if self.encoding == "gbk":

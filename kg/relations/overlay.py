@@ -121,6 +121,16 @@ class EdgeAnnotations:
             changed |= self._set_value(axiom, _COMMENT, Literal(note), same_text)
         return changed
 
+    def drop(self, edge: Triple) -> None:
+        """The edge's owl:Axiom (its weight and note) goes with it."""
+        if self._axioms is None:
+            self._axioms, values = axiom_index(self._overlay.graph)
+            self._values.update(values)
+        axiom = self._axioms.pop(edge, None)
+        if axiom is not None:
+            for triple in list(self._overlay.graph.triples((axiom, None, None))):
+                self._overlay.remove(triple)
+
     def _set_value(self, subject, predicate, value, same: Callable[[object, object], bool]) -> bool:
         key = (subject, predicate)
         current = self._values.setdefault(key, [])

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 import rdflib
 from rdflib import Literal, URIRef
 
+from kg.relations.ledger import edge_key, key_edge
 from kg.relations.model import (
     _ALT_LABEL,
     _ENTITY,
@@ -61,7 +62,8 @@ class _Plan:
         self.rejected: list[RowProblem] = []
         self.rejected_rows: dict[int, RelationRow] = {}
         self.applied = self.new_entities = self.new_edges = self._seen = 0
-        self.unchanged_edges = self.updated_edges = 0
+        self.unchanged_edges = self.updated_edges = self.removed_edges = self.kept_edges = 0
+        self.edges: dict[tuple, None] = {}  # every edge the table's rows assert, in row order
         # Everything read from the graph is read here, in a few scans: at 100k rows, one rdflib
         # query per row and entity costs more than the whole import.
         self._by_label, self._by_alias, self._labels_of = label_index(graph)
@@ -106,6 +108,27 @@ class _Plan:
     def commit(self) -> None:
         self.overlay.commit()
 
+    def edge_keys(self) -> list[str]:
+        """The table's edges as kg/relations/ledger.py records them."""
+        return [edge_key(e) for e in self.edges]
+
+    def forget(self, keys: Iterable[str], asserted: set[str], *, keep: bool = False) -> None:
+        """The edges an earlier import of this table asserted (`keys`) and its rows no longer do (not in `asserted`)
+        leave the graph, with their weight and note (`keep`: only counted, for an import whose bad rows were
+        skipped: a skipped row may be the one that still holds an edge)."""
+        for key in keys:
+            if key in asserted:
+                continue
+            edge = key_edge(key)
+            if not self.overlay.has(edge):
+                continue
+            if keep:
+                self.kept_edges += 1
+                continue
+            self.overlay.remove(edge)
+            self._axioms.drop(edge)
+            self.removed_edges += 1
+
     def report(self, *, dry_run: bool, encoding: str) -> ImportReport:
         return ImportReport(
             rows=self.applied,
@@ -116,6 +139,8 @@ class _Plan:
             dry_run=dry_run,
             encoding=encoding,
             updated_edges=self.updated_edges,
+            removed_edges=self.removed_edges,
+            kept_edges=self.kept_edges,
             added_triples=len(self.overlay.added),
             removed_triples=len(self.overlay.removed),
         )
@@ -156,6 +181,7 @@ class _Plan:
         self._entity(s, row.source, row.source_type, row.source_aliases)
         self._entity(o, row.target, row.target_type, row.target_aliases)
         edge = (s, self._iri(prop.iri), o)
+        self.edges[edge] = None
         existed = self.overlay.has(edge)
         if not existed:
             self.overlay.add(edge)

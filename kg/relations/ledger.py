@@ -1,0 +1,103 @@
+"""Which edges each imported relation table asserted: the data dir's `relation-tables.json` in, the edges a table's rows no longer hold out.
+
+A relation table is maintained: rows are added, changed and deleted. An import adds what the table
+holds; without a record of what it held before, a deleted row's edge would stay in the graph for
+ever. The ledger keeps, per table (its resolved path), the edges its last import asserted. The next
+import of that table removes the edges it asserted then and holds no more, unless another table
+still asserts them. An edge made anywhere else (Protégé, an ontology import, a table imported before
+the ledger existed) is in no table's record and is never removed by an import.
+
+The record is written around graph.ttl so that a process killed between the two never loses an edge
+to remove: first the union of the old and new edges (before graph.ttl changes), then the new edges
+alone (after). A record that names an edge the graph no longer has costs nothing: removing it again
+is a no-op.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from rdflib import URIRef
+
+__all__ = ["LEDGER_FILE", "TableLedger", "edge_key", "key_edge"]
+
+LEDGER_FILE = "relation-tables.json"
+_FORMAT = 1
+_SEP = "\x1f"  # between an edge's three IRIs: one string an edge, not three (100k rows: 100k strings)
+TEMP_PREFIX = ".relation-tables-"
+
+Triple = tuple[URIRef, URIRef, URIRef]
+
+
+def edge_key(edge: Triple) -> str:
+    return _SEP.join(str(term) for term in edge)
+
+
+def key_edge(key: str) -> Triple:
+    s, p, o = key.split(_SEP)
+    return URIRef(s), URIRef(p), URIRef(o)
+
+
+class TableLedger:
+    """The record in `data_dir`; read once an import, written twice (see the module's docstring)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = Path(data_dir) / LEDGER_FILE
+        self._tables: dict[str, list[str]] | None = None
+
+    @staticmethod
+    def key(table: Path) -> str:
+        """A table is its file: the same file imported from another folder is the same table."""
+        return str(Path(table).resolve())
+
+    @property
+    def tables(self) -> dict[str, list[str]]:
+        if self._tables is None:
+            try:
+                data = json.loads(self.path.read_text(encoding="utf-8"))
+                self._tables = data["tables"] if data.get("format") == _FORMAT else {}
+            except FileNotFoundError:
+                self._tables = {}
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                # An unreadable record (cut short by hand, another format) only means no edge is removed.
+                self._tables = {}
+        return self._tables
+
+    def only_in(self, table: str) -> list[str]:
+        """The edges (`edge_key`s) `table` asserted at its last import that no other table asserts."""
+        mine = self.tables.get(table, [])
+        if not mine or len(self.tables) == 1:
+            return mine
+        others = {k for name, keys in self.tables.items() if name != table for k in keys}
+        return [k for k in mine if k not in others]
+
+    def record(self, table: str, keys: list[str], *, keep_old: bool = False) -> None:
+        """`table` asserts the edges `keys` now (with `keep_old`, also what it asserted before); the file is
+        written only when that changes what it holds."""
+        old = self.tables.get(table)
+        if keep_old and old:
+            keys = list(dict.fromkeys([*old, *keys]))
+        if old is not None and len(old) == len(keys) and set(old) == set(keys):
+            return
+        self.tables[table] = keys
+        self._write()
+
+    def _write(self) -> None:
+        data = json.dumps({"format": _FORMAT, "tables": self.tables}, ensure_ascii=False).encode("utf-8")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".json", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            umask = os.umask(0)  # mkstemp makes the file private; the data dir's other files follow the umask
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise

@@ -1,0 +1,125 @@
+"""A maintained relation table: a row deleted from it takes its edge out of the graph at the next import.
+
+Before, an import only added, and a deleted row's edge stayed for ever. Now the data dir's
+relation-tables.json records what each table asserted (kg/relations/ledger.py). The real CLI (human
+output and --json), real rdflib graphs on disk."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import rdflib
+from click.testing import CliRunner
+from rdflib import OWL, RDF
+
+from kg.cli import cli
+from kg.store import KnowledgeGraph
+
+HEADER = "source,relation,target,source_type,target_type,weight,note\n"
+ROWS = [
+    "order-service,dependsOn,mysql-core,Service,Database,1.0,order_db\n",
+    "order-service,dependsOn,redis-cluster,Service,Cache,0.9,detail cache\n",
+    "user-service,dependsOn,mysql-core,Service,Database,,\n",
+]
+
+
+def kg(*args) -> str:
+    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _write(path: Path, rows: list[str]) -> Path:
+    path.write_text(HEADER + "".join(rows), encoding="utf-8")
+    return path
+
+
+def _neighbours(kb: Path, label: str) -> str:
+    return kg("entity", label, "--data-dir", kb)
+
+
+def _axioms_about(kb: Path, target: str) -> int:
+    graph = rdflib.Graph().parse(kb / "graph.ttl")
+    return sum(target in str(graph.value(ax, OWL.annotatedTarget)) for ax in graph.subjects(RDF.type, OWL.Axiom))
+
+
+def test_a_deleted_row_leaves_the_graph_with_its_weight_and_note(tmp_path):
+    kb, table = tmp_path / "kb", _write(tmp_path / "relations.csv", ROWS)
+    assert kg("import", table, "--data-dir", kb).startswith("imported 3 rows")
+    assert "redis-cluster" in _neighbours(kb, "order-service") and _axioms_about(kb, "redis-cluster") == 1
+
+    _write(table, [ROWS[0], ROWS[2]])
+    dry = kg("import", table, "--dry-run", "--data-dir", kb)
+    assert "1 edge would be removed (its row is gone from the table)" in dry, dry
+    assert "redis-cluster" in _neighbours(kb, "order-service")  # a dry run changes nothing
+
+    done = json.loads(kg("import", table, "--json", "--data-dir", kb))
+    assert done["report"]["removed_edges"] == 1, done
+    shown = _neighbours(kb, "order-service")
+    assert "redis-cluster" not in shown and "mysql-core" in shown
+    assert _axioms_about(kb, "redis-cluster") == 0 and _axioms_about(kb, "mysql-core") == 1
+    assert kg("import", table, "--data-dir", kb).startswith("nothing changed: all 2 rows")
+    assert kg("check", "--data-dir", kb).startswith("clean:")
+
+
+def test_an_edge_another_table_still_holds_stays(tmp_path):
+    kb = tmp_path / "kb"
+    first = _write(tmp_path / "a.csv", ROWS)
+    second = _write(tmp_path / "b.csv", [ROWS[1]])  # the redis edge in both tables
+    kg("import", first, "--data-dir", kb)
+    kg("import", second, "--data-dir", kb)
+    _write(first, [ROWS[0]])
+    out = kg("import", first, "--data-dir", kb)
+    assert "1 edge removed" in out, out  # user-service's; b.csv still holds order-service -> redis-cluster
+    assert "redis-cluster" in _neighbours(kb, "order-service")
+    assert "mysql-core" not in _neighbours(kb, "user-service")
+    _write(second, [])  # a table emptied: its edges go, as its rows did
+    assert kg("import", second, "--data-dir", kb) == (
+        "nothing to import: the table has no rows; 1 edge removed (its row is gone from the table)\n")
+    assert "redis-cluster" not in _neighbours(kb, "order-service")
+
+
+def test_an_edge_made_elsewhere_or_before_the_record_is_never_removed(tmp_path):
+    kb, table = tmp_path / "kb", _write(tmp_path / "relations.csv", ROWS)
+    kg("import", table, "--data-dir", kb)
+    (kb / "relation-tables.json").unlink()  # a knowledge base whose table was imported before the record existed
+    _write(table, [ROWS[0], ROWS[2]])
+    assert "removed" not in kg("import", table, "--data-dir", kb)
+    assert "redis-cluster" in _neighbours(kb, "order-service")
+    _write(table, [ROWS[0]])  # recorded now: the next deletion takes its edge
+    assert "1 edge removed" in kg("import", table, "--data-dir", kb)
+    assert "mysql-core" not in _neighbours(kb, "user-service")
+
+
+def test_an_import_that_skips_bad_rows_removes_nothing_and_says_so(tmp_path):
+    kb, table = tmp_path / "kb", _write(tmp_path / "relations.csv", ROWS)
+    kg("import", table, "--data-dir", kb)
+    # The redis row now names a relation the ontology lacks: skipped, and its old edge is not taken for deleted.
+    _write(table, [ROWS[0], ROWS[1].replace("dependsOn", "dependson_typo"), ])
+    out = kg("import", table, "--skip-invalid", "--data-dir", kb)
+    assert "2 edges whose rows are gone from the table kept: an import that skips bad rows removes nothing" in out, out
+    assert "redis-cluster" in _neighbours(kb, "order-service") and "mysql-core" in _neighbours(kb, "user-service")
+    _write(table, [ROWS[0], ROWS[1]])  # fixed: user-service's row is the only one gone
+    out = kg("import", table, "--data-dir", kb)
+    assert "1 edge removed" in out, out
+    assert "redis-cluster" in _neighbours(kb, "order-service")
+    assert "mysql-core" not in _neighbours(kb, "user-service")
+
+
+def test_a_write_of_graph_ttl_that_fails_leaves_a_record_that_still_removes_the_edge(tmp_path, monkeypatch):
+    kb, table = tmp_path / "kb", _write(tmp_path / "relations.csv", ROWS)
+    kg("import", table, "--data-dir", kb)
+    _write(table, [ROWS[0], ROWS[2]])
+
+    def fail(self, overlay):
+        raise OSError("disk full")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(KnowledgeGraph, "_save_import", fail)
+        with pytest.raises(OSError):
+            KnowledgeGraph(kb).import_relations(table)
+    assert "redis-cluster" in _neighbours(kb, "order-service")  # graph.ttl as it was
+    assert "1 edge removed" in kg("import", table, "--data-dir", kb)
+    assert "redis-cluster" not in _neighbours(kb, "order-service")
