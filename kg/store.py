@@ -197,7 +197,10 @@ class KnowledgeGraph:
         dry_run: bool = False,
         rejects_path: Path | None = None,
         progress: Callable[[int], None] | None = None,
+        table: str | None = None,
     ):
+        """`table`: the name the relation-table record knows the table by (default: its file's path; an upload: its
+        file name), so that its next import removes the edges of the rows deleted since."""
         from kg.relations import import_relation_table
         from kg.relations.ledger import TableLedger
 
@@ -205,7 +208,7 @@ class KnowledgeGraph:
         edges: list = []
         # What the table asserted at its last import: the rows deleted since take their edges with them.
         ledger = TableLedger(self.path.parent)
-        table = ledger.key(path)
+        table = table or ledger.key(path)
         with collector_paused():
             report = import_relation_table(
                 self.rdf, Path(path), self.vocab, skip_invalid=skip_invalid, dry_run=dry_run,

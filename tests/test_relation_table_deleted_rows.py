@@ -123,3 +123,23 @@ def test_a_write_of_graph_ttl_that_fails_leaves_a_record_that_still_removes_the_
     assert "redis-cluster" in _neighbours(kb, "order-service")  # graph.ttl as it was
     assert "1 edge removed" in kg("import", table, "--data-dir", kb)
     assert "redis-cluster" not in _neighbours(kb, "order-service")
+
+
+def test_an_upload_is_known_by_its_file_name(tmp_path):
+    from conftest import make_settings
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+
+    with TestClient(create_app(make_settings(tmp_path / "kb"))) as client:
+        def upload(rows: list[str], name: str = "relations.csv") -> dict:
+            response = client.post("/import", files={"file": (name, HEADER + "".join(rows), "text/csv")})
+            assert response.status_code == 200, response.text
+            return response.json()
+
+        assert upload(ROWS)["report"]["new_edges"] == 3
+        assert upload([ROWS[0], ROWS[2]])["report"]["removed_edges"] == 1  # the same name: the same table
+        assert upload([ROWS[0]], name="other.csv")["report"]["removed_edges"] == 0  # another table
+        neighbours = client.get("/entities/order-service").json()
+    shown = json.dumps(neighbours, ensure_ascii=False)
+    assert "mysql-core" in shown and "redis-cluster" not in shown

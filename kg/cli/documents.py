@@ -229,6 +229,8 @@ def import_(file: Path, skip_invalid: bool, rejects: Path | None, dry_run: bool,
     relations.csv: header `source,relation,target`; optional columns
     source_type, target_type, source_aliases, target_aliases (separated by |), weight, note.
     A bad row stops the whole import (nothing changes) unless --skip-invalid is given.
+    Importing a table again removes the edges of the rows deleted from it since
+    (unless another table holds them; --dry-run shows them first).
     aliases.csv: header `entity,alias` (other names of existing entities), same rules.
     """
     options = {}

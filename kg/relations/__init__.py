@@ -3,7 +3,8 @@
 Reading (`check_relation_table`) checks every row and collects every problem with its line and a
 fix; applying first plans all triples against the graph without touching it, then writes them in
 one go, so a failed import leaves the graph as it was and a second import of the same table adds
-nothing. The table is streamed: each row is checked and planned as it is read, so memory grows
+nothing; the edges of rows deleted from the table since its last import are planned out of the graph
+(kg/relations/ledger.py). The table is streamed: each row is checked and planned as it is read, so memory grows
 with the graph being built, not with the table's text or rows (a second pass over the file plans
 the table again only when a label used early is made an alias further down). What is written is
 the contract the graph view and Protégé read:
