@@ -143,3 +143,15 @@ def test_an_upload_is_known_by_its_file_name(tmp_path):
         neighbours = client.get("/entities/order-service").json()
     shown = json.dumps(neighbours, ensure_ascii=False)
     assert "mysql-core" in shown and "redis-cluster" not in shown
+
+
+def test_a_renamed_table_is_a_new_table_and_the_old_name_holds_nothing(tmp_path):
+    kb, old = tmp_path / "kb", _write(tmp_path / "relations.csv", ROWS)
+    kg("import", old, "--data-dir", kb)
+    new = old.rename(tmp_path / "relations-2026.csv")
+    assert kg("import", new, "--data-dir", kb).startswith("nothing changed")
+    _write(new, [ROWS[0], ROWS[2]])
+    assert "1 edge removed" in kg("import", new, "--data-dir", kb)  # the gone file's record does not hold it
+    assert "redis-cluster" not in _neighbours(kb, "order-service")
+    recorded = json.loads((kb / "relation-tables.json").read_text(encoding="utf-8"))["tables"]
+    assert list(recorded) == [str(new.resolve())]
