@@ -239,14 +239,18 @@ class KnowledgeGraph:
         self.invalidate()
 
     def merge_rdf(self, path: Path, incoming: Graph | None = None) -> int:
-        """Add every triple of an RDF file (an ontology saved from Protégé; `incoming` when already
-        read); returns how many were new."""
+        """Add the triples of an RDF file (an ontology saved from Protégé; `incoming` when already read) that the
+        graph does not hold, its blank-node structures compared by content (kg/rdf_merge.py: a file imported
+        again adds nothing); returns how many were new."""
+        from kg.rdf_merge import new_triples
+
         incoming = load_rdf(path) if incoming is None else incoming
         before = len(self.rdf)
         for prefix, ns in incoming.namespaces():
             if prefix and prefix not in dict(self.rdf.namespaces()):
                 self.rdf.bind(prefix, ns)
-        self.rdf += incoming
+        graph = self.rdf
+        graph.addN((s, p, o, graph) for s, p, o in new_triples(graph, incoming))
         added = len(self.rdf) - before
         if added:
             self.save()

@@ -122,14 +122,15 @@ class EdgeAnnotations:
         return changed
 
     def drop(self, edge: Triple) -> None:
-        """The edge's owl:Axiom (its weight and note) goes with it."""
-        if self._axioms is None:
-            self._axioms, values = axiom_index(self._overlay.graph)
-            self._values.update(values)
-        axiom = self._axioms.pop(edge, None)
-        if axiom is not None:
-            for triple in list(self._overlay.graph.triples((axiom, None, None))):
-                self._overlay.remove(triple)
+        """The edge's owl:Axioms (its weight and note; a graph an older kgrag merged twice may hold two) go with it."""
+        if self._axioms is not None:
+            self._axioms.pop(edge, None)
+        graph = self._overlay.graph
+        s, p, o = edge
+        for axiom in list(graph.subjects(_SOURCE, s)):
+            if (axiom, _PROPERTY, p) in graph and (axiom, _TARGET, o) in graph:
+                for triple in list(graph.triples((axiom, None, None))):
+                    self._overlay.remove(triple)
 
     def _set_value(self, subject, predicate, value, same: Callable[[object, object], bool]) -> bool:
         key = (subject, predicate)
