@@ -109,8 +109,22 @@ def test_two_servers_share_documents_writes_and_the_graph(backends, tmp_path):
         assert wait_until(lambda: titles(b, "alphamarker0")) == ["alpha note 0"]
 
         # A graph import through a third process (the CLI on machine A's data dir) reaches the store and server B.
-        kg(env, "import", str(FIXTURE_RELATIONS), "--data-dir", str(a_dir), cwd=tmp_path)
+        table = tmp_path / "relations.csv"
+        shutil.copy(FIXTURE_RELATIONS, table)
+        kg(env, "import", str(table), "--data-dir", str(a_dir), cwd=tmp_path)
         assert wait_until(lambda: http_json("GET", b + "/entities/order-service")[0] == 200)
+        # The record of what the table asserted is published with graph.ttl: a row deleted from it and the table
+        # imported on machine B takes its edge out, although machine A made the import that added it.
+        lines = table.read_text(encoding="utf-8").splitlines(keepends=True)
+        gone = [line for line in lines if line.startswith("order-service,dependsOn,mysql-core,")]
+        table.write_text("".join(line for line in lines if line not in gone), encoding="utf-8")
+        removed = json.loads(kg(env, "import", str(table), "--json", "--data-dir", str(b_dir), cwd=tmp_path))
+        assert len(gone) == 1 and removed["report"]["removed_edges"] == 1, removed
+
+        def depends_on(base: str) -> str:
+            return json.dumps(http_json("GET", base + "/entities/order-service")[1], ensure_ascii=False)
+
+        assert wait_until(lambda: "mysql-core" not in depends_on(a)), depends_on(a)
         from rdflib import Graph
         from rdflib.compare import isomorphic
 

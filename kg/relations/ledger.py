@@ -4,7 +4,8 @@ A relation table is maintained: rows are added, changed and deleted. An import a
 holds; without a record of what it held before, a deleted row's edge would stay in the graph for
 ever. The ledger keeps, per table (its resolved path), the edges its last import asserted. The next
 import of that table removes the edges it asserted then and holds no more, unless another table
-still asserts them (a table whose file is gone asserts nothing: its record is dropped). An edge made anywhere else (Protégé, an ontology import, a table imported before
+still asserts them (a table whose file is not there, renamed or moved or on another machine, asserts
+nothing while it is not: its record is kept, and counts again when the file is back). An edge made anywhere else (Protégé, an ontology import, a table imported before
 the ledger existed) is in no table's record and is never removed by an import.
 
 The record is written around graph.ttl so that a process killed between the two never loses an edge
@@ -42,7 +43,7 @@ def key_edge(key: str) -> Triple:
 
 
 def _still_there(table: str) -> bool:
-    """A table known by its path asserts while its file exists; an upload (`upload:NAME`) until it is uploaded again."""
+    """A table known by its path asserts while its file is there; an upload (`upload:NAME`) until it is uploaded again."""
     return table.startswith("upload:") or Path(table).is_file()
 
 
@@ -88,10 +89,6 @@ class TableLedger:
         if old is not None and len(old) == len(keys) and set(old) == set(keys):
             return
         self.tables[table] = keys
-        # A table whose file is gone (renamed, moved, deleted) asserts nothing any more: its record would keep
-        # the edges of rows deleted from the renamed file for ever.
-        for name in [n for n in self.tables if n != table and not _still_there(n)]:
-            del self.tables[name]
         self._write()
 
     def _write(self) -> None:

@@ -1,7 +1,7 @@
 """A knowledge base shared by several `kg serve` machines (KG_TEXT_BACKEND=postgres): the last published commit in PostgreSQL in, each data dir brought to it out.
 
 The text index already lives in PostgreSQL; what a server also needs to answer is the catalog
-(SQLite), graph.ttl, synonyms.txt and REGISTRY.md. Rather than a second catalog implementation,
+(SQLite), graph.ttl, synonyms.txt, REGISTRY.md and relation-tables.json. Rather than a second catalog implementation,
 each commit *publishes* those files to the knowledge base's schema, in one transaction with the
 generation number, and every data dir is a local copy of the last publication:
 
@@ -40,7 +40,9 @@ from kg.errors import BusyError
 __all__ = ["CATALOG_FILE", "SHARED_FILES", "SharedRecord", "open_shared_record"]
 
 CATALOG_FILE = "kb.sqlite"
-SHARED_FILES = ("graph.ttl", "synonyms.txt", "REGISTRY.md")  # the truth beside the catalog, as files
+# The truth beside the catalog, as files (relation-tables.json: what each relation table asserted, kg/relations/ledger.py,
+# so that an import on any server removes the rows deleted since the last import on another).
+SHARED_FILES = ("graph.ttl", "synonyms.txt", "REGISTRY.md", "relation-tables.json")
 _TEMP_PREFIX = ".kgrag-shared-"
 IMAGE_FILE = "shared-catalog.image"  # the catalog image last published or restored here: its pieces are not fetched again
 PIECE = 256 * 1024  # an edit changes a few SQLite pages (4 KB each) spread through the file
