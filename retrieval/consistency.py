@@ -107,6 +107,11 @@ def inspect(kb) -> tuple[CheckReport, dict]:
     if dead:  # what an older kgrag kept of a file saved twice a day (retrieval/catalog/versions.py, `_drop_replaced`)
         report.notes.append(f"{dead} version(s) are in force on no day (their file was ingested again the day they began, "
                             "by an older kgrag): the next ingest of each file after it changes drops them")
+    from kg.relations.ledger import LEDGER_FILE, TableLedger
+
+    if TableLedger(kb.root).unreadable():
+        report.notes.append(f"{LEDGER_FILE} cannot be read: a relation table imported again removes no deleted row's edge "
+                            "until its next import after this one (each import records its table anew)")
     catalog = {row[0] for row in kb.store.db.execute("SELECT chunk_id FROM chunks")}
     indexed = _index_ids(kb)
     found["missing"], found["orphans"] = catalog - indexed, indexed - catalog

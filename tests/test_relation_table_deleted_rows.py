@@ -161,3 +161,16 @@ def test_a_renamed_table_is_a_new_table_and_the_old_name_holds_nothing(tmp_path)
     out = kg("import", new, "--data-dir", kb)
     assert out.startswith("nothing changed") and "removed" not in out, out
     assert "mysql-core" in _neighbours(kb, "user-service")
+
+
+def test_an_unreadable_record_is_noted_and_rebuilt_by_the_next_import(tmp_path):
+    kb, table = tmp_path / "kb", _write(tmp_path / "relations.csv", ROWS)
+    kg("import", table, "--data-dir", kb)
+    (kb / "relation-tables.json").write_text("{cut short", encoding="utf-8")
+    checked = kg("check", "--data-dir", kb)
+    assert checked.startswith("clean:") and "relation-tables.json cannot be read" in checked, checked
+    _write(table, [ROWS[0], ROWS[2]])
+    assert "removed" not in kg("import", table, "--data-dir", kb)  # nothing known to remove
+    assert "cannot be read" not in kg("check", "--data-dir", kb)
+    _write(table, [ROWS[0]])
+    assert "1 edge removed" in kg("import", table, "--data-dir", kb)

@@ -59,6 +59,16 @@ class TableLedger:
         """A table is its file: the same file imported from another folder is the same table."""
         return str(Path(table).resolve())
 
+    def unreadable(self) -> bool:
+        """True when the record exists but cannot be read (an import then removes nothing, and starts it anew)."""
+        if not self.path.exists():
+            return False
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            return not (isinstance(data, dict) and data.get("format") == _FORMAT and isinstance(data.get("tables"), dict))
+        except (OSError, ValueError):
+            return True
+
     @property
     def tables(self) -> dict[str, list[str]]:
         if self._tables is None:
