@@ -24,7 +24,7 @@ from rdflib import OWL, RDF, RDFS, SKOS, Graph, Literal, URIRef
 
 from kg.collector import collector_paused
 from kg.errors import InputError
-from kg.files import file_stamp
+from kg.files import file_stamp, replace_file
 from kg.graph import GraphView
 from kg.triples import TripleTable
 from kg.turtle import serialize_turtle
@@ -92,21 +92,7 @@ class KnowledgeGraph:
 
     def _publish(self, data: bytes) -> None:
         """`data` becomes graph.ttl, whole or not at all."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".ttl", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())  # the rename must never publish a file whose bytes are not on disk
-            # mkstemp makes the file private (0600); graph.ttl is meant to be opened in Protégé.
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_file(self.path, data, _TEMP_PREFIX, ".ttl")
         self._stamp = self._disk_stamp()
         self.digest = hashlib.sha256(data).hexdigest()
 

@@ -17,11 +17,11 @@ is a no-op.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from rdflib import URIRef
+
+from kg.files import replace_file
 
 __all__ = ["LEDGER_FILE", "TableLedger", "edge_key", "key_edge"]
 
@@ -103,17 +103,4 @@ class TableLedger:
 
     def _write(self) -> None:
         data = json.dumps({"format": _FORMAT, "tables": self.tables}, ensure_ascii=False).encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".json", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            umask = os.umask(0)  # mkstemp makes the file private; the data dir's other files follow the umask
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_file(self.path, data, TEMP_PREFIX, ".json")
