@@ -25,6 +25,7 @@ from pathlib import Path
 import rdflib
 
 from kg.errors import RelationTableError
+from kg.relations.ledger import edge_key
 from kg.relations.model import (
     ALIAS_SEPARATOR,
     ALLOWED_COLUMNS,
@@ -102,7 +103,7 @@ def import_relation_table(
             "--skip-invalid to import the good rows)",
             problems=[str(p) for p in problems],
         )
-    keys = plan.edge_keys()
+    keys = [edge_key(e) for e in plan.edges]  # the table's edges as kg/relations/ledger.py records them
     plan.forget(forget, set(keys), keep=bool(problems))
     if not dry_run:
         if asserted is not None:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 import rdflib
 from rdflib import Literal, URIRef
 
-from kg.relations.ledger import edge_key, key_edge
+from kg.relations.ledger import key_edge
 from kg.relations.model import (
     _ALT_LABEL,
     _ENTITY,
@@ -108,14 +108,9 @@ class _Plan:
     def commit(self) -> None:
         self.overlay.commit()
 
-    def edge_keys(self) -> list[str]:
-        """The table's edges as kg/relations/ledger.py records them."""
-        return [edge_key(e) for e in self.edges]
-
     def forget(self, keys: Iterable[str], asserted: set[str], *, keep: bool = False) -> None:
-        """The edges an earlier import of this table asserted (`keys`) and its rows no longer do (not in `asserted`)
-        leave the graph, with their weight and note (`keep`: only counted, for an import whose bad rows were
-        skipped: a skipped row may be the one that still holds an edge)."""
+        """Edges an earlier import of the table asserted (`keys`, kg/relations/ledger.py) and its rows no longer do leave
+        the graph with their weight and note (`keep`: only counted; a skipped bad row may still hold one)."""
         for key in keys:
             if key in asserted:
                 continue
