@@ -261,18 +261,28 @@ def import_file(kb, path: Path, progress: Progress | None = None, **options) -> 
     return result
 
 
-def _import_aliases(kb, path: Path, skip_invalid: bool = False, dry_run: bool = False, **_) -> dict:
-    """An `entity,alias` table: other names of entities the graph already has (skos:altLabel)."""
+def _import_aliases(kb, path: Path, skip_invalid: bool = False, dry_run: bool = False, table: str | None = None,
+                    **_) -> dict:
+    """An `entity,alias` table: other names of entities the graph already has (skos:altLabel); the aliases deleted
+    from it since its last import go (recorded as a relation table's edges are: kg/relations/ledger.py)."""
     from kg.graph import entity_subjects
+    from kg.relations.ledger import TableLedger
 
     graph = kb.graph
-    report = import_alias_table(graph.rdf, path, entity_subjects(graph.rdf, graph.vocab),
-                                skip_invalid=skip_invalid, dry_run=dry_run)
-    if report.new_aliases and not dry_run:
-        graph.save()
+    ledger = TableLedger(kb.root)
+    table = table or ledger.key(path)
+    keys: list = []
+    report = import_alias_table(graph.rdf, path, entity_subjects(graph.rdf, graph.vocab), skip_invalid=skip_invalid,
+                                dry_run=dry_run, forget=ledger.only_in(table), asserted=keys.append)
+    if keys:
+        if report.new_aliases or report.removed_aliases:
+            ledger.record(table, keys[0], keep_old=True)  # old and new before graph.ttl changes, as for relation tables
+            graph.save()
+        ledger.record(table, keys[0], keep_old=bool(report.rejected))
     return {"kind": "aliases", "summary": report.summary(), "report": {
         "rows": report.rows, "new_aliases": report.new_aliases, "unchanged": report.unchanged,
-        "rejected": report.rejected, "dry_run": report.dry_run, "encoding": report.encoding}}
+        "removed_aliases": report.removed_aliases, "rejected": report.rejected, "dry_run": report.dry_run,
+        "encoding": report.encoding}}
 
 
 def _import_synonyms(kb, path: Path) -> dict:
@@ -322,6 +332,7 @@ def _report_json(report) -> dict:
     return {
         "rows": report.rows, "new_entities": report.new_entities, "new_edges": report.new_edges,
         "unchanged_edges": report.unchanged_edges, "removed_edges": report.removed_edges, "kept_edges": report.kept_edges,
+        "removed_aliases": report.removed_aliases,
         "rejected": [str(p) for p in report.rejected],
         "dry_run": report.dry_run, "encoding": report.encoding,
     }

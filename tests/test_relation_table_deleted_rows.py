@@ -174,3 +174,23 @@ def test_an_unreadable_record_is_noted_and_rebuilt_by_the_next_import(tmp_path):
     assert "cannot be read" not in kg("check", "--data-dir", kb)
     _write(table, [ROWS[0]])
     assert "1 edge removed" in kg("import", table, "--data-dir", kb)
+
+
+def test_an_alias_deleted_from_a_table_leaves_the_entity_unless_another_table_names_it(tmp_path):
+    kb, table, aliases = tmp_path / "kb", tmp_path / "relations.csv", tmp_path / "aliases.csv"
+    table.write_text("source,relation,target,source_aliases\norder-service,dependsOn,mysql-core,订单服务|order svc\n",
+                     encoding="utf-8")
+    aliases.write_text("entity,alias\norder-service,下单服务\norder-service,订单服务\n", encoding="utf-8")
+    kg("import", table, "--data-dir", kb)
+    kg("import", aliases, "--data-dir", kb)
+    table.write_text("source,relation,target,source_aliases\norder-service,dependsOn,mysql-core,\n", encoding="utf-8")
+    out = kg("import", table, "--data-dir", kb)
+    assert "1 alias removed (gone from the table)" in out, out  # order svc; 订单服务 is still in aliases.csv
+    shown = _neighbours(kb, "order-service").splitlines()[1]
+    assert "order svc" not in shown and "订单服务" in shown and "下单服务" in shown, shown
+    aliases.write_text("entity,alias\norder-service,下单服务\n", encoding="utf-8")
+    dry = json.loads(kg("import", aliases, "--dry-run", "--json", "--data-dir", kb))
+    assert dry["report"]["removed_aliases"] == 1 and "订单服务" in _neighbours(kb, "order-service")
+    assert "1 removed (gone from the table)" in kg("import", aliases, "--data-dir", kb)
+    shown = _neighbours(kb, "order-service").splitlines()[1]
+    assert "订单服务" not in shown and "下单服务" in shown, shown

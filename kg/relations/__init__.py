@@ -103,7 +103,7 @@ def import_relation_table(
             "--skip-invalid to import the good rows)",
             problems=[str(p) for p in problems],
         )
-    keys = [edge_key(e) for e in plan.edges]  # the table's edges as kg/relations/ledger.py records them
+    keys = [edge_key(e) for e in plan.asserted]  # the table's edges and aliases as kg/relations/ledger.py records them
     plan.forget(forget, set(keys), keep=bool(problems))
     if not dry_run:
         if asserted is not None:

@@ -3,7 +3,8 @@
 Maintainers keep the other names of their components beside the relation table (中文名 / English
 name, a section name the docs use, a CLI flag). Every row is checked first and every problem is
 reported with its line; nothing is written when a row is bad unless `skip_invalid`, the same
-contract as the relation table. Importing the same table twice adds nothing.
+contract as the relation table. Importing the same table twice adds nothing; an alias deleted from the
+table since its last import is removed (kg/relations/ledger.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from rdflib import Literal
 from rdflib.namespace import RDFS, SKOS
 
 from kg.errors import RelationTableError
+from kg.relations.ledger import edge_key, key_edge
 from kg.relations.source import column_key, decode_bytes
 
 __all__ = ["AliasReport", "import_alias_table", "is_alias_table"]
@@ -34,10 +37,13 @@ class AliasReport:
     rejected: list[str] = field(default_factory=list)
     dry_run: bool = False
     encoding: str = "utf-8"
+    removed_aliases: int = 0  # aliases an earlier import of the table added and its rows no longer hold
 
     def summary(self) -> str:
         verb = "would add" if self.dry_run else "added"
         text = f"{self.rows} alias rows: {verb} {self.new_aliases} aliases, {self.unchanged} already known"
+        if self.removed_aliases:
+            text += f", {self.removed_aliases} {'would be ' if self.dry_run else ''}removed (gone from the table)"
         return text + (f", {len(self.rejected)} rejected" if self.rejected else "")
 
 
@@ -58,11 +64,14 @@ def is_alias_table(path: Path) -> bool:
 
 
 def import_alias_table(graph: rdflib.Graph, path: Path, entities: set | None = None, *,
-                       skip_invalid: bool = False, dry_run: bool = False) -> AliasReport:
+                       skip_invalid: bool = False, dry_run: bool = False, forget: Iterable[str] = (),
+                       asserted: Callable[[list[str]], None] | None = None) -> AliasReport:
     """Check every row, then add `skos:altLabel` to each named entity (all rows or none, unless skip_invalid).
 
     `entities` (the graph's entity subjects, `kg.graph.entity_subjects`) keeps classes and
-    properties, which have labels too, from being given an entity's alias."""
+    properties, which have labels too, from being given an entity's alias. `forget`: the aliases an
+    earlier import of this table added (kg/relations/ledger.py); those its rows no longer hold go,
+    unless rows were skipped. `asserted` is given the aliases the rows hold when the import goes ahead."""
     path = Path(path)
     name = path.name
     text, encoding = decode_bytes(path.read_bytes(), name)
@@ -102,6 +111,16 @@ def import_alias_table(graph: rdflib.Graph, path: Path, entities: set | None = N
             f"{name}: {len(rejected)} bad row(s); nothing was imported (fix them, or use --skip-invalid "
             "to import the good rows)", problems=rejected)
     report.rejected = rejected
+    keys = [edge_key((iri, SKOS.altLabel, Literal(alias))) for iri, alias in dict.fromkeys(planned)]
+    held = set(keys)
+    for key in [] if rejected else forget:
+        triple = key_edge(key)
+        if key not in held and triple[1] == SKOS.altLabel and triple in graph:
+            report.removed_aliases += 1
+            if not dry_run:
+                graph.remove(triple)
+    if asserted is not None and not dry_run:
+        asserted(keys)
     for iri, alias in dict.fromkeys(planned):
         known = {str(o) for o in graph.objects(iri, SKOS.altLabel)} | {str(o) for o in graph.objects(iri, RDFS.label)}
         if alias in known:

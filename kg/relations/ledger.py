@@ -2,7 +2,8 @@
 
 A relation table is maintained: rows are added, changed and deleted. An import adds what the table
 holds; without a record of what it held before, a deleted row's edge would stay in the graph for
-ever. The ledger keeps, per table (its resolved path), the edges its last import asserted. The next
+ever. The ledger keeps, per table (its resolved path), the edges and aliases its last import asserted
+(an alias table's too). The next
 import of that table removes the edges it asserted then and holds no more, unless another table
 still asserts them (a table whose file is not there, renamed or moved or on another machine, asserts
 nothing while it is not: its record is kept, and counts again when the file is back). An edge made anywhere else (Protégé, an ontology import, a table imported before
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rdflib import URIRef
+from rdflib import Literal, URIRef
 
 from kg.files import replace_file
 
@@ -30,16 +31,17 @@ _FORMAT = 1
 _SEP = "\x1f"  # between an edge's three IRIs: one string an edge, not three (100k rows: 100k strings)
 TEMP_PREFIX = ".relation-tables-"
 
-Triple = tuple[URIRef, URIRef, URIRef]
 
 
-def edge_key(edge: Triple) -> str:
-    return _SEP.join(str(term) for term in edge)
+def edge_key(edge: tuple) -> str:
+    """An edge, or an alias (`skos:altLabel` "name": a literal object is written after a `"`, which no IRI starts with)."""
+    s, p, o = edge
+    return _SEP.join((str(s), str(p), f'"{o}' if isinstance(o, Literal) else str(o)))
 
 
-def key_edge(key: str) -> Triple:
+def key_edge(key: str) -> tuple:
     s, p, o = key.split(_SEP)
-    return URIRef(s), URIRef(p), URIRef(o)
+    return URIRef(s), URIRef(p), Literal(o[1:]) if o.startswith('"') else URIRef(o)
 
 
 def _still_there(table: str) -> bool:

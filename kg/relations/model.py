@@ -99,6 +99,7 @@ class ImportReport:
     removed_triples: int = 0  # kg:Entity placeholders replaced by a real class, old weights, edges of deleted rows
     removed_edges: int = 0  # edges an earlier import of the table asserted and its rows no longer do
     kept_edges: int = 0  # such edges left in place: the import skipped bad rows (one may still hold the edge)
+    removed_aliases: int = 0  # aliases an earlier import of the table asserted and its rows no longer do
 
     def summary(self) -> str:
         bad_rows = len({p.line for p in self.rejected})
@@ -121,6 +122,9 @@ class ImportReport:
             verb = "would be removed" if self.dry_run else "removed"
             gone = "its row is" if self.removed_edges == 1 else "their rows are"
             text += f"; {_count(self.removed_edges, 'edge')} {verb} ({gone} gone from the table)"
+        if self.removed_aliases:
+            verb = "would be removed" if self.dry_run else "removed"
+            text += f"; {_count(self.removed_aliases, 'alias', 'aliases')} {verb} (gone from the table)"
         if self.kept_edges:
             text += (f"; {_count(self.kept_edges, 'edge')} whose rows are gone from the table kept: an import that "
                      "skips bad rows removes nothing (fix them and import again)")

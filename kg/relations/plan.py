@@ -62,8 +62,8 @@ class _Plan:
         self.rejected: list[RowProblem] = []
         self.rejected_rows: dict[int, RelationRow] = {}
         self.applied = self.new_entities = self.new_edges = self._seen = 0
-        self.unchanged_edges = self.updated_edges = self.removed_edges = self.kept_edges = 0
-        self.edges: dict[tuple, None] = {}  # every edge the table's rows assert, in row order
+        self.unchanged_edges = self.updated_edges = self.removed_edges = self.kept_edges = self.removed_aliases = 0
+        self.asserted: dict[tuple, None] = {}  # every edge and alias (skos:altLabel) the table's rows assert, in order
         # Everything read from the graph is read here, in a few scans: at 100k rows, one rdflib
         # query per row and entity costs more than the whole import.
         self._by_label, self._by_alias, self._labels_of = label_index(graph)
@@ -109,35 +109,30 @@ class _Plan:
         self.overlay.commit()
 
     def forget(self, keys: Iterable[str], asserted: set[str], *, keep: bool = False) -> None:
-        """Edges an earlier import of the table asserted (`keys`, kg/relations/ledger.py) and its rows no longer do leave
-        the graph with their weight and note (`keep`: only counted; a skipped bad row may still hold one)."""
+        """Edges and aliases an earlier import of the table asserted (`keys`, kg/relations/ledger.py) and its rows no longer
+        do leave the graph, an edge with its weight and note (`keep`: edges only counted; a skipped row may hold one)."""
         for key in keys:
             if key in asserted:
                 continue
-            edge = key_edge(key)
-            if not self.overlay.has(edge):
+            triple = key_edge(key)
+            if not self.overlay.has(triple):
                 continue
             if keep:
-                self.kept_edges += 1
-                continue
-            self.overlay.remove(edge)
-            self._axioms.drop(edge)
-            self.removed_edges += 1
+                self.kept_edges += triple[1] != _ALT_LABEL
+            elif triple[1] == _ALT_LABEL:
+                self.overlay.remove(triple)
+                self.removed_aliases += 1
+            else:
+                self.overlay.remove(triple)
+                self._axioms.drop(triple)
+                self.removed_edges += 1
 
     def report(self, *, dry_run: bool, encoding: str) -> ImportReport:
         return ImportReport(
-            rows=self.applied,
-            new_entities=self.new_entities,
-            new_edges=self.new_edges,
-            unchanged_edges=self.unchanged_edges,
-            rejected=list(self.rejected),
-            dry_run=dry_run,
-            encoding=encoding,
-            updated_edges=self.updated_edges,
-            removed_edges=self.removed_edges,
-            kept_edges=self.kept_edges,
-            added_triples=len(self.overlay.added),
-            removed_triples=len(self.overlay.removed),
+            rows=self.applied, new_entities=self.new_entities, new_edges=self.new_edges,
+            unchanged_edges=self.unchanged_edges, rejected=list(self.rejected), dry_run=dry_run, encoding=encoding,
+            updated_edges=self.updated_edges, removed_edges=self.removed_edges, removed_aliases=self.removed_aliases,
+            kept_edges=self.kept_edges, added_triples=len(self.overlay.added), removed_triples=len(self.overlay.removed),
         )
 
     # -- one row
@@ -176,7 +171,7 @@ class _Plan:
         self._entity(s, row.source, row.source_type, row.source_aliases)
         self._entity(o, row.target, row.target_type, row.target_aliases)
         edge = (s, self._iri(prop.iri), o)
-        self.edges[edge] = None
+        self.asserted[edge] = None
         existed = self.overlay.has(edge)
         if not existed:
             self.overlay.add(edge)
@@ -281,7 +276,9 @@ class _Plan:
             aliases = (label.strip(), *aliases)  # a table alias used as a source or target
         for alias in aliases:
             if alias not in names:
-                self.overlay.add((iri, _ALT_LABEL, Literal(alias)))
+                triple = (iri, _ALT_LABEL, Literal(alias))
+                self.overlay.add(triple)
+                self.asserted[triple] = None
 
     def _names_of(self, iri: URIRef) -> set[str]:
         """The entity's rdfs:labels (an alias equal to one of them is not written)."""
