@@ -191,7 +191,7 @@ class KnowledgeGraph:
         from kg.relations.ledger import TableLedger
 
         planned: list[Overlay] = []
-        edges: list = []
+        keys: list = []
         # What the table asserted at its last import: the rows deleted since take their edges with them.
         ledger = TableLedger(self.path.parent)
         table = table or ledger.key(path)
@@ -199,15 +199,12 @@ class KnowledgeGraph:
             report = import_relation_table(
                 self.rdf, Path(path), self.vocab, skip_invalid=skip_invalid, dry_run=dry_run,
                 rejects_path=rejects_path, progress=progress, apply=planned.append,
-                forget=ledger.only_in(table), asserted=edges.append,
+                forget=ledger.only_in(table), asserted=keys.append,
             )
-            if edges:
-                # Old and new edges before graph.ttl changes, the new alone after: a process killed in
-                # between leaves a record that still names every edge to remove (kg/relations/ledger.py).
-                if planned and (report.added_triples or report.removed_triples):
-                    ledger.record(table, edges[0], keep_old=True)
-                    self._save_import(planned[0])
-                ledger.record(table, edges[0], keep_old=bool(report.kept_edges))
+            if keys:
+                changed = planned and (report.added_triples or report.removed_triples)
+                ledger.around(table, keys[0], (lambda: self._save_import(planned[0])) if changed else None,
+                              keep_old=bool(report.kept_edges))
         return report
 
     def _save_import(self, overlay: Overlay) -> None:

@@ -109,7 +109,7 @@ def inspect(kb) -> tuple[CheckReport, dict]:
                             "by an older kgrag): the next ingest of each file after it changes drops them")
     from kg.relations.ledger import LEDGER_FILE, TableLedger
 
-    if TableLedger(kb.root).unreadable():
+    if TableLedger(kb.root).unreadable:
         report.notes.append(f"{LEDGER_FILE} cannot be read: a relation table imported again removes no deleted row's edge "
                             "until its next import after this one (each import records its table anew)")
     catalog = {row[0] for row in kb.store.db.execute("SELECT chunk_id FROM chunks")}

@@ -275,10 +275,8 @@ def _import_aliases(kb, path: Path, skip_invalid: bool = False, dry_run: bool = 
     report = import_alias_table(graph.rdf, path, entity_subjects(graph.rdf, graph.vocab), skip_invalid=skip_invalid,
                                 dry_run=dry_run, forget=ledger.only_in(table), asserted=keys.append)
     if keys:
-        if report.new_aliases or report.removed_aliases:
-            ledger.record(table, keys[0], keep_old=True)  # old and new before graph.ttl changes, as for relation tables
-            graph.save()
-        ledger.record(table, keys[0], keep_old=bool(report.rejected))
+        ledger.around(table, keys[0], graph.save if report.new_aliases or report.removed_aliases else None,
+                      keep_old=bool(report.rejected))
     return {"kind": "aliases", "summary": report.summary(), "report": {
         "rows": report.rows, "new_aliases": report.new_aliases, "unchanged": report.unchanged,
         "removed_aliases": report.removed_aliases, "rejected": report.rejected, "dry_run": report.dry_run,

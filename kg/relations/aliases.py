@@ -111,7 +111,8 @@ def import_alias_table(graph: rdflib.Graph, path: Path, entities: set | None = N
             f"{name}: {len(rejected)} bad row(s); nothing was imported (fix them, or use --skip-invalid "
             "to import the good rows)", problems=rejected)
     report.rejected = rejected
-    keys = [edge_key((iri, SKOS.altLabel, Literal(alias))) for iri, alias in dict.fromkeys(planned)]
+    planned = list(dict.fromkeys(planned))
+    keys = [edge_key((iri, SKOS.altLabel, Literal(alias))) for iri, alias in planned]
     held = set(keys)
     for key in [] if rejected else forget:
         triple = key_edge(key)
@@ -121,7 +122,7 @@ def import_alias_table(graph: rdflib.Graph, path: Path, entities: set | None = N
                 graph.remove(triple)
     if asserted is not None and not dry_run:
         asserted(keys)
-    for iri, alias in dict.fromkeys(planned):
+    for iri, alias in planned:
         known = {str(o) for o in graph.objects(iri, SKOS.altLabel)} | {str(o) for o in graph.objects(iri, RDFS.label)}
         if alias in known:
             report.unchanged += 1

@@ -1,23 +1,25 @@
-"""Which edges each imported relation table asserted: the data dir's `relation-tables.json` in, the edges a table's rows no longer hold out.
+"""Which edges and aliases each imported table asserted: the data dir's `relation-tables.json` in, those a table's rows no longer hold out.
 
 A relation table is maintained: rows are added, changed and deleted. An import adds what the table
 holds; without a record of what it held before, a deleted row's edge would stay in the graph for
-ever. The ledger keeps, per table (its resolved path), the edges and aliases its last import asserted
-(an alias table's too). The next
-import of that table removes the edges it asserted then and holds no more, unless another table
-still asserts them (a table whose file is not there, renamed or moved or on another machine, asserts
-nothing while it is not: its record is kept, and counts again when the file is back). An edge made anywhere else (Protégé, an ontology import, a table imported before
-the ledger existed) is in no table's record and is never removed by an import.
+ever. The ledger keeps, per table (its resolved path; an upload: its file name), the edges and
+aliases its last import asserted (an alias table's aliases too). The next import of that table
+removes those it asserted then and holds no more, unless another table still asserts them (a table
+whose file is not there, renamed, moved or on another machine, asserts nothing while it is not: its
+record is kept, and counts again when the file is back). An edge made anywhere else (Protégé, an
+ontology import, a table imported before the ledger existed) is in no table's record and is never
+removed by an import.
 
-The record is written around graph.ttl so that a process killed between the two never loses an edge
-to remove: first the union of the old and new edges (before graph.ttl changes), then the new edges
-alone (after). A record that names an edge the graph no longer has costs nothing: removing it again
-is a no-op.
+The record is written around graph.ttl (`around`) so that a process killed between the two never
+loses an edge to remove: first the union of the old and new keys (before graph.ttl changes), then the
+new keys alone (after). A record that names an edge the graph no longer has costs nothing: removing
+it again is a no-op.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from rdflib import Literal, URIRef
@@ -30,7 +32,6 @@ LEDGER_FILE = "relation-tables.json"
 _FORMAT = 1
 _SEP = "\x1f"  # between an edge's three IRIs: one string an edge, not three (100k rows: 100k strings)
 TEMP_PREFIX = ".relation-tables-"
-
 
 
 def edge_key(edge: tuple) -> str:
@@ -55,33 +56,33 @@ class TableLedger:
     def __init__(self, data_dir: Path) -> None:
         self.path = Path(data_dir) / LEDGER_FILE
         self._tables: dict[str, list[str]] | None = None
+        self._unreadable = False
 
     @staticmethod
     def key(table: Path) -> str:
         """A table is its file: the same file imported from another folder is the same table."""
         return str(Path(table).resolve())
 
+    @property
     def unreadable(self) -> bool:
         """True when the record exists but cannot be read (an import then removes nothing, and starts it anew)."""
-        if not self.path.exists():
-            return False
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            return not (isinstance(data, dict) and data.get("format") == _FORMAT and isinstance(data.get("tables"), dict))
-        except (OSError, ValueError):
-            return True
+        _ = self.tables
+        return self._unreadable
 
     @property
     def tables(self) -> dict[str, list[str]]:
         if self._tables is None:
+            self._tables = {}
             try:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
-                self._tables = data["tables"] if data.get("format") == _FORMAT else {}
             except FileNotFoundError:
-                self._tables = {}
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                # An unreadable record (cut short by hand, another format) only means no edge is removed.
-                self._tables = {}
+                return self._tables
+            except (OSError, ValueError):
+                data = None
+            if isinstance(data, dict) and data.get("format") == _FORMAT and isinstance(data.get("tables"), dict):
+                self._tables = data["tables"]
+            else:  # cut short by hand, another format: only means no edge is removed
+                self._unreadable = True
         return self._tables
 
     def only_in(self, table: str) -> list[str]:
@@ -102,6 +103,14 @@ class TableLedger:
             return
         self.tables[table] = keys
         self._write()
+
+    def around(self, table: str, keys: list[str], change: Callable[[], None] | None, *, keep_old: bool = False) -> None:
+        """Record that `table` asserts `keys`, around `change` (writing graph.ttl; None: nothing to write): the old
+        and new keys before it, the new alone after (with `keep_old`, the old stay: rows were skipped)."""
+        if change is not None:
+            self.record(table, keys, keep_old=True)
+            change()
+        self.record(table, keys, keep_old=keep_old)
 
     def _write(self) -> None:
         data = json.dumps({"format": _FORMAT, "tables": self.tables}, ensure_ascii=False).encode("utf-8")

@@ -118,13 +118,12 @@ class ImportReport:
             )
             if self.updated_edges:
                 text += f", {self.updated_edges} with a new weight or note"
+        removed = "would be removed" if self.dry_run else "removed"
         if self.removed_edges:
-            verb = "would be removed" if self.dry_run else "removed"
             gone = "its row is" if self.removed_edges == 1 else "their rows are"
-            text += f"; {_count(self.removed_edges, 'edge')} {verb} ({gone} gone from the table)"
+            text += f"; {_count(self.removed_edges, 'edge')} {removed} ({gone} gone from the table)"
         if self.removed_aliases:
-            verb = "would be removed" if self.dry_run else "removed"
-            text += f"; {_count(self.removed_aliases, 'alias', 'aliases')} {verb} (gone from the table)"
+            text += f"; {_count(self.removed_aliases, 'alias', 'aliases')} {removed} (gone from the table)"
         if self.kept_edges:
             text += (f"; {_count(self.kept_edges, 'edge')} whose rows are gone from the table kept: an import that "
                      "skips bad rows removes nothing (fix them and import again)")

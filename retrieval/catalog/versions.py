@@ -83,7 +83,7 @@ class VersionChange:
     carried: int
     retired: int
     replaced: int = 0  # earlier versions from the same source that this one replaced on the day they began
-    dropped: list[str] = ()  # their children no version holds any more: gone from the catalog (and the index)
+    dropped: Sequence[str] = ()  # their children no version holds any more: gone from the catalog (and the index)
 
 
 class VersionCatalog:
