@@ -99,6 +99,7 @@ class AskOptions:
     history: Sequence[Turn] = ()  # the conversation before the question (`retrieval.answer.history`)
     names: Callable[[str], Sequence[str]] | None = None  # the entity surfaces a text links: a follow-up's subject
     source_lines: int = MAX_SOURCE_LINES  # under a model's answer, the source lines of the values it states (0 = none)
+    leads: Callable | None = None  # `retrieval.answer.leads.LeadFinder`: an entity's page's lead among the passages
 
 
 @dataclass
@@ -265,7 +266,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
             break
     timings["search"] = sum(r.ms for r in rounds)
 
-    top = hits[: options.k]
+    top = options.leads(hits, options.k, [e["id"] for e in entities]) if options.leads else hits[: options.k]
     evidence = evidence_of(question, top[:JUDGE_PASSAGES], entities)
     evidence.unknown_names = [n for n in evidence.missing_names if not _known(kb, n)]
     base = {"question": asked, "language": language, "rounds": rounds, "packs_used": packs_used, "rewrites": rewrites}

@@ -51,12 +51,18 @@ def ask_options(kb, k: int | None, mode: str, as_of=None, packs=None, history=No
 
         matcher = kb._relation_matcher()
         facts = FactFinder(kb.graph.view, kb.graph.vocab, lambda text: set(matcher.find_names(text)))
+    leads = None
+    if hasattr(kb, "store"):  # a knowledge base with a catalog: the lead of a page about a named entity
+        from retrieval.answer.leads import LeadFinder
+
+        leads = LeadFinder(kb.store)
     turns = history_turns(history)
     names = _linked_names(kb) if turns and hasattr(kb, "linker") else None
     return AskOptions(k=k, mode=mode, citation_support=settings.citation_support, rewrites=settings.llm_rewrites,
                       source_lines=settings.answer_source_lines,
                       filters=filters, synonym_groups=kb.synonyms.groups,
-                      surfaces=[s for s, _ in kb.graph.view.surfaces()], facts=facts, history=turns, names=names)
+                      surfaces=[s for s, _ in kb.graph.view.surfaces()], facts=facts, leads=leads, history=turns,
+                      names=names)
 
 
 def ask(kb, question: str, *, k: int | None = None, mode: str = "full", as_of=None, packs=None, history=None,
