@@ -9,13 +9,12 @@ derived from it (whoosh, mentions, re-cut index words: the index step is retriev
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from kg.errors import InputError, TooLargeError
+from kg.files import replace_file
 from kg.relations.aliases import import_alias_table, is_alias_table
 from retrieval.catalog import commit, filestats
 from retrieval.graph.anchors import anchor_document
@@ -289,7 +288,7 @@ def _import_synonyms(kb, path: Path) -> dict:
     existing = target.read_text(encoding="utf-8") if target.exists() else ""
     new_lines = [", ".join(g) for g in table.groups if ", ".join(g) not in existing.splitlines()]
     if new_lines:
-        _write_atomically(target, existing + "".join(line + "\n" for line in new_lines))
+        replace_file(target, (existing + "".join(line + "\n" for line in new_lines)).encode("utf-8"), f".{SYNONYMS_FILE}-")
         kb.commits.mark("import", "synonyms")
     kb.synonyms = SynonymTable.read(target)
     add_user_words(kb.synonyms.words(), kb.vocabulary)
@@ -310,20 +309,6 @@ def add_entities(kb, labels: Iterable[str], type_name: str = "Topic") -> int:
             with kb.store.transaction():
                 commit.set_state(kb.store.db, "linked_graph", kb.graph.digest)
     return added
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _report_json(report) -> dict:
