@@ -165,6 +165,25 @@ def test_an_uncited_sentence_naming_a_setting_cites_the_one_passage_that_holds_i
     assert check_answer(text, citations, 0.35, "en")[1][0].citations == []  # only a model's answer is attributed
 
 
+def test_a_value_no_cited_passage_holds_cites_the_one_passage_that_does():
+    # The model cites the keepalive's section for a sentence whose port only the page's overview holds.
+    citations = [
+        Citation(1, "c1", "d1", "emqx-broker", "docs/emqx.md", "接入规范", (7, 10),
+                 "- MQTT keepalive 60 秒，服务端在 1.5 倍 keepalive（90 秒）无报文时断开连接。"),
+        Citation(2, "c2", "d1", "emqx-broker", "docs/emqx.md", "概述", (4, 4),
+                 "`emqx-broker` 是 MQTT 代理。设备侧地址 `mqtt.xinghe56.com:8883`（TLS），内网 1883 端口。"),
+        Citation(3, "c3", "d2", "iot-gateway-service", "docs/iot.md", "概述", (4, 4), "服务端口 `8090`，2 个副本，60 秒上报一次。"),
+        Citation(4, "c4", "d3", "nginx", "docs/nginx.md", "超时", (2, 3), "keepalive_timeout 8090。"),
+    ]
+    text = ("The gateways use port 8883 and MQTT keepalive 60 seconds to connect to the MQTT broker.[1] "
+            "Gateways reach the broker on 8090.[1] Nothing else uses 4242.[1]")
+    _, [port, twice, none] = check_answer(text, citations, 0.35, "en", attribute=True)
+    assert port.citations == [1, 2] and port.attributed  # 60 is in [1] (and in [3]: not needed); 8883 only in [2]
+    assert twice.citations == [1] and not twice.attributed  # 8090 is in [3] and [4]: no single source
+    assert none.citations == [1] and not none.attributed  # no passage holds 4242
+    assert check_answer(text, citations, 0.35, "en")[1][0].citations == [1]  # the rules' own sentences are as cited
+
+
 def test_streamed_check_matches_the_whole_check():
     text = "proxy_read_timeout is 60s [2][3]. Exports that take longer fail [2].\nNothing else [unknown]."
     stream = CheckedStream(CITATIONS, 0.35, "en")

@@ -59,7 +59,7 @@ class AnswerSentence:
     removed: list[int] = field(default_factory=list)  # cited numbers that do not exist (dropped)
     unknown: bool = False  # the model marked it [未知] / [unknown]
     facts: list[str] = field(default_factory=list)  # graph facts cited: "R1", ...
-    attributed: bool = False  # the model gave no number: the check cited the passage that supports it best
+    attributed: bool = False  # the check chose a citation: the model gave none, or none holding a value it states
 
     def to_json(self) -> dict:
         out = {"text": self.text, "citations": self.citations, "support": round(self.support, 3), "flagged": self.flagged}
