@@ -6,16 +6,29 @@ again (and `kg export --format turtle` imported back doubled every edge's weight
 node is compared by its content: its triples, each blank object replaced by the content of its own
 triples, sorted (OWL's blank nodes are trees: restrictions, lists, annotated axioms). A tree of the file
 equal to one the graph already has in the same place (under the same subject and predicate, or on its own)
-is not added again. What differs is added, as for named triples: an import adds, it never removes.
+is not added again. What differs is added, as for named triples.
+
+A file imported again also takes back what it no longer holds (`rdf_keys`, `remove_keys`): the data dir's record of
+imported tables (`kg/relations/ledger.py`) keeps, per RDF file too, the triples and blank-node trees its last import
+held; a triple or tree deleted from the file since (in Protégé) leaves the graph, unless another imported table or
+file still holds it. A triple made anywhere else (in graph.ttl itself, by a relation table before the record existed)
+is in no file's record and stays.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rdflib import BNode, Graph
+from rdflib import BNode, Graph, Literal, URIRef
+from rdflib.util import from_n3
 
-__all__ = ["new_triples"]
+from kg.relations.ledger import edge_key, key_edge
+
+__all__ = ["new_triples", "rdf_keys", "remove_keys"]
+
+_SEP = "\x1f"
+_N3 = "\x1en3"  # a triple whose literal has a language or a datatype, each term in N3
+_TREE = "\x1etree"  # a blank-node tree: where it hangs (subject, predicate; "" for a root of its own) and its content
 
 
 def _content(graph: Graph, node: BNode, path: frozenset = frozenset()) -> str:
@@ -77,3 +90,59 @@ def new_triples(graph: Graph, incoming: Graph) -> list[tuple]:
             skip.update(_tree(incoming, root))
             skip.update((s, p, root) for s, p in attached)
     return [t for t in incoming if t not in skip and t not in graph]
+
+
+def _key(triple: tuple) -> str:
+    """A named triple as the relation tables' record writes an edge or an alias, when it can (so a table's row and a
+    file's triple are one key); in N3 when its literal has a language or a datatype."""
+    s, p, o = triple
+    if isinstance(o, Literal) and (o.language or o.datatype):
+        return _SEP.join((_N3, s.n3(), p.n3(), o.n3()))
+    return edge_key(triple)
+
+
+def rdf_keys(incoming: Graph) -> list[str]:
+    """What an RDF file holds, as record keys: its named triples, and its blank-node trees by place and content."""
+    keys = [_key(t) for t in incoming if not any(isinstance(x, BNode) for x in t)]
+    under_blank = {o for s, _, o in incoming if isinstance(s, BNode) and isinstance(o, BNode)}
+    for root in {s for s in incoming.subjects() if isinstance(s, BNode) and s not in under_blank}:
+        content = _content(incoming, root)
+        attached = [(s, p) for s, p in incoming.subject_predicates(root) if not isinstance(s, BNode)]
+        keys += [_SEP.join((_TREE, str(s), str(p), content)) for s, p in attached] or [_SEP.join((_TREE, "", "", content))]
+    return list(dict.fromkeys(keys))
+
+
+def remove_keys(graph: Graph, keys: list[str]) -> int:
+    """Remove from `graph` the triples and trees `keys` name (what a file held at its last import and holds no more);
+    returns how many triples went."""
+    before = len(graph)
+    roots: dict[str, list[BNode]] | None = None
+    for key in keys:
+        if key.startswith(_TREE):
+            _, s, p, content = key.split(_SEP, 3)
+            if s:
+                for o in list(graph.objects(URIRef(s), URIRef(p))):
+                    if isinstance(o, BNode) and _content(graph, o) == content:
+                        _drop_tree(graph, o)
+                        graph.remove((URIRef(s), URIRef(p), o))
+                        break
+                continue
+            if roots is None:  # blank roots of their own (owl:Axiom), by content: read once, only when one goes
+                roots = {}
+                for b in {x for x in graph.subjects() if isinstance(x, BNode)}:
+                    if next(graph.subject_predicates(b), None) is None:
+                        roots.setdefault(_content(graph, b), []).append(b)
+            found = roots.get(content)
+            if found:
+                _drop_tree(graph, found.pop())
+        elif key.startswith(_N3):
+            _, s, p, o = key.split(_SEP)
+            graph.remove((from_n3(s), from_n3(p), from_n3(o)))
+        else:
+            graph.remove(key_edge(key))
+    return before - len(graph)
+
+
+def _drop_tree(graph: Graph, root: BNode) -> None:
+    for triple in list(_tree(graph, root)):
+        graph.remove(triple)

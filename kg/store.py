@@ -221,24 +221,36 @@ class KnowledgeGraph:
         # The next read takes the view as columns from graph.cache, as the next process does (see `view`).
         self.invalidate()
 
-    def merge_rdf(self, path: Path, incoming: Graph | None = None) -> int:
+    def merge_rdf(self, path: Path, incoming: Graph | None = None, table: str | None = None) -> tuple[int, int]:
         """Add the triples of an RDF file (an ontology saved from Protégé; `incoming` when already read) that the
         graph does not hold, its blank-node structures compared by content (kg/rdf_merge.py: a file imported
-        again adds nothing); returns how many were new."""
-        from kg.rdf_merge import new_triples
+        again adds nothing), and remove those the file held at its last import and holds no more, unless another
+        imported table or file holds them (`table`: the name the record knows the file by; default its path).
+        Returns (added, removed) triple counts."""
+        from kg.rdf_merge import new_triples, rdf_keys, remove_keys
+        from kg.relations.ledger import TableLedger
 
         incoming = load_rdf(path) if incoming is None else incoming
-        before = len(self.rdf)
-        for prefix, ns in incoming.namespaces():
-            if prefix and prefix not in dict(self.rdf.namespaces()):
-                self.rdf.bind(prefix, ns)
+        ledger = TableLedger(self.path.parent)
+        table = table or ledger.key(path)
+        keys = rdf_keys(incoming)
+        held = set(keys)
+        gone = [k for k in ledger.only_in(table) if k not in held]
         graph = self.rdf
+        before = len(graph)
+        for prefix, ns in incoming.namespaces():
+            if prefix and prefix not in dict(graph.namespaces()):
+                graph.bind(prefix, ns)
+        removed = remove_keys(graph, gone) if gone else 0
         graph.addN((s, p, o, graph) for s, p, o in new_triples(graph, incoming))
-        added = len(self.rdf) - before
-        if added:
+        added = len(graph) - before + removed
+
+        def publish() -> None:
             self.save()
             self.invalidate()
-        return added
+
+        ledger.around(table, keys, publish if added or removed else None)
+        return added, removed
 
     def add_entities(self, labels: Iterable[str], type_name: str = "Topic") -> int:
         """Entities named only by a label (e.g. benchmark passage titles); existing labels are kept."""

@@ -242,8 +242,9 @@ def import_file(kb, path: Path, progress: Progress | None = None, **options) -> 
         # Read (or refuse: .ofn/.omn/.owx, billion laughs) the file before touching the graph.
         incoming = load_rdf(path)
         kb.graph.view  # noqa: B018
-        added = kb.graph.merge_rdf(path, incoming)
-        result = {"kind": "rdf", "summary": f"{added} new triples", "triples_added": added}
+        added, removed = kb.graph.merge_rdf(path, incoming, table=options.get("table"))
+        summary = f"{added} new triples" + (f", {removed} removed (gone from the file)" if removed else "")
+        result = {"kind": "rdf", "summary": summary, "triples_added": added, "triples_removed": removed}
     elif suffix == ".txt":
         return _import_synonyms(kb, path)
     else:

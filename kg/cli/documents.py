@@ -232,6 +232,8 @@ def import_(file: Path, skip_invalid: bool, rejects: Path | None, dry_run: bool,
     Importing a table again removes the edges of the rows deleted from it since
     (unless another table holds them; --dry-run shows them first).
     aliases.csv: header `entity,alias` (other names of existing entities), same rules.
+    ontology.ttl: adds what the graph lacks; imported again, removes what was
+    deleted from it since (unless a table or another imported file holds it).
     """
     options = {}
     if file.suffix.lower() == ".csv":

@@ -3,7 +3,7 @@
 A relation table is maintained: rows are added, changed and deleted. An import adds what the table
 holds; without a record of what it held before, a deleted row's edge would stay in the graph for
 ever. The ledger keeps, per table (its resolved path; an upload: its file name), the edges and
-aliases its last import asserted (an alias table's aliases too). The next import of that table
+aliases its last import asserted (an alias table's aliases too; an RDF file's triples: kg/rdf_merge.py). The next import of that table
 removes those it asserted then and holds no more, unless another table still asserts them (a table
 whose file is not there, renamed, moved or on another machine, asserts nothing while it is not: its
 record is kept, and counts again when the file is back). An edge made anywhere else (Protégé, an
@@ -43,6 +43,11 @@ def edge_key(edge: tuple) -> str:
 def key_edge(key: str) -> tuple:
     s, p, o = key.split(_SEP)
     return URIRef(s), URIRef(p), Literal(o[1:]) if o.startswith('"') else URIRef(o)
+
+
+def _is_rdf(table: str) -> bool:
+    """A record of an RDF file (an ontology), not of a table: tables are .csv files (relations or aliases)."""
+    return not table.lower().endswith(".csv")
 
 
 def _still_there(table: str) -> bool:
@@ -86,11 +91,15 @@ class TableLedger:
         return self._tables
 
     def only_in(self, table: str) -> list[str]:
-        """The edges (`edge_key`s) `table` asserted at its last import that no other table asserts."""
+        """The edges (`edge_key`s) `table` asserted at its last import that no other table asserts. An RDF file's
+        record (kg/rdf_merge.py) protects what another RDF file drops, never a table's deleted row: the graph exported
+        as Turtle and imported back holds every edge, and would otherwise keep a row deleted from its table for ever."""
         mine = self.tables.get(table, [])
         if not mine or len(self.tables) == 1:
             return mine
-        others = {k for name, keys in self.tables.items() if name != table and _still_there(name) for k in keys}
+        rdf = _is_rdf(table)
+        others = {k for name, keys in self.tables.items()
+                  if name != table and _still_there(name) and (rdf or not _is_rdf(name)) for k in keys}
         return [k for k in mine if k not in others]
 
     def record(self, table: str, keys: list[str], *, keep_old: bool = False) -> None:
