@@ -55,21 +55,15 @@ def _tree(graph: Graph, root: BNode) -> Iterator[tuple]:
                 todo.append(triple[2])
 
 
-def _candidates(graph: Graph, incoming: Graph, root: BNode) -> set:
-    """The graph's blank nodes that could equal `root`: those sharing its most selective named (predicate,
-    object) pair (an axiom's annotatedSource, a restriction's onProperty), not every blank node of the graph."""
-    best: set | None = None
-    for p, o in incoming.predicate_objects(root):
-        if isinstance(o, BNode):
-            continue
-        found = {s for s in graph.subjects(p, o) if isinstance(s, BNode)}
-        if best is None or len(found) < len(best):
-            best = found
-        if not best:
-            break
-    if best is None:  # only blank objects (an RDF list's cell holding a restriction): every blank subject
-        best = {s for s in graph.subjects() if isinstance(s, BNode)}
-    return best
+def _root_contents(graph: Graph) -> dict[str, list[BNode]]:
+    """The graph's blank nodes that hang under nothing (an owl:Axiom annotating an edge), by content: read once a
+    merge, since comparing each of a file's roots with every such node of the graph is quadratic (a 20k-row table's
+    graph exported and imported back took 231 CPU-s that way)."""
+    roots: dict[str, list[BNode]] = {}
+    for b in {x for x in graph.subjects() if isinstance(x, BNode)}:
+        if next(graph.subject_predicates(b), None) is None:
+            roots.setdefault(_content(graph, b), []).append(b)
+    return roots
 
 
 def new_triples(graph: Graph, incoming: Graph) -> list[tuple]:
@@ -77,6 +71,7 @@ def new_triples(graph: Graph, incoming: Graph) -> list[tuple]:
     under_blank = {o for s, _, o in incoming if isinstance(s, BNode) and isinstance(o, BNode)}
     roots = {s for s in incoming.subjects() if isinstance(s, BNode) and s not in under_blank}
     skip: set[tuple] = set()
+    graph_roots: dict[str, list[BNode]] | None = None
     for root in roots:
         attached = [(s, p) for s, p in incoming.subject_predicates(root) if not isinstance(s, BNode)]
         content = _content(incoming, root)
@@ -84,8 +79,9 @@ def new_triples(graph: Graph, incoming: Graph) -> list[tuple]:
             same = all(any(isinstance(o, BNode) and _content(graph, o) == content for o in graph.objects(s, p))
                        for s, p in attached)
         else:
-            same = any(not any(True for _ in graph.subject_predicates(b)) and _content(graph, b) == content
-                       for b in _candidates(graph, incoming, root))
+            if graph_roots is None:
+                graph_roots = _root_contents(graph)
+            same = content in graph_roots
         if same:
             skip.update(_tree(incoming, root))
             skip.update((s, p, root) for s, p in attached)
@@ -128,10 +124,7 @@ def remove_keys(graph: Graph, keys: list[str]) -> int:
                         break
                 continue
             if roots is None:  # blank roots of their own (owl:Axiom), by content: read once, only when one goes
-                roots = {}
-                for b in {x for x in graph.subjects() if isinstance(x, BNode)}:
-                    if next(graph.subject_predicates(b), None) is None:
-                        roots.setdefault(_content(graph, b), []).append(b)
+                roots = _root_contents(graph)
             found = roots.get(content)
             if found:
                 _drop_tree(graph, found.pop())
