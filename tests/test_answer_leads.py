@@ -44,6 +44,20 @@ def test_the_named_entitys_page_lead_joins_its_section_in_place_of_the_last_pass
     where = _where(answer.citations)
     assert len(where) == 2 and where[where.index(("mqtt-broker", "接入规范")) + 1] == ("mqtt-broker", "概述")
     assert any("mqtt.example.com:8883" in c.text for c in answer.citations)
+    # The record says why it is there; the ranking did not put it there.
+    [lead] = [c for c in answer.to_json()["citations"] if c["section"] == "概述"]
+    assert lead["placed"] == "the first section of the page about mqtt-broker, brought after its section 接入规范"
+    assert all("placed" not in c for c in answer.to_json()["citations"] if c["section"] != "概述")
+
+
+def test_kg_ask_shows_why_the_lead_is_among_the_sources(root):
+    from conftest import kg_in_new_process
+
+    out = kg_in_new_process("ask", ASPECT, "-k", "2", "--offline", "--data-dir", str(root / "kb"), cwd=root)
+    assert "mqtt.example.com:8883" in out  # the rules' answer quotes the lead ...
+    [shown] = [line for line in out.splitlines() if "mqtt-broker § 概述" in line]  # ... and its source says why
+    assert shown.startswith("[2] ") and shown.endswith(
+        "— the first section of the page about mqtt-broker, brought after its section 接入规范")
 
 
 def test_nothing_moves_for_one_passage_or_a_question_naming_no_entity(root):

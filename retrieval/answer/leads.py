@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import is_dataclass, replace
 
 __all__ = ["LeadFinder", "MAX_LEADS"]
 
@@ -35,9 +36,15 @@ class LeadFinder:
     def db(self) -> sqlite3.Connection:
         return self.store.db
 
-    def _about(self, entities: Sequence[str]) -> set[str]:
-        marks = ",".join("?" * len(entities))
-        return {row[0] for row in self.db.execute(f"SELECT doc_id FROM about WHERE entity IN ({marks})", list(entities))}
+    def _about(self, entities: Sequence[dict]) -> dict[str, str]:
+        """The documents about the entities, each with the label of the (first) entity it is about."""
+        labels = {e["id"]: e.get("label") or e["id"] for e in entities}
+        marks = ",".join("?" * len(labels))
+        rows = self.db.execute(f"SELECT doc_id, entity FROM about WHERE entity IN ({marks})", list(labels))
+        about: dict[str, str] = {}
+        for doc_id, entity in rows:
+            about.setdefault(doc_id, labels[entity])
+        return about
 
     def _first_chunks(self, version_ids: Sequence[str]) -> set[str]:
         marks = ",".join("?" * len(version_ids))
@@ -46,8 +53,9 @@ class LeadFinder:
             "(SELECT MIN(ordinal) FROM version_chunks WHERE version_id = v.version_id)", list(version_ids))
         return {row[0] for row in rows}
 
-    def __call__(self, hits: Sequence, k: int, entities: Sequence[str]) -> list:
-        """The first `k` of `hits` (fused, best first), with the leads brought forward as the module says."""
+    def __call__(self, hits: Sequence, k: int, entities: Sequence[dict]) -> list:
+        """The first `k` of `hits` (fused, best first), with the leads brought forward as the module says (each says so
+        in its `why["placed"]`, which the answer's sources show). `entities`: the question's, as `query()` gives them."""
         top = list(hits[:k])
         if not entities or not top or len(hits) <= k:
             return top
@@ -70,7 +78,9 @@ class LeadFinder:
             if drop is None:
                 break
             del top[drop]
-            top.insert(top.index(passage) + 1, lead)
+            why = {**(lead.why or {}), "placed": f"the first section of the page about {about[passage.doc_id]}, "
+                                              f"brought after its section {passage.section or passage.title}"}
+            top.insert(top.index(passage) + 1, replace(lead, why=why) if is_dataclass(lead) else lead)
             brought += 1
             if brought >= MAX_LEADS:
                 break

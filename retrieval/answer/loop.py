@@ -266,7 +266,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
             break
     timings["search"] = sum(r.ms for r in rounds)
 
-    top = options.leads(hits, options.k, [e["id"] for e in entities]) if options.leads else hits[: options.k]
+    top = options.leads(hits, options.k, entities) if options.leads else hits[: options.k]
     evidence = evidence_of(question, top[:JUDGE_PASSAGES], entities)
     evidence.unknown_names = [n for n in evidence.missing_names if not _known(kb, n)]
     base = {"question": asked, "language": language, "rounds": rounds, "packs_used": packs_used, "rewrites": rewrites}

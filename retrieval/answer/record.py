@@ -31,12 +31,14 @@ class Citation:
     text: str
     page: int | None = None
     version: dict | None = None
+    placed: str = ""  # why it is here when the ranking did not put it here ("lead of the page about emqx-broker")
 
     @classmethod
     def from_hit(cls, n: int, hit) -> Citation:
         return cls(n=n, chunk_id=hit.chunk_id, doc_id=hit.doc_id, title=hit.title, source=hit.source,
                    section=hit.section, lines=tuple(hit.lines), text=hit.text,
-                   page=getattr(hit, "page", None), version=getattr(hit, "version", None))
+                   page=getattr(hit, "page", None), version=getattr(hit, "version", None),
+                   placed=(getattr(hit, "why", None) or {}).get("placed", ""))
 
     def where(self) -> str:
         """title § section (source:lines), for plain-text renderings."""
@@ -47,7 +49,7 @@ class Citation:
     def to_json(self) -> dict:
         return {"n": self.n, "chunk_id": self.chunk_id, "doc_id": self.doc_id, "title": self.title,
                 "source": self.source, "section": self.section, "lines": list(self.lines), "page": self.page,
-                "version": self.version, "text": self.text}
+                "version": self.version, "text": self.text} | ({"placed": self.placed} if self.placed else {})
 
 
 @dataclass
@@ -124,4 +126,5 @@ class Answer:
         cited = {k for s in self.sentences for k in s.facts}
         lines = [f"[{f.key}] {f.source}" + (f" (stated in [{'], ['.join(map(str, f.passages))}])" if f.passages else "")
                  for f in self.facts if f.key in cited]
-        return "\n".join(lines + [f"[{c.n}] {c.where()}" for c in self.citations if c.n in used])
+        return "\n".join(lines + [f"[{c.n}] {c.where()}" + (f" — {c.placed}" if c.placed else "")
+                                  for c in self.citations if c.n in used])
