@@ -24,7 +24,7 @@ from rdflib.util import from_n3
 
 from kg.relations.ledger import edge_key, key_edge
 
-__all__ = ["new_triples", "rdf_keys", "remove_keys"]
+__all__ = ["file_trees", "new_triples", "rdf_keys", "remove_keys"]
 
 _SEP = "\x1f"
 _N3 = "\x1en3"  # a triple whose literal has a language or a datatype, each term in N3
@@ -66,15 +66,21 @@ def _root_contents(graph: Graph) -> dict[str, list[BNode]]:
     return roots
 
 
-def new_triples(graph: Graph, incoming: Graph) -> list[tuple]:
-    """The triples of `incoming` to add to `graph`: all but the blank-node trees the graph already has in the same place."""
+def file_trees(incoming: Graph) -> list[tuple[BNode, str, list[tuple]]]:
+    """The file's blank-node trees: each root (a blank node under no other), its content, and the (subject, predicate)
+    pairs it hangs under (none for an owl:Axiom); read once an import, by `new_triples` and `rdf_keys` alike."""
     under_blank = {o for s, _, o in incoming if isinstance(s, BNode) and isinstance(o, BNode)}
     roots = {s for s in incoming.subjects() if isinstance(s, BNode) and s not in under_blank}
+    return [(root, _content(incoming, root),
+             [(s, p) for s, p in incoming.subject_predicates(root) if not isinstance(s, BNode)]) for root in roots]
+
+
+def new_triples(graph: Graph, incoming: Graph, trees: list | None = None) -> list[tuple]:
+    """The triples of `incoming` to add to `graph`: all but the blank-node trees the graph already has in the same place
+    (`trees`: `file_trees(incoming)`, when already read)."""
     skip: set[tuple] = set()
     graph_roots: dict[str, list[BNode]] | None = None
-    for root in roots:
-        attached = [(s, p) for s, p in incoming.subject_predicates(root) if not isinstance(s, BNode)]
-        content = _content(incoming, root)
+    for root, content, attached in file_trees(incoming) if trees is None else trees:
         if attached:
             same = all(any(isinstance(o, BNode) and _content(graph, o) == content for o in graph.objects(s, p))
                        for s, p in attached)
@@ -97,13 +103,10 @@ def _key(triple: tuple) -> str:
     return edge_key(triple)
 
 
-def rdf_keys(incoming: Graph) -> list[str]:
+def rdf_keys(incoming: Graph, trees: list | None = None) -> list[str]:
     """What an RDF file holds, as record keys: its named triples, and its blank-node trees by place and content."""
     keys = [_key(t) for t in incoming if not any(isinstance(x, BNode) for x in t)]
-    under_blank = {o for s, _, o in incoming if isinstance(s, BNode) and isinstance(o, BNode)}
-    for root in {s for s in incoming.subjects() if isinstance(s, BNode) and s not in under_blank}:
-        content = _content(incoming, root)
-        attached = [(s, p) for s, p in incoming.subject_predicates(root) if not isinstance(s, BNode)]
+    for _root, content, attached in file_trees(incoming) if trees is None else trees:
         keys += [_SEP.join((_TREE, str(s), str(p), content)) for s, p in attached] or [_SEP.join((_TREE, "", "", content))]
     return list(dict.fromkeys(keys))
 

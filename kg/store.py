@@ -227,13 +227,14 @@ class KnowledgeGraph:
         again adds nothing), and remove those the file held at its last import and holds no more, unless another
         imported table or file holds them (`table`: the name the record knows the file by; default its path).
         Returns (added, removed) triple counts."""
-        from kg.rdf_merge import new_triples, rdf_keys, remove_keys
+        from kg.rdf_merge import file_trees, new_triples, rdf_keys, remove_keys
         from kg.relations.ledger import TableLedger
 
         incoming = load_rdf(path) if incoming is None else incoming
         ledger = TableLedger(self.path.parent)
         table = table or ledger.key(path)
-        keys = rdf_keys(incoming)
+        trees = file_trees(incoming)
+        keys = rdf_keys(incoming, trees)
         held = set(keys)
         gone = [k for k in ledger.only_in(table) if k not in held]
         graph = self.rdf
@@ -242,7 +243,7 @@ class KnowledgeGraph:
             if prefix and prefix not in dict(graph.namespaces()):
                 graph.bind(prefix, ns)
         removed = remove_keys(graph, gone) if gone else 0
-        graph.addN((s, p, o, graph) for s, p, o in new_triples(graph, incoming))
+        graph.addN((s, p, o, graph) for s, p, o in new_triples(graph, incoming, trees))
         added = len(graph) - before + removed
 
         def publish() -> None:

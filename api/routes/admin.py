@@ -36,9 +36,11 @@ async def import_upload(
     data = await file.read(limit + 1)
     if len(data) > limit:
         raise InputError(f"{name} is larger than {limit:,} bytes: import it with `kg import`, or raise KG_IMPORT_MAX_BYTES")
-    # An upload is known by its file name: uploading the edited relations.csv again removes the rows deleted from it.
-    options = ({"dry_run": dry_run, "skip_invalid": skip_invalid, "table": f"upload:{name}"}
-               if name.lower().endswith(".csv") else {"table": f"upload:{name}"} if not name.lower().endswith(".txt") else {})
+    # An upload is known by its file name: uploading the edited relations.csv (or ontology) again removes what was deleted from it.
+    suffix = Path(name).suffix.lower()
+    options = {} if suffix == ".txt" else {"table": f"upload:{name}"}  # a synonym table keeps no record
+    if suffix == ".csv":
+        options |= {"dry_run": dry_run, "skip_invalid": skip_invalid}
     with tempfile.TemporaryDirectory(prefix="kg-import-") as folder:
         path = Path(folder) / name
         path.write_bytes(data)

@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 
 from retrieval.answer.record import AnswerSentence, Citation
-from retrieval.answer.terms import support, units
+from retrieval.answer.terms import content_words, find_value, stated_values, support, units
 from retrieval.index.analysis import normalize_text
 
 __all__ = ["check_answer", "check_units", "number_hits", "quote_brackets", "render"]
@@ -30,8 +30,6 @@ _MARK = re.compile(rf"\[\s*({_NUMS})\s*\]|【\s*({_NUMS})\s*】|\[\s*(未知|unk
 _DOC_BRACKETS = re.compile(r"\[(\s*R?\d[\d\s,，、]*)\]")
 # A name written with dots or underscores (a setting, a table, a metric): a passage holding it is where it comes from.
 MIN_NAME = 6
-# A value an answer states: a number of two or more digits, or a decimal (as `retrieval.answer.quotes` reads them).
-_VALUE = re.compile(r"(?<![\w.\-])(\d{2,}(?:\.\d+)?|\d+\.\d+)(?![\d])")
 _NAME = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?![\w])")
 # "根据材料 2" / "see passage 2": a number named in words is a citation too.
 _NAMED = re.compile(r"(材料|段落|passage|source)\s*(\d{1,3})", re.IGNORECASE)
@@ -132,34 +130,24 @@ def check_answer(text: str, citations: Sequence[Citation], threshold: float, lan
     return render(sentences, language), sentences
 
 
-def _find_value(text: str, value: str) -> bool:
-    """`value` in `text` as a whole number (30 is not in 300 or 3.30)."""
-    return re.search(rf"(?<![\d.]){re.escape(value)}(?![\d])", text) is not None
-
-
 def _value_sources(sentence: str, cited: Sequence[int], citations: Sequence[Citation]) -> list[int]:
     """The passages that alone hold a value the sentence states (a number of two or more digits: a port, a timeout, a
     size) which the passages it cites do not, each sharing a word with the sentence besides the number: the same
     number elsewhere is as likely another quantity. A value two other passages hold, or none, adds nothing."""
-    values = list(dict.fromkeys(m.group(1) for m in _VALUE.finditer(normalize_text(sentence))))
+    values = stated_values(sentence)
     if not values:
         return []
     by_n = {c.n: c for c in citations}
     held = normalize_text("\n".join(by_n[n].text for n in cited if n in by_n))
-    words = _words(sentence)
+    words = content_words(sentence)
     out: list[int] = []
     for value in values:
-        if _find_value(held, value):
+        if find_value(held, value):
             continue
-        holders = [c for c in citations if c.n not in cited and _find_value(normalize_text(c.text), value)]
-        if len(holders) == 1 and words & _words(f"{holders[0].title}\n{holders[0].section}\n{holders[0].text}"):
+        holders = [c for c in citations if c.n not in cited and find_value(normalize_text(c.text), value)]
+        if len(holders) == 1 and words & content_words(f"{holders[0].title}\n{holders[0].section}\n{holders[0].text}"):
             out.append(holders[0].n)
     return out
-
-
-def _words(text: str) -> set[str]:
-    """Chinese character pairs and English words of `text`, without numbers."""
-    return {g for g in units(text).grams if not any(ch.isdigit() for ch in g)}
 
 
 def _holder(sentence: str, citations: Sequence[Citation]) -> int | None:

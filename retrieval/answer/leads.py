@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import is_dataclass, replace
+from dataclasses import replace
 
 __all__ = ["LeadFinder", "MAX_LEADS"]
 
@@ -80,7 +80,7 @@ class LeadFinder:
             del top[drop]
             why = {**(lead.why or {}), "placed": f"the first section of the page about {about[passage.doc_id]}, "
                                               f"brought after its section {passage.section or passage.title}"}
-            top.insert(top.index(passage) + 1, replace(lead, why=why) if is_dataclass(lead) else lead)
+            top.insert(top.index(passage) + 1, replace(lead, why=why))
             brought += 1
             if brought >= MAX_LEADS:
                 break

@@ -41,14 +41,20 @@ from retrieval.answer.rules import (
     rules_answer,
 )
 from retrieval.answer.structure import passage_pieces
-from retrieval.answer.terms import identifiers, support, units
+from retrieval.answer.terms import (
+    content_words,
+    find_value,
+    identifiers,
+    stated_values,
+    support,
+    units,
+)
 from retrieval.index.analysis import normalize_text
 
 __all__ = ["MAX_SOURCE_LINES", "beside_rules", "introduced_blocks", "source_lines"]
 
 MAX_SOURCE_LINES = 2
 MAX_LINE_CHARS = 160
-_VALUE = re.compile(r"(?<![\w.\-])(\d{2,}(?:\.\d+)?|\d+\.\d+)(?![\d])")
 _UNIT_CUT = re.compile(r"(?<=[。！？；;])|(?<=\.)\s+|\n+")
 _LEAD = {"zh": "原文：「{line}」[{n}]", "en": 'Source: "{line}" [{n}]'}
 _QUANTITY = re.compile(r"^\d+(?:\.\d+)?[a-z%]{0,3}$")  # 30s, 128mb: a value with its unit, not a name
@@ -64,34 +70,19 @@ def _quotable(text: str) -> str:
     return quote_brackets(text.replace("「", "“").replace("」", "”"))
 
 
-def _values(text: str) -> list[str]:
-    return list(dict.fromkeys(m.group(1) for m in _VALUE.finditer(normalize_text(text))))
-
-
-def _find(line: str, value: str) -> re.Match | None:
-    """`value` in `line` as a whole number (30 is not in 300 or 3.30)."""
-    return re.search(rf"(?<![\d.]){re.escape(value)}(?![\d])", line)
-
-
 def _line_with(text: str, value: str) -> str:
     """The shortest line (or sentence of a long line) of `text` that holds `value`, shortened around it."""
     units = [" ".join(u.split()) for u in _UNIT_CUT.split(text) if u and u.strip()]  # as written: a quote
-    found = sorted((u for u in units if _find(normalize_text(u), value) and not u.startswith("```")), key=len)
+    found = sorted((u for u in units if find_value(normalize_text(u), value) and not u.startswith("```")), key=len)
     if not found:
         return ""
     line = found[0].strip(_TRIM)
     if len(line) > MAX_LINE_CHARS:
-        hit = _find(line, value)
+        hit = find_value(line, value)
         at = hit.start() if hit else 0
         start = max(0, at - MAX_LINE_CHARS // 2)
         line = ("…" if start else "") + line[start:start + MAX_LINE_CHARS].strip() + "…"
     return line.replace("「", "“").replace("」", "”").replace("[", "(").replace("]", ")")
-
-
-def _words(text: str) -> set[str]:
-    """Chinese character pairs and English words of `text`, without numbers."""
-    u = units(text)
-    return {g for g in u.grams if not any(ch.isdigit() for ch in g)}
 
 
 def _names_left_out(line: str, answer: str) -> bool:
@@ -105,7 +96,7 @@ def source_lines(question: str, sentences: Sequence[AnswerSentence], citations: 
     """One quoted, cited line a value the answer states ("" values skipped), in the answer's order."""
     if limit <= 0 or not citations:
         return []
-    asked = set(_values(question))
+    asked = set(stated_values(question))
     lowered = normalize_text(" ".join(s.text for s in sentences)).lower()
     by_n = {c.n: c for c in citations}
     out: list[str] = []
@@ -113,8 +104,8 @@ def source_lines(question: str, sentences: Sequence[AnswerSentence], citations: 
     for sentence in sentences:
         cited = [by_n[n] for n in sentence.citations if n in by_n]
         others = [c for c in citations if c.n not in sentence.citations]
-        words = _words(sentence.text)
-        for value in _values(sentence.text):
+        words = content_words(sentence.text)
+        for value in stated_values(sentence.text):
             if value in asked:
                 continue
             for cit in cited + others:
@@ -123,7 +114,7 @@ def source_lines(question: str, sentences: Sequence[AnswerSentence], citations: 
                     continue
                 # Elsewhere than what it cites, the same number is as likely another quantity ("keepalive 60
                 # seconds" is not a table's bare "60"): there the line must also share a word with the sentence.
-                if cit in cited or words & _words(line):
+                if cit in cited or words & content_words(line):
                     seen.add(line)
                     out.append(_LEAD["zh" if language == "zh" else "en"].format(line=line, n=cit.n))
                     break

@@ -19,7 +19,21 @@ from retrieval.index.analysis import (
     normalize_text,
 )
 
-__all__ = ["KeyTerm", "Units", "contains_name", "coverage", "identifiers", "key_terms", "split_sentences", "support", "units"]
+__all__ = ["KeyTerm", "Units", "contains_name", "content_words", "coverage", "find_value", "identifiers", "key_terms",
+           "split_sentences", "stated_values", "support", "units"]
+
+# A value an answer states: a number of two or more digits, or a decimal (a port, a timeout, a size).
+_VALUE = re.compile(r"(?<![\w.\-])(\d{2,}(?:\.\d+)?|\d+\.\d+)(?![\d])")
+
+
+def stated_values(text: str) -> list[str]:
+    """The values `text` states, in order, once each."""
+    return list(dict.fromkeys(m.group(1) for m in _VALUE.finditer(normalize_text(text))))
+
+
+def find_value(line: str, value: str) -> re.Match | None:
+    """`value` in `line` as a whole number (30 is not in 300 or 3.30)."""
+    return re.search(rf"(?<![\d.]){re.escape(value)}(?![\d])", line)
 
 # Words that say what kind of answer is wanted, not what it is about.
 QUESTION_WORDS = frozenset(
@@ -155,3 +169,8 @@ def split_sentences(text: str) -> list[str]:
         if piece and re.search(r"[\w\u3400-\u9fff]", piece) and not re.fullmatch(r"[\s|:\-]+", piece):
             out.append(piece)
     return out
+
+
+def content_words(text: str) -> set[str]:
+    """Chinese character pairs and English words of `text`, without numbers: what a value's sentence and its source share."""
+    return {g for g in units(text).grams if not any(ch.isdigit() for ch in g)}
