@@ -2,7 +2,8 @@
 
 The same analyzer as the index (`retrieval.index.analysis.analyze`) cuts the words, so a key term
 means the same thing here as it did to BM25. Chinese words are also compared by their character
-pairs, because jieba may cut a word one way in the question and another in the passage.
+pairs, because jieba may cut a word one way in the question and another in the passage. A numeronym
+(k8s, i18n, a11y) is held by the word it abbreviates.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ QUESTION_WORDS = frozenset(
 _IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/:+#]*[A-Za-z0-9]|\d")
 _ASCII_WORD = re.compile(r"[a-z0-9]+(?:[._\-/:][a-z0-9]+)*")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+# A numeronym: a word's first letter, how many letters stand between, its last letter (k8s, l10n, a11y, i18n). Five or
+# more between: "e2e" and "s3a" are names, not abbreviations, and a short pattern would match common words (edge, soda).
+_NUMERONYM = re.compile(r"([a-z])([5-9]|[1-9]\d)([a-z])")
 # Sentence ends in Chinese and English; a line break ends a list item, a table row or a heading.
 # An initial ("S. S. Vasan", "Paul G. Allen") is not a sentence end.
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)(?<!(?<![A-Za-z])[A-Z]\.)(?=\s)|\n+")
@@ -136,6 +140,10 @@ def units(text: str) -> Units:
 def has_term(term: str, text: Units) -> bool:
     if term in text.terms or term in text.lowered:
         return True
+    numeronym = _NUMERONYM.fullmatch(term)
+    if numeronym:  # k8s is how a question writes kubernetes, i18n internationalization, o11y observability
+        first, n, last = numeronym.groups()
+        return re.search(rf"(?<![a-z]){first}[a-z]{{{n}}}{last}(?![a-z])", text.lowered) is not None
     if _CJK.search(term) and len(term) >= 3:
         pairs = cjk_bigrams(term)
         return bool(pairs) and sum(p in text.grams for p in pairs) >= len(pairs) - (1 if len(pairs) > 2 else 0)
