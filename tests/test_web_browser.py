@@ -226,7 +226,7 @@ def test_an_answer_record_renders_with_citations_that_open(browser, server, shot
         {"n": 1, **{k: first[k] for k in ("chunk_id", "doc_id", "title", "source", "section", "lines", "text")}, "page": None,
          "version": {"version_id": "v2", "label": "2024 修订版", "effective_from": "2024-03-01", "effective_to": None}},
         {"n": 2, **{k: second[k] for k in ("chunk_id", "doc_id", "title", "source", "section", "lines", "text")}, "page": 3,
-         "version": None},
+         "version": None, "placed": "the first section of the page about redis-cluster, brought after its section 影响范围"},
     ]
     record = {"question": ZH_QUESTION, "answer": "订单服务依赖 mysql-core [1]。也依赖 redis-cluster [2]。", "found": True,
               "language": "zh", "path": "rules", "path_reason": "no LLM configured",
@@ -245,6 +245,10 @@ def test_an_answer_record_renders_with_citations_that_open(browser, server, shot
     card = browser.evaluate("document.querySelector('#record-turn .passage[data-cite=\"2\"]').textContent")
     assert "页 3" in card and f"行 {second['lines'][0]}–{second['lines'][1]}" in card
     browser.screenshot(shots / "answer-layout-zh-1440.png", full_page=False)
+    # The sources list says why passage 2 is there (the ranking did not place it); passage 1 says nothing more.
+    assert texts(browser, "#record-turn .sources .placed") == [
+        "— the first section of the page about redis-cluster, brought after its section 影响范围"]
+    assert browser.evaluate("document.querySelector('#record-turn .sources li[value=\"1\"] .placed') === null")
     browser.click('#record-turn .cite[data-n="1"]')  # a second click closes it
     assert browser.evaluate("document.querySelector('#record-turn .passage[data-cite=\"1\"]') === null")
     browser.evaluate("document.querySelector('#record-turn').remove()")

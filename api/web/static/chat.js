@@ -30,7 +30,8 @@
       lines.push("", t("citations") + ":");
       ans.citations.forEach(function (c) {
         lines.push("[" + c.n + "] " + c.title + (c.section ? " § " + c.section : "") +
-          " (" + (c.source || c.doc_id || "").split("/").pop() + (c.lines ? ":" + c.lines[0] + "–" + c.lines[1] : "") + ")");
+          " (" + (c.source || c.doc_id || "").split("/").pop() + (c.lines ? ":" + c.lines[0] + "–" + c.lines[1] : "") + ")" +
+          (c.placed ? " — " + c.placed : ""));
       });
     }
     (ans.facts || []).forEach(function (f) { lines.push("[" + f.key + "] " + f.source); });
@@ -125,7 +126,9 @@
     if (ans.citations && ans.citations.length) {
       box.append(h("details", { "class": "sources" }, h("summary", {}, t("citations") + " (" + ans.citations.length + ")"),
         h("ol", {}, ans.citations.map(function (c) {
+          // A passage the ranking did not place among the answer's (the lead of a page about a named entity) says why it is there.
           return h("li", { value: c.n }, c.title + (c.section ? " § " + c.section : ""), " ",
+            c.placed ? h("span", { "class": "placed" }, "— " + c.placed) : null, c.placed ? " " : null,
             Kg.features.outline && c.doc_id ? h("a", { href: "#" + Kg.docHash(c.doc_id, c.chunk_id, c.version && c.version.version_id) }, t("open_in_document")) : null);
         }))));
     }
