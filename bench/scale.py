@@ -30,6 +30,8 @@ SHARED = Path(os.environ.get("KG_BENCH_SETS") or ROOT / ".." / "shared" / "bench
 SETS = ["ops_dev_zh", "gitlab_handbook_dev", "2wiki_dev", "hotpotqa_train100", "musique_train100", "domainrag_zh_dev",
         "rgb_zh_dev"]
 BATCH_DOCS = 800  # documents per ingest call (one commit each, as a user adding a folder at a time)
+PROBE_DOCS = 800  # the probe: the same documents (every PROBE_STRIDE-th passage of the sets) at every checkpoint
+PROBE_STRIDE = 7
 RELATIONS = ["dependsOn", "partOf", "configuredBy", "mentions"]
 
 
@@ -207,7 +209,45 @@ def relation_table(path: Path, rows: int, base: list[tuple[str, str]]) -> None:
 
 
 # -- the run ----------------------------------------------------------------------------------------------------
-def checkpoint(kb, work: Path, step: int, state: dict, refs: dict, qs: list[str], batch_rows: list) -> dict:
+def probe(kb, base: list[tuple[str, str]], step: int) -> dict:
+    """The same documents ingested at every checkpoint, with segment merges held off for that one commit, then
+    deleted: what adding costs as the knowledge base grows (catalog, linking, indexing, writing the new segment),
+    apart from the merges (the batch rows include them) and from the corpus' mix, which moves a batch's cost per
+    chunk several-fold (a short Chinese passage costs more a character than an English one). FTS5 indexes the same
+    chunks in an empty database for the ratio."""
+    import tempfile
+
+    import whoosh.writing
+    from scale_refs import Fts5
+
+    import retrieval.index.whoosh_index as whoosh_index
+    from retrieval.types import SourceDocument
+
+    picked = base[::PROBE_STRIDE][:PROBE_DOCS]
+    docs = [SourceDocument(f"probe:{step}:{i}", f"# {title} (probe)\n\n{text}") for i, (title, text) in enumerate(picked)]
+    policy = whoosh_index.tiered_merge
+    whoosh_index.tiered_merge = whoosh.writing.NO_MERGE
+    try:
+        t = cpu()
+        report = kb.ingest_documents(docs)
+        spent = cpu() - t
+    finally:
+        whoosh_index.tiered_merge = policy
+    added = list(kb.store.chunks(_new_chunk_ids(kb, report.doc_ids)).values())
+    with tempfile.TemporaryDirectory() as tmp:
+        fts5 = Fts5(Path(tmp) / "probe.db")
+        t = cpu()
+        fts5.add(added)
+        fts5_spent = cpu() - t
+        fts5.db.close()
+    kb.delete_documents(report.doc_ids)
+    chunks = max(1, report.chunks_indexed)
+    return {"chunks": report.chunks_indexed, "characters": sum(len(d.text) for d in docs), "cpu_s": round(spent, 3),
+            "ms_per_chunk": round(spent * 1000 / chunks, 2), "fts5_ms_per_chunk": round(fts5_spent * 1000 / chunks, 3)}
+
+
+def checkpoint(kb, work: Path, step: int, state: dict, refs: dict, qs: list[str], batch_rows: list,
+               base: list[tuple[str, str]]) -> dict:
     data_dir = work / "kb"
     row = {"chunks": state["chunks"], "documents": state["documents"], "ingest_peak_rss_mb": round(peak_rss_mb()),
            "segments": kb.index.segment_count()}
@@ -232,6 +272,7 @@ def checkpoint(kb, work: Path, step: int, state: dict, refs: dict, qs: list[str]
     row["edit"] = edit_folder(work / "folder", data_dir, step)
     row["serve"] = serve(data_dir, qs[:20])
     row["in_process_rss_mb"] = round(rss_mb())
+    row["probe"] = probe(kb, base, step)  # last: its segment (deleted documents until a merge drops them) adds to nothing above
     return row
 
 
@@ -284,7 +325,7 @@ def run(work: Path, steps: list[int], fresh: bool) -> dict:
                       f"peak RSS {peak_rss_mb():.0f} MB", flush=True)
                 results["state"] = state
                 results_path.write_text(json.dumps(results, indent=1))
-            row = checkpoint(kb, work, step, state, refs, qs, state["batches"])
+            row = checkpoint(kb, work, step, state, refs, qs, state["batches"], base)
             row["step"] = step
             state["last_checkpoint"] = state["chunks"]
             results["checkpoints"].append(row)

@@ -21,6 +21,16 @@ def render(work: Path) -> str:
                    f"{r.get('tantivy_ms_per_chunk', '-')} | {r['ingest_ms_per_chunk'] / r['fts5_ms_per_chunk']:.1f}x | "
                    f"{r['ingest_peak_rss_mb']} | {r['disk_mb']} ({r['kg_bytes_per_chunk']:,}) | {r['fts5_disk_mb']} | "
                    f"{r.get('tantivy_disk_mb', '-')} |")
+    probed = [r for r in rows if r.get("probe")]
+    if probed:
+        first = probed[0]["probe"]["ms_per_chunk"]
+        out += ["", "| chunks | probe: the same documents, ms CPU/chunk (merges held off) | vs the first checkpoint | "
+                "FTS5, same chunks | kg / FTS5 |", "|" + "---|" * 5]
+        for r in probed:
+            p = r["probe"]
+            out.append(f"| {r['chunks']:,} | {p['ms_per_chunk']} ({p['chunks']:,} chunks, {p['characters'] / 1e3:,.0f}k characters) "
+                       f"| {(p['ms_per_chunk'] / first - 1) * 100:+.0f}% | {p['fts5_ms_per_chunk']} | "
+                       f"{p['ms_per_chunk'] / p['fts5_ms_per_chunk']:.1f}x |")
     out += ["", "| chunks | full p50/p95 ms CPU | bm25 p50/p95 | FTS5 p50/p95 | tantivy p50/p95 | full / FTS5 (p50) | "
             "cold `kg query` CPU s (wall) | edit CPU s (wall) | unchanged folder CPU s (wall) | `kg serve` to /health "
             "CPU s (wall) | serve RSS MB |", "|" + "---|" * 11]
