@@ -134,6 +134,20 @@ def test_a_model_that_always_wants_more_gets_exactly_two_rounds(shared, fake):
     assert answer.path == "llm"
 
 
+def test_a_passage_the_second_round_brought_says_so(shared, fake):
+    """The question did not find it, the model's follow-up did: its source says why it is among the answer's."""
+    fake.replies["judge"] = '{"sufficient": false, "missing": "固件签名", "followup_query": "redis 宕机 影响"}'
+    fake.replies["answer"] = GOOD
+    with open_kb(shared, fake.base_url) as kb:
+        first = {h.chunk_id for h in kb.query(SHORT, k=6).hits}
+        answer = kb.ask(SHORT)
+    assert [r.round for r in answer.rounds] == [1, 2]
+    brought = [c for c in answer.to_json()["citations"] if c["chunk_id"] not in first]
+    assert brought and {c["title"] for c in brought} >= {"redis-cluster"}
+    assert all(c["placed"] == "found by the second round's search for “redis 宕机 影响”" for c in brought)
+    assert all("placed" not in c for c in answer.to_json()["citations"] if c["chunk_id"] in first)
+
+
 def test_streaming_answer_arrives_checked_in_pieces(shared, fake):
     fake.replies["answer"] = cite_passage_with("心跳间隔为 30 秒", "心跳间隔为 30 秒[{n}][12]。连续 3 次没有心跳即判定离线[{n}]。")
     with open_kb(shared, fake.base_url) as kb:

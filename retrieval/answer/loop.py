@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from retrieval.answer.cite import CheckedStream, check_answer, number_hits
@@ -114,6 +114,19 @@ class _Notes:
         text = f"{step}: {exc.reason}"
         if text not in self.reasons:
             self.reasons.append(text)
+
+
+def _brought_by_round_two(top: list, first: set[str], query: str, found: set[str]) -> list:
+    """A passage among the answer's that round 1 did not give and round 2's search found says so in its
+    `why["placed"]`, which the answer's sources show: the question did not find it, the follow-up did.
+    A page lead keeps its own reason."""
+    out = []
+    for hit in top:
+        why = getattr(hit, "why", None) or {}
+        if query and hit.chunk_id not in first and hit.chunk_id in found and "placed" not in why:
+            hit = replace(hit, why={**why, "placed": f"found by the second round's search for “{query}”"})
+        out.append(hit)
+    return out
 
 
 def _fuse(rankings: Sequence[tuple[Sequence, float]], depth: int) -> list:
@@ -232,6 +245,8 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
     entities: list[dict] = []
     packs_used: list = []
     query_text = question
+    first_top: set[str] = set()  # round 1's passages, and what round 2's search found, to say which it brought
+    second: tuple[str, set[str]] = ("", set())
     for number in range(1, MAX_ROUNDS + 1):
         t = time.perf_counter()
         queries = [query_text] + (rewrites if number == 1 else [])
@@ -253,7 +268,10 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
                               SEARCH_DEPTH)
             added = len({h.chunk_id for h in fresh[: options.k]} - before)
             entities += [e for e in results[0].entities if e["id"] not in {x["id"] for x in entities}]
+            second = (query_text, {h.chunk_id for h in results[0].hits})
         hits = fresh
+        if number == 1:
+            first_top = {h.chunk_id for h in hits[: options.k]}
         verdict = _judge(question, hits, entities, notes, options.k, last=number == MAX_ROUNDS, facts=facts)
         rounds.append(Round(number, query_text, [e["label"] for e in results[0].entities], added, verdict.to_json(),
                             (time.perf_counter() - t) * 1e3))
@@ -267,6 +285,7 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
     timings["search"] = sum(r.ms for r in rounds)
 
     top = options.leads(hits, options.k, entities) if options.leads else hits[: options.k]
+    top = _brought_by_round_two(top, first_top, *second)
     evidence = evidence_of(question, top[:JUDGE_PASSAGES], entities)
     evidence.unknown_names = [n for n in evidence.missing_names if not _known(kb, n)]
     base = {"question": asked, "language": language, "rounds": rounds, "packs_used": packs_used, "rewrites": rewrites}
