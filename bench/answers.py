@@ -186,6 +186,8 @@ def model_run(args) -> None:
         server = LocalServer(args.serve, threads=args.threads, nice=args.nice, log=log).start()
         am.SERVER_PID = server.process.pid
         base, model = server.base_url, f"openai/{args.serve}"
+    elif base and not args.replay_only:
+        am.SERVER_PID = am.listening_pid(base)  # a server started apart (`kg llm serve`): its CPU when it is here
     label = args.label or (model.split("/", 1)[-1] if base else "no model") + (" +vectors" if args.vectors else "")
     embedder = vector_embedder() if args.vectors else None
     suffix = "-vectors" if args.vectors else ""
@@ -237,6 +239,9 @@ def model_run(args) -> None:
         print(f"replies: {book.hits} replayed, {book.misses} not in {args.llm_replay}", file=sys.stderr)
     note = (f"{platform.platform()}; limit {args.limit} answerable, {args.limit_unanswerable} unanswerable, "
             f"{args.limit_relations} relation questions a set; threads {args.threads}; timeout {args.timeout:g} s")
+    if args.llm and not args.serve:
+        note += ("; server CPU read from the process listening at --llm's port" if am.SERVER_PID else
+                 "; server CPU not measured (no process of this user listens at --llm's port here)")
     results = am.save(REPO_ROOT / "bench" / "RESULTS-answers-model.json", label, parts, note)
     section = ["## With a model in the loop (`python bench/answers.py --model-run`)", "", am.table(results), "",
                *[f"- {k}: {v['_note']}" for k, v in results.items()], ""]

@@ -37,6 +37,36 @@ def expected_entities(relations_csv: Path, entity: str, relation: str) -> list[s
 SERVER_PID: int | None = None  # the local model server's process, when the run started one: its CPU per question
 
 
+def listening_pid(base_url: str) -> int | None:
+    """The process listening at a loopback base URL's port (a `kg llm serve` started apart from the bench), whose CPU
+    is then the model's cost per question; None for another host, a port nobody listens on, a process of another
+    user, or where there is no Linux /proc."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1") or not parts.port:
+        return None
+    sockets = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == parts.port:  # 0A: LISTEN
+                sockets.add(f"socket:[{fields[9]}]")
+    for proc in Path("/proc").iterdir() if sockets else ():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if any(os.readlink(fd) in sockets for fd in (proc / "fd").iterdir()):
+                return int(proc.name)
+        except OSError:
+            continue
+    return None
+
+
 def server_cpu_seconds() -> float | None:
     """User + system CPU seconds of the model server so far (Linux /proc), or None when there is none to read."""
     if SERVER_PID is None:

@@ -29,3 +29,34 @@ def test_recorded_replies_are_given_again_without_the_model(tmp_path_factory, tm
     assert recorded.path == replayed.path == "llm" and asked >= 1 and len(fake.requests) == asked
     assert replayed.answer == recorded.answer and again.hits >= 1
     assert missed.path == "rules" and "no recorded reply" in missed.path_reason and again.misses >= 1
+
+
+def test_the_bench_finds_the_model_server_listening_at_the_llm_url():
+    """bench/answers.py --llm pointed at a `kg llm serve` started apart reads that server's CPU per question: the
+    process listening at the URL's loopback port is found through /proc."""
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    from bench.answers_model import listening_pid
+
+    if not Path("/proc/net/tcp").exists():
+        pytest.skip("no Linux /proc here")
+    child = subprocess.Popen([sys.executable, "-c", "import socket, sys, time; s = socket.socket(); "
+                              "s.bind(('127.0.0.1', 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)"],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(child.stdout.readline())
+        assert listening_pid(f"http://127.0.0.1:{port}/v1") == child.pid
+        assert listening_pid(f"http://localhost:{port}/v1") == child.pid
+        assert listening_pid(f"http://192.0.2.1:{port}/v1") is None  # another host: nothing to read here
+    finally:
+        child.kill()
+        child.wait()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    assert listening_pid(f"http://127.0.0.1:{closed}/v1") is None
