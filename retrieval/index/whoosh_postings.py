@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # numpy is imported by the functions that read: a writer (an 
 
 from retrieval.index.whoosh_files import ViewFile
 
-__all__ = ["PostingScores", "matcher_arrays", "posting_blocks", "postings", "segment_postings", "w3_postings"]
+__all__ = ["PostingScores", "inlined_postings", "matcher_arrays", "posting_blocks", "postings", "segment_postings", "w3_postings"]
 
 MAX_CACHED = 5000  # (field, term) posting lists kept per searcher
 _W3_MAGIC = b"W3Bl"  # whoosh.codec.whoosh3.WHOOSH3_HEADER_MAGIC
@@ -125,7 +125,7 @@ class PostingScores:
         fmt = self.searcher.schema[field].format
         for sub, offset, terminfo in infos:
             terms = sub.reader()._terms
-            arrays = w3_postings(terms._postfile, terminfo)
+            arrays = inlined_postings(terminfo) or w3_postings(terms._postfile, terminfo)
             if arrays is None:
                 matcher = terms._codec.postings_reader(terms._postfile, terminfo, fmt, term=(field, tbytes))
                 arrays = _arrays(sub, offset, matcher)
@@ -290,6 +290,17 @@ def matcher_arrays(matcher) -> tuple[np.ndarray, np.ndarray] | None:
     if not ids_parts:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     return np.concatenate(ids_parts), np.concatenate(weight_parts)
+
+
+def inlined_postings(terminfo) -> tuple[np.ndarray, np.ndarray] | None:
+    """(docnums, weights) of a short posting list kept inside its term's entry (`whoosh_write.INLINE_LIMIT`), as
+    whoosh's `ListMatcher` would give them; None for a list written to the posting file."""
+    import numpy as np
+
+    if not terminfo.is_inlined():
+        return None
+    ids, weights, _values = terminfo.inlined_postings()
+    return np.array(ids, dtype=np.int64), np.array(weights, dtype=np.float64)
 
 
 def w3_postings(postfile, terminfo) -> tuple[np.ndarray, np.ndarray] | None:
