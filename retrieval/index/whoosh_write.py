@@ -15,8 +15,9 @@ from retrieval.types import Chunk
 __all__ = ["INLINE_LIMIT", "WRITER_LIMIT_MB", "PendingSegments"]
 
 WRITER_LIMIT_MB = 96  # whoosh's posting pool spills sorted runs to disk past this (bounded writer memory)
-# A term's posting list shorter than this is kept in its term entry, not as a block of the posting file: ingest of
-# short Chinese passages ~15% less CPU, English ~5-10%, the index ~12% smaller, queries no slower (bench/RESULTS-scale.md).
+# A term's posting list shorter than this is kept in its term entry, not as a block of the posting file: adding short
+# Chinese passages costs 15-19% less CPU, English ones 10-15%, ops_dev_zh's sections 6%; the index is 10-12% smaller;
+# query CPU is the same within this machine's noise (bench/RESULTS-scale.md, "Short posting lists in the term entry").
 INLINE_LIMIT = 4
 
 
