@@ -26,8 +26,9 @@ def _codec():
 
     Its default writes every term's postings as a block of their own in the posting file (pickled, zlib-compressed
     however small, with a header), and most terms of a segment, above all the character pairs of Chinese text, occur
-    in one to three chunks. The codec can keep such a list in the term's entry instead, but in whoosh 2.7.4 that
-    path is unreachable (the default limit of 1 never triggers it) and broken twice: its writer calls `set_inline`,
+    in one to three chunks. The codec can keep such a list in the term's entry instead, but in whoosh 2.7 (the
+    pinned whoosh-reloaded 2.7.5) that path is unreachable (the default limit of 1 never triggers it) and broken
+    twice: its writer calls `set_inline`,
     which `W3TermInfo` names `set_inlined`, and a field without per-posting values (term frequencies only) keeps no
     values, which a merge then reads back as "" where the posting file gives None, and refuses. Segments written
     either way are read by the same code, whoosh's and `whoosh_postings.inlined_postings`; the postings, and so
