@@ -28,11 +28,10 @@ def _codec():
     however small, with a header), and most terms of a segment, above all the character pairs of Chinese text, occur
     in one to three chunks. The codec can keep such a list in the term's entry instead, but in whoosh 2.7 (the
     pinned whoosh-reloaded 2.7.5) that path is unreachable (the default limit of 1 never triggers it) and broken
-    twice: its writer calls `set_inline`,
-    which `W3TermInfo` names `set_inlined`, and a field without per-posting values (term frequencies only) keeps no
-    values, which a merge then reads back as "" where the posting file gives None, and refuses. Segments written
-    either way are read by the same code, whoosh's and `whoosh_postings.inlined_postings`; the postings, and so
-    every score, are the same."""
+    twice: its writer calls `set_inline`, which `W3TermInfo` names `set_inlined`, and a field without per-posting
+    values (term frequencies only) keeps no values, which a merge then reads back as "" where the posting file gives
+    None, and refuses. Segments written either way are read by the same code, whoosh's and
+    `whoosh_postings.inlined_postings`; the postings, and so every score, are the same."""
     from whoosh.codec.whoosh3 import W3Codec, W3TermInfo
 
     if getattr(W3TermInfo, "set_inline", None) is not _set_inline:
