@@ -15,7 +15,7 @@ from whoosh import scoring
 from whoosh.fields import ID, TEXT, Schema
 from whoosh.query import Or, Term
 
-from retrieval.index import analysis, whoosh_files
+from retrieval.index import analysis, whoosh_files, whoosh_write
 from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
 from retrieval.index.candidates import add_common_terms, head_then_tail, top_chunks
 from retrieval.index.whoosh_segments import MAX_SEGMENTS, MERGE_FACTOR, tiered_merge
@@ -47,6 +47,7 @@ def _install_segment_names() -> None:
 
 _install_segment_names()
 whoosh_files.install()  # segment files read in place, not copied whole by each searcher
+whoosh_write.install()  # short posting lists kept in their term's entry (whoosh's own path, mended)
 
 # whoosh pickles the schema with its analyzers' module path: indexes written before the
 # analyzers moved into retrieval/index/ name `retrieval.analysis`, so that name must still resolve.

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from retrieval.types import Chunk
 
-__all__ = ["INLINE_LIMIT", "WRITER_LIMIT_MB", "PendingSegments"]
+__all__ = ["INLINE_LIMIT", "WRITER_LIMIT_MB", "PendingSegments", "install"]
 
 WRITER_LIMIT_MB = 96  # whoosh's posting pool spills sorted runs to disk past this (bounded writer memory)
 # A term's posting list shorter than this is kept in its term entry, not as a block of the posting file: adding short
@@ -21,8 +21,8 @@ WRITER_LIMIT_MB = 96  # whoosh's posting pool spills sorted runs to disk past th
 INLINE_LIMIT = 4
 
 
-def _codec():
-    """whoosh 2.7's own codec, keeping posting lists shorter than INLINE_LIMIT inside their term's entry.
+def install() -> None:
+    """Mend whoosh 2.7's codec path for posting lists kept in their term's entry (INLINE_LIMIT), once a process.
 
     Its default writes every term's postings as a block of their own in the posting file (pickled, zlib-compressed
     however small, with a header), and most terms of a segment, above all the character pairs of Chinese text, occur
@@ -32,11 +32,9 @@ def _codec():
     values (term frequencies only) keeps no values, which a merge then reads back as "" where the posting file gives
     None, and refuses. Segments written either way are read by the same code, whoosh's and
     `whoosh_postings.inlined_postings`; the postings, and so every score, are the same."""
-    from whoosh.codec.whoosh3 import W3Codec, W3TermInfo
+    from whoosh.codec.whoosh3 import W3TermInfo
 
-    if getattr(W3TermInfo, "set_inline", None) is not _set_inline:
-        W3TermInfo.set_inline = _set_inline
-    return W3Codec(inlinelimit=INLINE_LIMIT)
+    W3TermInfo.set_inline = _set_inline
 
 
 def _set_inline(terminfo, ids, weights, values) -> None:
@@ -56,7 +54,9 @@ class PendingSegments:
 
     def writer(self):
         if self._writer is None:
-            self._writer = self.ix.writer(limitmb=WRITER_LIMIT_MB, codec=_codec())
+            from whoosh.codec.whoosh3 import W3Codec
+
+            self._writer = self.ix.writer(limitmb=WRITER_LIMIT_MB, codec=W3Codec(inlinelimit=INLINE_LIMIT))
             self._prepared = None
         return self._writer
 
