@@ -18,7 +18,7 @@ from whoosh.query import Or, Term
 from retrieval.index import analysis, whoosh_files, whoosh_write
 from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
 from retrieval.index.candidates import add_common_terms, head_then_tail, top_chunks
-from retrieval.index.whoosh_segments import MAX_SEGMENTS, MERGE_FACTOR, tiered_merge
+from retrieval.index.whoosh_segments import MAX_SEGMENTS, MERGE_FACTOR, merge_all, tiered_merge
 from retrieval.index.whoosh_write import PendingSegments
 from retrieval.types import Chunk, TextHit
 
@@ -134,7 +134,7 @@ class WhooshIndex:
         files that no reader sees yet: the slow part of a commit, done while queries go on. `commit()`
         then only publishes them. `optimize`: merge every segment into one (`kg check --repair --optimize`);
         `replace_all`: what this writer added becomes the whole index (every older segment dropped)."""
-        policy = whoosh.writing.CLEAR if replace_all else whoosh.writing.OPTIMIZE if optimize else tiered_merge
+        policy = whoosh.writing.CLEAR if replace_all else merge_all if optimize else tiered_merge
         self.writes.prepare(policy)
 
     def commit(self, optimize: bool = False, replace_all: bool = False) -> None:

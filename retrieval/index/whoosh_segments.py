@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import whoosh.writing
+from retrieval.index.whoosh_merge import merge_segments
 
-__all__ = ["MAX_SEGMENTS", "MERGE_FACTOR", "tiered_merge", "tier"]
+__all__ = ["MAX_SEGMENTS", "MERGE_FACTOR", "merge_all", "tiered_merge", "tier"]
 
 # Segments. whoosh's own MERGE_SMALL only merges segments of a few dozen documents, so one segment
 # per ingest piles up; `optimize` merged every segment on each big ingest, rewriting the whole index
@@ -24,10 +24,8 @@ def tiered_merge(writer, segments: list) -> list:
     what it adds), then the segments of its own tier once MERGE_FACTOR - 1 of them wait there, and
     again at the tier the merged segment reaches. Past MAX_SEGMENTS everything merges (an index
     written before this policy)."""
-    from whoosh.reading import SegmentReader
-
     if len(segments) >= MAX_SEGMENTS:
-        return whoosh.writing.OPTIMIZE(writer, segments)
+        return merge_all(writer, segments)
     size = max(writer.docnum - writer.docbase, 1)  # documents this writer added so far
     keep = sorted(segments, key=lambda seg: seg.doc_count_all())
     merged: list = []
@@ -41,11 +39,14 @@ def tiered_merge(writer, segments: list) -> list:
         merged += take
         size += sum(seg.doc_count_all() for seg in take)
         keep = [seg for seg in keep if seg not in take]
-    for seg in merged:
-        reader = SegmentReader(writer.storage, writer.schema, seg)
-        writer.add_reader(reader)
-        reader.close()
+    merge_segments(writer, merged)
     return keep
+
+
+def merge_all(writer, segments: list) -> list:
+    """whoosh merge policy: every segment merged into the writer's new one (whoosh's OPTIMIZE, `whoosh_merge`'s way)."""
+    merge_segments(writer, segments)
+    return []
 
 
 def tier(documents: int) -> int:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import threading
 
-import whoosh.writing
 from conftest import make_settings
+
+import retrieval.index.whoosh_merge as whoosh_merge
 
 from retrieval.pipeline import KnowledgeBase
 from retrieval.types import SourceDocument
@@ -24,7 +25,7 @@ def test_a_query_runs_while_an_ingest_writes_its_segments(tmp_path, monkeypatch)
         before = [h.chunk_id for h in kb.query("gateway timeout", mode="bm25").hits]
         assert before
         seen: dict = {}
-        finalize = whoosh.writing.SegmentWriter._finalize_segment
+        finalize = whoosh_merge.finalize  # writes the new segment, with the segments its commit merges
 
         def finalize_with_a_query(writer):
             done = threading.Event()
@@ -38,7 +39,7 @@ def test_a_query_runs_while_an_ingest_writes_its_segments(tmp_path, monkeypatch)
             seen["answered_during_write"] = done.wait(DEADLOCK_GUARD)
             return finalize(writer)
 
-        monkeypatch.setattr(whoosh.writing.SegmentWriter, "_finalize_segment", finalize_with_a_query)
+        monkeypatch.setattr(whoosh_merge, "finalize", finalize_with_a_query)
         report = kb.ingest_documents([SourceDocument(f"api:new{i}", f"# new {i}\n\nanother gateway timeout {i}")
                                       for i in range(40)])
         monkeypatch.undo()

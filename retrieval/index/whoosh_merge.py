@@ -1,0 +1,379 @@
+"""Segments to merge and the writer's own new chunks in, one new whoosh segment out: a segment merge that copies
+posting lists a term at a time, in place of whoosh's posting by posting.
+
+whoosh 2.7 merges a segment (`SegmentWriter.add_reader`) by reading every one of its postings as a tuple, adding it
+to the writer's posting pool (which pickles it to a temporary file past `WRITER_LIMIT_MB`), sorting all of them
+with the new chunks' and writing them one call at a time, each asking the new segment for its document's field
+length: ~16 µs of CPU a posting, and merging the size tiers was most of what ingest cost (bench/RESULTS-scale.md).
+The segments are already in term order, so a merge needs no sort: the terms of the pool and of each merged segment
+are walked side by side, and a term's postings move as arrays (docnums renumbered, deleted chunks dropped) into
+whoosh's own block writer, which pickles, compresses and sums them exactly as it does for whoosh's merge. The new
+segment's files are the same bytes either way (`tests/test_whoosh_fast_merge.py` compares them).
+
+Only posting formats whose values have a fixed size (whoosh's `Existence` and `Frequency`, the only ones the text
+index uses) are copied this way; a schema with any other one is merged by whoosh.
+"""
+
+from __future__ import annotations
+
+import heapq
+import io
+import itertools
+import operator
+import pickle
+import struct
+import zlib
+from array import array
+from collections.abc import Iterator
+
+__all__ = ["compress", "discard", "finalize", "merge_segments"]
+
+_MAGIC = b"W3Bl"
+_INT = struct.Struct("!i")
+_LONG = struct.Struct("!q")
+_USHORT = struct.Struct("!H")
+_LENGTHS = struct.Struct("!ii")  # a key's and its value's byte length in whoosh's hash files
+_TERMINFO = struct.Struct("!BfIBBfII")
+
+
+class _Merge:
+    """The segments one writer is merging: each with its reader (open until the new segment is written), where its
+    chunks start in the new segment and, when it has deleted chunks, its docnum -> new docnum (-1: dropped)."""
+
+    def __init__(self) -> None:
+        self.sources: list[tuple] = []  # (reader, base, remap or None)
+
+    def close(self) -> None:
+        for reader, _, _ in self.sources:
+            reader.close()
+        self.sources = []
+
+
+def merge_segments(writer, segments: list) -> None:
+    """Merge `segments` into the segment `writer` is writing (what `writer.add_reader` does for each, faster):
+    their stored fields and lengths now, through whoosh; their postings when the segment is written (`finalize`)."""
+    from whoosh.reading import SegmentReader
+
+    if not segments:
+        return
+    if not _copyable(writer.schema):
+        for seg in segments:
+            reader = SegmentReader(writer.storage, writer.schema, seg)
+            writer.add_reader(reader)
+            reader.close()
+        return
+    merge = writer.__dict__.setdefault("_kg_merge", _Merge())
+    for seg in segments:
+        reader = SegmentReader(writer.storage, writer.schema, seg)
+        base = writer.docnum
+        fieldnames = set(writer.schema.names()) | {n for n in reader.indexed_field_names() if n in writer.schema}
+        docmap = writer.write_per_doc(fieldnames, reader)  # stored fields, lengths, columns: whoosh's own
+        remap = None
+        if docmap is not None:
+            remap = [-1] * reader.doc_count_all()
+            for old, new in docmap.items():
+                remap[old] = new
+        merge.sources.append((reader, base, remap))
+        writer._added = True
+
+
+def finalize(writer):
+    """Write `writer`'s segment (whoosh's `_finalize_segment`), the merged segments' postings copied term by term."""
+    merge = writer.__dict__.pop("_kg_merge", None)
+    if merge is None or not merge.sources:
+        return writer._finalize_segment()
+    try:
+        writer.perdocwriter.close()
+        lengths = writer.per_document_reader()
+        try:
+            _write_postings(writer, merge.sources, lengths)
+        finally:
+            lengths.close()
+        writer.fieldwriter.close()
+    finally:
+        merge.close()
+    writer._close_segment()
+    writer._assemble_segment()
+    return writer.get_segment()
+
+
+def discard(writer) -> None:
+    """Close the readers of a merge whose writer is cancelled."""
+    merge = writer.__dict__.pop("_kg_merge", None)
+    if merge is not None:
+        merge.close()
+
+
+def _copyable(schema) -> bool:
+    return all(field.format.fixed_value_size() is not None for _, field in schema.items() if field.indexed)
+
+
+def _write_postings(writer, sources: list, lengths) -> None:
+    """Every term of the pool (the writer's new chunks) and of the merged segments, in whoosh's term order, with its
+    postings in docnum order: the pool's first, then each segment's, as whoosh's sorted pool gives them."""
+    schema, fieldwriter, codec = writer.schema, writer.fieldwriter, writer.codec
+    out = _Postings(fieldwriter._postfile, codec._blocklimit, codec._inlinelimit, codec._compression)
+    add_term = _TermTable(fieldwriter._tindex).add
+    streams = [_pool_terms(writer.pool.iter_postings())]
+    streams += [_segment_terms(reader, base, remap) for reader, base, remap in sources]
+    merged = heapq.merge(*(_numbered(i, stream) for i, stream in enumerate(streams)))
+    field = last = None
+    prefix = b""
+    for key, group in itertools.groupby(merged, key=_key):
+        fieldname, btext = key
+        if last is not None and key <= last:
+            from whoosh.writing import OutOfOrderError
+
+            raise OutOfOrderError(f"Term {key!r} after {last!r}")
+        last = key
+        if fieldname not in schema:
+            continue
+        if fieldname != field:
+            if field is not None:
+                fieldwriter.finish_field()
+            field = fieldname
+            fieldwriter.start_field(fieldname, schema[fieldname])  # numbers the field in the term table
+            prefix = _USHORT.pack(fieldwriter._fieldid)
+            out.field(schema[fieldname].format.fixed_value_size(), _length_list(lengths, fieldname, writer.docnum))
+        postings = [payload for _, _, payload in group]
+        if len(postings) == 1:
+            ids, weights, values = postings[0]
+        else:
+            ids = [docnum for part in postings for docnum in part[0]]
+            weights = [weight for part in postings for weight in part[1]]
+            values = b"".join(part[2] for part in postings)
+        if ids:
+            add_term(prefix + btext, out.term(ids, weights, values))
+    if field is not None:
+        fieldwriter.finish_field()
+
+
+def _key(item: tuple) -> tuple:
+    return item[0]
+
+
+def _numbered(i: int, stream) -> Iterator[tuple]:
+    for key, payload in stream:
+        yield key, i, payload
+
+
+class _TermTable:
+    """`OrderedHashWriter.add` of whoosh's term table (keys ascending; the entry's position kept for the ordered index
+    and its hash bucket) with one write an entry and the position counted, not asked of the file each time."""
+
+    def __init__(self, table) -> None:
+        self.table = table
+        self.pos = table.dbfile.tell()
+
+    def add(self, key: bytes, value: bytes) -> None:
+        table, pos = self.table, self.pos
+        if key <= table.lastkey:
+            raise ValueError(f"Keys must increase: {table.lastkey!r}..{key!r}")
+        table.index.append(pos)
+        table.dbfile.write(_LENGTHS.pack(len(key), len(value)) + key + value)
+        digest = table.hashfn(key)
+        table.buckets[digest & 255].append((digest, pos))
+        table.lastkey = key
+        self.pos = pos + _LENGTHS.size + len(key) + len(value)
+
+
+class _Postings:
+    """whoosh 2.7's posting list writer (`W3PostingsWriter` and `W3TermInfo`) for a term whose postings are all at
+    hand: the same blocks of `blocklimit` postings (pickled, zlib-compressed, each behind a pickled tuple of its
+    count, last docnum, highest weight, compression and length bytes), a list shorter than `inlinelimit` kept in the
+    term's entry, and the same term entry: flags, summed weight, document count, length bytes, highest weight,
+    first and last docnum, then the inlined postings or where the list is in the posting file."""
+
+    def __init__(self, postfile, blocklimit: int, inlinelimit: int, compression: int) -> None:
+        self.postfile = postfile
+        self.blocklimit, self.inlinelimit, self.compression = blocklimit, inlinelimit, compression
+        self.size = 0  # the bytes of one posting's value in the field: 0 for none
+        self.lengths: list | None = None
+
+    def field(self, size: int, lengths: list | None) -> None:
+        self.size, self.lengths = size, lengths
+
+    def term(self, ids: list, weights: list, values: bytes) -> bytes:
+        """Write one term's postings (docnums ascending, float32 weights, the values' bytes) and give its entry."""
+        from whoosh.util.numeric import length_to_byte
+
+        n, size, limit = len(ids), self.size, self.blocklimit
+        total = 0
+        minlength = None
+        maxlength = maxweight = 0
+        if n < self.inlinelimit:
+            total, minlength, maxlength, maxweight = self._stats(ids, weights)
+            per_posting = tuple(values[i * size:(i + 1) * size] for i in range(n)) if size else (None,) * n
+            tail = pickle.dumps((tuple(ids), tuple(weights), per_posting), 2)
+        else:
+            postfile = self.postfile
+            start = postfile.tell()
+            postfile.write(_MAGIC)
+            for first in range(0, n, limit):
+                end = min(first + limit, n)
+                block_ids = ids[first:end] if n > limit else ids
+                block_weights = weights[first:end] if n > limit else weights
+                block_total, block_min, block_max, block_maxweight = self._stats(block_ids, block_weights)
+                total += block_total
+                if block_min is not None:
+                    minlength = block_min if minlength is None else min(minlength, block_min)
+                maxlength, maxweight = max(maxlength, block_max), max(maxweight, block_maxweight)
+                if size:
+                    block_values = values[first * size:end * size]
+                else:
+                    block_values = None
+                data = compress(pickle.dumps((_deltas(block_ids), _mini_weights(block_weights), block_values), 2),
+                                self.compression)
+                info = pickle.dumps((end - first, block_ids[-1], block_maxweight, self.compression,
+                                     length_to_byte(block_min), length_to_byte(block_max)), 2)
+                length = len(info) + len(data)
+                postfile.write(_INT.pack(-length if end == n else length) + info + data)
+            tail = _LONG.pack(start) + _INT.pack(postfile.tell() - start)
+        head = _TERMINFO.pack(n < self.inlinelimit, total, n, 0 if minlength is None else length_to_byte(minlength),
+                              length_to_byte(maxlength), maxweight, ids[0], ids[-1])
+        return head + tail
+
+    def _stats(self, ids: list, weights: list) -> tuple:
+        """A block's summed weight, shortest and longest field length (None, 0 without lengths), highest weight."""
+        maxweight = max(weights)
+        lengths = self.lengths
+        if lengths is not None:
+            present = [length for length in map(lengths.__getitem__, ids) if length]
+            if present:
+                return sum(weights), min(present), max(present), max(0, maxweight)
+        return sum(weights), None, 0, max(0, maxweight)
+
+
+def compress(data: bytes, level: int) -> bytes:
+    """A posting block compressed at `level` with a 4 KB window and a small hash table (`zlib.decompress` reads it as
+    it reads any zlib stream). A block's pickle is at most ~2.5 KB, so the ratio is zlib's default's, but its ~24 KB of
+    state stays on the heap, where the default's ~256 KB is an mmap of its own in a process with a large heap: there
+    `zlib.compress` of a 130-byte block took 61 µs of CPU, this 7."""
+    compressor = zlib.compressobj(level, zlib.DEFLATED, 12, 4)
+    return compressor.compress(data) + compressor.flush()
+
+
+def _deltas(ids: list) -> tuple:
+    return (ids[0], *map(operator.sub, ids[1:], ids[:-1]))
+
+
+def _mini_weights(weights: list):
+    """A block's weights as whoosh keeps them: None when all are 1.0, one float when all are equal, else a tuple."""
+    first = weights[0]
+    if first == 1.0 and weights.count(1.0) == len(weights):
+        return None
+    if weights.count(first) == len(weights):
+        return first
+    return tuple(weights)
+
+
+def _length_list(lengths, fieldname: str, count: int) -> list | None:
+    """Docnum -> the field's length in the new segment as whoosh's writer reads it for a posting (the length byte
+    decoded, 0 where there is none); None for a field without lengths."""
+    from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
+    from whoosh.util.numeric import byte_to_length
+
+    column = lengths._cached_reader(_lenfield(fieldname), LENGTHS_COLUMN)
+    if column is None:
+        return None
+    raw = column._dbfile.get(column._basepos, column._count) if column._count else b""
+    table = [0] + [byte_to_length(b) for b in range(1, 256)]
+    return [table[b] for b in raw] + [0] * (count - len(raw))
+
+
+def _pool_terms(postings) -> Iterator[tuple]:
+    """(fieldname, btext) -> (docnums, weights, values) of the writer's new chunks, from its sorted pool."""
+    for key, group in itertools.groupby(postings, key=_term):
+        ids, weights, values = [], [], []
+        for _, _, docnum, weight, vbytes in group:
+            if docnum == -1:  # whoosh's spelling entries, which its writer skips as well
+                continue
+            ids.append(docnum)
+            weights.append(weight)
+            if vbytes:
+                values.append(vbytes)
+        yield key, (ids, list(array("f", weights)), b"".join(values))
+
+
+def _term(posting: tuple) -> tuple:
+    return posting[0], posting[1]
+
+
+def _segment_terms(reader, base: int, remap: list | None) -> Iterator[tuple]:
+    """(fieldname, btext) -> (docnums in the new segment, weights, values) of one merged segment, in term order,
+    read from its term table's raw entries (`W3TermInfo.from_bytes`'s layout)."""
+    terms = reader._terms
+    postfile, names = terms._postfile, terms._fieldunmap
+    head = _TERMINFO.size
+    for keybytes, entry in _entries(terms._tindex):
+        if entry[0]:  # inlined
+            ids, weights, values = pickle.loads(entry[head:])
+            ids, weights = list(ids), list(weights)
+            values = b"".join(v for v in values if v)
+        else:
+            (offset,) = _LONG.unpack_from(entry, head)
+            (length,) = _INT.unpack_from(entry, head + _LONG.size)
+            ids, weights, values = _blocks(postfile, offset, length)
+        if remap is None:
+            ids = [docnum + base for docnum in ids]
+        else:
+            new = [remap[docnum] for docnum in ids]
+            if -1 in new:
+                size = len(values) // len(ids)
+                live = [i for i, docnum in enumerate(new) if docnum >= 0]
+                ids = [new[i] for i in live]
+                weights = [weights[i] for i in live]
+                if size:
+                    values = b"".join(values[i * size:(i + 1) * size] for i in live)
+            else:
+                ids = new
+        yield (names[_USHORT.unpack_from(keybytes)[0]], keybytes[_USHORT.size:]), (ids, weights, values)
+
+
+def _entries(table, window: int = 1 << 20) -> Iterator[tuple]:
+    """(key, value) of whoosh's `OrderedHashReader` in order, as its `items()`, read a window of bytes at a time."""
+    pos, end, get, lengths = table.startofdata, table.endofdata, table.dbfile.get, _LENGTHS.unpack_from
+    buf, base = b"", pos
+    while pos < end:
+        at = pos - base
+        if at + _LENGTHS.size > len(buf):
+            buf, base, at = get(pos, min(window, end - pos)), pos, 0
+        keylen, datalen = lengths(buf, at)
+        size = _LENGTHS.size + keylen + datalen
+        if at + size > len(buf):
+            buf, base, at = get(pos, max(min(window, end - pos), size)), pos, 0
+        key_end = at + _LENGTHS.size + keylen
+        yield buf[at + _LENGTHS.size:key_end], buf[key_end:at + size]
+        pos += size
+
+
+def _blocks(postfile, offset: int, length: int) -> tuple:
+    """One posting list of whoosh 2.7's posting file (`W3PostingsWriter`'s layout, as `whoosh_postings.w3_postings`
+    reads it): docnums, weights and the values' bytes."""
+    raw = postfile.get(offset, length)
+    if raw[:4] != _MAGIC:
+        raise ValueError("not a whoosh 2.7 posting list")
+    ids: list = []
+    weights: list = []
+    value_parts = []
+    pos = 4
+    while True:
+        (size,) = _INT.unpack_from(raw, pos)
+        end = pos + 4 + abs(size)
+        stream = io.BytesIO(raw[pos + 4:end])
+        info = pickle.Unpickler(stream).load()
+        data = stream.read()
+        deltas, block_weights, values = pickle.loads(zlib.decompress(data) if info[3] else data)
+        ids.extend(itertools.accumulate(deltas))
+        if block_weights is None:
+            weights.extend([1.0] * len(deltas))
+        elif isinstance(block_weights, float):
+            weights.extend([block_weights] * len(deltas))
+        else:
+            weights.extend(block_weights)
+        if values:
+            value_parts.append(values if isinstance(values, bytes) else b"".join(values))
+        if size < 0:
+            break
+        pos = end
+    return ids, weights, b"".join(value_parts)
