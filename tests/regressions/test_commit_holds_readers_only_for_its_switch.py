@@ -11,7 +11,6 @@ import threading
 from conftest import make_settings
 
 import retrieval.index.whoosh_merge as whoosh_merge
-
 from retrieval.pipeline import KnowledgeBase
 from retrieval.types import SourceDocument
 
