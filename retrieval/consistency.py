@@ -17,7 +17,7 @@ __all__ = ["CheckReport", "check", "repair", "segment_count", "segments_note", "
 
 # From this many text index segments on, `kg check` suggests merging them. Ingest keeps segments merged by size
 # (logarithmic in the index: 14 at 100k chunks); a merged index answered full-mode queries 28% faster at 100k chunks
-# (bench/RESULTS-scale.md), but the merge rewrites the whole index (~8 CPU-minutes at 100k), so it is advice.
+# (bench/RESULTS-scale.md), but the merge rewrites the whole index (~0.5 CPU-minutes at 100k), so it is advice.
 SEGMENTS_HINT = 8
 
 
@@ -49,8 +49,8 @@ def segments_note(segments: int | None) -> str | None:
     if segments is None or segments < SEGMENTS_HINT:
         return None
     return (f"the text index has {segments} segments: `kg check --repair --optimize` merges them into one (queries "
-            "read every segment, so they get faster; the merge rewrites the whole index once, a few CPU-minutes at "
-            "100k chunks, while queries go on)")
+            "read every segment, so they get faster; the merge rewrites the whole index once, about half a CPU-minute "
+            "at 100k chunks, while queries go on)")
 
 
 def _temp_files(kb) -> list:

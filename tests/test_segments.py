@@ -122,9 +122,16 @@ def test_kg_check_repair_optimize_merges_the_segments_and_changes_no_answer(tmp_
         consistency.SEGMENTS_HINT = hint
     refused = CliRunner().invoke(cli, ["check", "--optimize", "--data-dir", str(data)])
     assert refused.exit_code == 2 and "give it with --repair" in refused.output
-    done = CliRunner().invoke(cli, ["check", "--repair", "--optimize", "--data-dir", str(data)], catch_exceptions=False)
+    consistency.SEGMENTS_HINT = 4
+    try:
+        done = CliRunner().invoke(cli, ["check", "--repair", "--optimize", "--data-dir", str(data)],
+                                  catch_exceptions=False)
+    finally:
+        consistency.SEGMENTS_HINT = hint
     assert done.exit_code == 0, done.output
     assert "optimized: 4 text index segments merged into one" in done.output
+    # what it reports is the index after the merge, not the 4 segments the check found before it
+    assert "1 segments" in done.output and "note:" not in done.output, done.output
     with KnowledgeBase(make_settings(data)) as kb:
         assert kb.index.segment_count() == 1
         after = [(h.chunk_id, round(h.score, 9)) for h in kb.query("w01 w02 缓存", k=20, mode="bm25").hits]

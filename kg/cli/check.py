@@ -52,6 +52,7 @@ def check(repair: bool, optimize: bool, data_dir: Path | None, as_json: bool, qu
             bar.close()
         if optimize:
             merged = kb.optimize()
+            _after_optimize(report, kb)
     if as_json:
         echo_json({**report.to_json(), **({"segments_merged": merged} if merged is not None else {})})
     else:
@@ -72,3 +73,15 @@ def check(repair: bool, optimize: bool, data_dir: Path | None, as_json: bool, qu
             click.echo(f"note: {line}")
     if not report.clean and not report.repaired:
         raise SystemExit(1)
+
+
+def _after_optimize(report, kb) -> None:
+    """The check ran before the merge: its segment count and its advice to merge are the index's as it was."""
+    from retrieval.consistency import segment_count, segments_note
+
+    before = segments_note(report.counts.get("segments"))
+    if before in report.notes:
+        report.notes.remove(before)
+    segments = segment_count(kb.index)
+    if segments is not None:
+        report.counts["segments"] = segments
