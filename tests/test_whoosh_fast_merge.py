@@ -15,6 +15,8 @@ import retrieval.index.whoosh_segments as whoosh_segments
 from kg.cli.base import DEMO_DIR
 from retrieval.types import SourceDocument
 
+NEW = 12  # chunks each merge also writes: enough for posting lists of more than INLINE_LIMIT among them alone
+
 QUESTIONS = ["LORA-02 的心跳间隔是多少？", "redis-cluster 宕机会影响哪些服务？", "Who owns payment-service?",
              "Kafka 消费积压告警响了该怎么处理？", "How is the wildcard TLS certificate renewed?", "DiskPressure"]
 
@@ -39,10 +41,10 @@ def _segmented(data_dir: Path, monkeypatch) -> Path:
     return data_dir / "index"
 
 
-def _merge(index_dir: Path, fast: bool) -> str:
-    """Merge every segment of a copy of `index_dir`, with two new chunks, one way or the other; a digest of the
-    merged segment: every term entry (its place in the posting file aside) with its posting bytes, every stored
-    document and every field length."""
+def _merge(index_dir: Path, fast: bool, merge: bool = True) -> str:
+    """NEW chunks written, with every segment of a copy of `index_dir` merged in (`merge`) or alone, one way or
+    the other; a digest of the new segment: every term entry (its place in the posting file aside) with its posting
+    bytes, every stored document and every field length."""
     import whoosh.index
     from whoosh.codec.whoosh3 import W3Codec
     from whoosh.reading import SegmentReader
@@ -51,10 +53,10 @@ def _merge(index_dir: Path, fast: bool) -> str:
 
     ix = whoosh.index.open_dir(str(index_dir))
     writer = ix.writer(codec=W3Codec(inlinelimit=whoosh_write.INLINE_LIMIT))
-    for i in range(2):
+    for i in range(NEW):
         writer.update_document(chunk_id=f"new-{i}", doc_id="new.md", title="新的", section="new.md > 新的",
                                body=f"redis-cluster 节点 {i} 次重启", grams=f"新的\nredis-cluster 节点 {i} 次重启")
-    segments = list(writer.segments)
+    segments = list(writer.segments) if merge else []
     if fast:
         whoosh_merge.merge_segments(writer, segments)
         merged = whoosh_merge.finalize(writer)
@@ -78,7 +80,7 @@ def _merge(index_dir: Path, fast: bool) -> str:
                 blocks += 1
             else:
                 digest.update(entry[head:])
-        assert blocks > 100
+        assert blocks > (100 if merge else 5)
         for docnum, stored in reader.iter_docs():
             digest.update(repr((docnum, sorted(stored.items()))).encode())
         for field in ("title", "section", "body", "grams"):
@@ -102,8 +104,17 @@ def test_the_merged_segment_is_what_whoosh_writes(tmp_path, monkeypatch):
 
     with KnowledgeBase(make_settings(tmp_path / "kb")) as kb:
         live = kb.index.doc_count()
-    assert count == live + 2  # the deleted document's chunks were dropped, the two new ones added
+    assert count == live + NEW  # the deleted document's chunks were dropped, the new ones added
     assert len(docs) > 18
+
+
+def test_a_segment_of_new_chunks_alone_is_what_whoosh_writes(tmp_path, monkeypatch):
+    index_dir = _segmented(tmp_path / "kb", monkeypatch)
+    shutil.copytree(index_dir, tmp_path / "fast")
+    shutil.copytree(index_dir, tmp_path / "whoosh")
+    fast = _merge(tmp_path / "fast", fast=True, merge=False)
+    assert fast == _merge(tmp_path / "whoosh", fast=False, merge=False)
+    assert fast.startswith(f"{NEW}:")
 
 
 def _answers(data_dir: Path) -> tuple[dict, int]:

@@ -1,17 +1,18 @@
-"""Segments to merge and the writer's own new chunks in, one new whoosh segment out: a segment merge that copies
-posting lists a term at a time, in place of whoosh's posting by posting.
+"""Segments to merge and the writer's own new chunks in, one new whoosh segment out: a segment writer (and merge)
+that moves posting lists a term at a time, in place of whoosh's posting by posting.
 
 whoosh 2.7 merges a segment (`SegmentWriter.add_reader`) by reading every one of its postings as a tuple, adding it
 to the writer's posting pool (which pickles it to a temporary file past `WRITER_LIMIT_MB`), sorting all of them
 with the new chunks' and writing them one call at a time, each asking the new segment for its document's field
 length: ~16 µs of CPU a posting, and merging the size tiers was most of what ingest cost (bench/RESULTS-scale.md).
-The segments are already in term order, so a merge needs no sort: the terms of the pool and of each merged segment
-are walked side by side, and a term's postings move as arrays (docnums renumbered, deleted chunks dropped) into
-whoosh's own block writer, which pickles, compresses and sums them exactly as it does for whoosh's merge. The new
-segment's files are the same bytes either way (`tests/test_whoosh_fast_merge.py` compares them).
+The segments are already in term order, so a merge needs no sort: the terms of the pool (the new chunks, sorted by
+whoosh) and of each merged segment are walked side by side, and a term's postings move as lists (docnums renumbered,
+deleted chunks dropped) into whoosh 2.7's layout (`_Postings`: the blocks, the term entry). Stored fields and field
+lengths still go through whoosh. The new segment's files are the same bytes whoosh writes
+(`tests/test_whoosh_fast_merge.py` compares them), so every score is the same.
 
 Only posting formats whose values have a fixed size (whoosh's `Existence` and `Frequency`, the only ones the text
-index uses) are copied this way; a schema with any other one is merged by whoosh.
+index uses) are written this way; a schema with any other one is written and merged by whoosh.
 """
 
 from __future__ import annotations
@@ -78,9 +79,10 @@ def merge_segments(writer, segments: list) -> None:
 
 
 def finalize(writer):
-    """Write `writer`'s segment (whoosh's `_finalize_segment`), the merged segments' postings copied term by term."""
-    merge = writer.__dict__.pop("_kg_merge", None)
-    if merge is None or not merge.sources:
+    """Write `writer`'s segment (whoosh's `_finalize_segment`): the new chunks' postings a term at a time from the
+    writer's sorted pool, the merged segments' copied term by term beside them."""
+    merge = writer.__dict__.pop("_kg_merge", None) or _Merge()
+    if not merge.sources and not _copyable(writer.schema):
         return writer._finalize_segment()
     try:
         writer.perdocwriter.close()
