@@ -271,3 +271,29 @@ def test_settings_have_help_text(tmp_path):
     settings = make_settings(tmp_path)
     for name in ("llm_base_url", "llm_timeout", "citation_support", "answer_passages"):
         assert type(settings).model_fields[name].description
+
+
+def test_a_no_hit_answer_whose_closest_passages_held_the_answer_is_counted(tmp_path, monkeypatch):
+    """`kept` counts a no-hit answer as 'not in top-5', so a wrong "nothing found" hid from it; the no-hit fallback
+    still quotes the closest passages, and `nofound_but_top5_held` counts the answers where one of them held it.
+    The guard is made strict here (no quote answers), so a question the passages do answer gets "nothing found" and
+    its closest passage."""
+    import retrieval.answer.loop as loop
+    from retrieval.eval.answers import AnswerQuestion, evaluate_answers
+    from retrieval.pipeline import KnowledgeBase
+    from retrieval.types import SourceDocument
+
+    monkeypatch.setattr(loop, "ANSWER_COVERAGE", 1.01)
+    with KnowledgeBase(make_settings(tmp_path / "kb"), create=True) as kb:
+        kb.ingest_documents([SourceDocument("redis.md", "# Redis memory\n\nThe maxmemory limit of the cache defaults to "
+                                                        "4 GB on every node; raise it in redis.conf."),
+                             SourceDocument("nginx.md", "# nginx\n\nclient_max_body_size is 20m.")])
+        questions = [AnswerQuestion("held", "What does the maxmemory limit of the cache default to?", "entity", "4 GB"),
+                     AnswerQuestion("other", "What does the maxmemory limit of the cache default to?", "entity", "8 GB"),
+                     AnswerQuestion("none", "What is the heartbeat interval of Zorblax?", "entity", "15 s")]
+        summary = evaluate_answers(kb, questions)
+    rows = {r["id"]: r for r in summary["rows"]}
+    assert not rows["held"]["found"] and rows["held"]["nofound_held"] and not rows["held"]["in_top5"]
+    assert not rows["other"]["found"] and not rows["other"]["nofound_held"]  # the passage does not hold 8 GB
+    assert not rows["none"]["found"] and not rows["none"]["nofound_held"]
+    assert summary["nofound_on_answerable"] == 3 and summary["nofound_but_top5_held"] == 1

@@ -146,7 +146,10 @@ def evaluate_answers(kb, questions: Sequence[AnswerQuestion], *, llm: LlmClient 
             # In one passage (not pieced together from five), or in the graph facts the answer was given as evidence
             # beside them: what an answer citing that passage (or those facts) could keep.
             evidence = [c.text for c in answer.citations[:TOP_PASSAGES]] + ["\n".join(f.text() for f in answer.facts)]
-            row["in_top5"] = any(answer_in(q.answer, text) for text in evidence if text) if answer.found else False
+            held = any(answer_in(q.answer, text) for text in evidence if text)
+            row["in_top5"] = held if answer.found else False
+            # The no-hit fallback still lists the closest passages: one of them held the answer all the same.
+            row["nofound_held"] = held and not answer.found
             row["in_cited"] = answer_in(q.answer, cited) if answer.found else False
             if answer.path == "llm":
                 row["em"], row["f1"] = _f1(answer.answer, q.answer)
@@ -182,6 +185,7 @@ def _summarize(rows: list[dict]) -> dict:
         "citations_unsupported": sum(r["unsupported"] for r in rows),
         "sentences_flagged": sum(r["flagged"] for r in rows),
         "nofound_on_answerable": sum(not r["found"] for r in answerable),
+        "nofound_but_top5_held": sum(bool(r.get("nofound_held")) for r in answerable),
         "unanswerable": len(unanswerable),
         "nofound_on_unanswerable": sum(not r["found"] for r in unanswerable),
         "max_rounds": max((r["rounds"] for r in rows), default=0),
@@ -228,6 +232,7 @@ def evaluate_answers_dataset(root: Path, *, settings=None, limit: int | None = N
 _COLUMNS = [("answer_in_top5_pct", "in top-5 %"), ("answer_in_cited_pct", "in cited %"), ("kept_of_top5_pct", "kept %"),
             ("citations", "citations"), ("citations_to_missing_numbers", "to missing n"),
             ("citations_unsupported", "unsupported"), ("nofound_on_answerable", "no-hit (answerable)"),
+            ("nofound_but_top5_held", "no-hit, top-5 held it"),
             ("nofound_on_unanswerable", "no-hit (unanswerable)"), ("max_rounds", "max rounds")]
 
 
