@@ -140,7 +140,7 @@ def test_a_knowledge_base_merged_term_by_term_answers_as_one_merged_by_whoosh(tm
     monkeypatch.setattr(whoosh_merge, "_write_postings", lambda *a: calls.append(1) or real(*a))
     fast, segments = _answers(tmp_path / "fast")
     assert calls  # the merges went through the term-by-term path
-    monkeypatch.setattr(whoosh_merge, "_copyable", lambda schema: False)  # whoosh's add_reader for every merge
+    monkeypatch.setattr(whoosh_merge, "_copyable", lambda writer: False)  # whoosh's add_reader for every merge
     slow, _ = _answers(tmp_path / "whoosh")
     assert fast == slow
     assert segments <= 2 and all(fast[(q, "bm25")] for q in QUESTIONS)

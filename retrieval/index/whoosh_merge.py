@@ -57,15 +57,22 @@ def merge_segments(writer, segments: list) -> None:
 
     if not segments:
         return
-    if not _copyable(writer.schema):
-        for seg in segments:
-            reader = SegmentReader(writer.storage, writer.schema, seg)
+    readers = [SegmentReader(writer.storage, writer.schema, seg) for seg in segments]
+    merge = writer.__dict__.setdefault("_kg_merge", _Merge())
+    if writer.__dict__.get("_kg_pooled") or not _copyable(writer) or any(
+            type(reader._terms).__name__ != "W3TermsReader" for reader in readers):
+        # whoosh's own merge, a posting at a time (another codec or posting format): the postings go to its pool,
+        # which is written first, so no segment merged term by term may come before them
+        if merge.sources:
+            for reader in readers:
+                reader.close()
+            raise RuntimeError("whoosh's merge cannot follow segments merged term by term in one writer")
+        writer.__dict__["_kg_pooled"] = True
+        for reader in readers:
             writer.add_reader(reader)
             reader.close()
         return
-    merge = writer.__dict__.setdefault("_kg_merge", _Merge())
-    for seg in segments:
-        reader = SegmentReader(writer.storage, writer.schema, seg)
+    for reader in readers:
         base = writer.docnum
         fieldnames = set(writer.schema.names()) | {n for n in reader.indexed_field_names() if n in writer.schema}
         docmap = writer.write_per_doc(fieldnames, reader)  # stored fields, lengths, columns: whoosh's own
@@ -82,7 +89,7 @@ def finalize(writer):
     """Write `writer`'s segment (whoosh's `_finalize_segment`): the new chunks' postings a term at a time from the
     writer's sorted pool, the merged segments' copied term by term beside them."""
     merge = writer.__dict__.pop("_kg_merge", None) or _Merge()
-    if not merge.sources and not _copyable(writer.schema):
+    if not merge.sources and not _copyable(writer):
         return writer._finalize_segment()
     try:
         writer.perdocwriter.close()
@@ -106,8 +113,12 @@ def discard(writer) -> None:
         merge.close()
 
 
-def _copyable(schema) -> bool:
-    return all(field.format.fixed_value_size() is not None for _, field in schema.items() if field.indexed)
+def _copyable(writer) -> bool:
+    """Whether `writer`'s segment can be written here: whoosh 2.7's codec, and posting values of a fixed size."""
+    from whoosh.codec.whoosh3 import W3Codec
+
+    return type(writer.codec) is W3Codec and all(
+        field.format.fixed_value_size() is not None for _, field in writer.schema.items() if field.indexed)
 
 
 def _write_postings(writer, sources: list, lengths) -> None:
