@@ -130,6 +130,7 @@ def test_kg_check_repair_optimize_merges_the_segments_and_changes_no_answer(tmp_
         consistency.SEGMENTS_HINT = hint
     assert done.exit_code == 0, done.output
     assert "optimized: 4 text index segments merged into one" in done.output
+    assert "merging the text index's 4 segments into one" in done.output  # said before the merge starts
     # what it reports is the index after the merge, not the 4 segments the check found before it
     assert "1 segments" in done.output and "note:" not in done.output, done.output
     with KnowledgeBase(make_settings(data)) as kb:
