@@ -31,6 +31,7 @@ from kg.errors import ConfigError
 __all__ = ["MODELS", "LocalModel", "LocalServer", "LocalModelMissing", "cache_dir", "model_file"]
 
 READY = "kgrag local model listening on "
+PARENT_ENV = "KG_LLM_SERVER_PARENT"  # set by LocalServer: the server ends when that process is gone
 START_TIMEOUT = 300.0  # seconds: loading 1.1 GB from a cold disk on a busy machine
 
 
@@ -125,7 +126,8 @@ class LocalServer:
         self.base_url = ""
 
     def start(self) -> LocalServer:
-        env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(self.threads)}
+        env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(self.threads),
+               PARENT_ENV: str(os.getpid())}
         log = self.log.open("ab") if self.log else subprocess.DEVNULL
         command = [sys.executable, "-m", "retrieval.answer.local_server", "--model", self.name,
                    "--threads", str(self.threads), "--ctx", str(self.n_ctx)]
@@ -200,7 +202,22 @@ def main(argv: list[str] | None = None) -> None:
     import signal
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    if os.environ.get(PARENT_ENV, "").isdigit():
+        _exit_with_parent(int(os.environ[PARENT_ENV]))
     serve(args.model, args.threads, args.ctx, args.port)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this server when the process that started it is gone: a `kg llm serve` killed, or its terminal closed,
+    runs no clean-up, and would leave the model (up to 2 GB) holding memory and its port."""
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 if __name__ == "__main__":
