@@ -27,9 +27,11 @@ import zlib
 from array import array
 from collections.abc import Iterator
 
+from whoosh.util.numeric import length_to_byte
+
 __all__ = ["compress", "discard", "finalize", "merge_segments"]
 
-_MAGIC = b"W3Bl"
+_MAGIC = b"W3Bl"  # whoosh.codec.whoosh3.WHOOSH3_HEADER_MAGIC: a posting list's first bytes
 _INT = struct.Struct("!i")
 _LONG = struct.Struct("!q")
 _USHORT = struct.Struct("!H")
@@ -124,6 +126,9 @@ def _copyable(writer) -> bool:
 def _write_postings(writer, sources: list, lengths) -> None:
     """Every term of the pool (the writer's new chunks) and of the merged segments, in whoosh's term order, with its
     postings in docnum order: the pool's first, then each segment's, as whoosh's sorted pool gives them."""
+    # here, not at the top: a process that only opens the index never writes a segment
+    from retrieval.index.whoosh_postings import length_column
+
     schema, fieldwriter, codec = writer.schema, writer.fieldwriter, writer.codec
     out = _Postings(fieldwriter._postfile, codec._blocklimit, codec._inlinelimit, codec._compression)
     add_term = _TermTable(fieldwriter._tindex).add
@@ -147,7 +152,7 @@ def _write_postings(writer, sources: list, lengths) -> None:
             field = fieldname
             fieldwriter.start_field(fieldname, schema[fieldname])  # numbers the field in the term table
             prefix = _USHORT.pack(fieldwriter._fieldid)
-            out.field(schema[fieldname].format.fixed_value_size(), _length_list(lengths, fieldname, writer.docnum))
+            out.field(schema[fieldname].format.fixed_value_size(), length_column(lengths, fieldname, writer.docnum))
         postings = [payload for _, _, payload in group]
         if len(postings) == 1:
             ids, weights, values = postings[0]
@@ -208,8 +213,6 @@ class _Postings:
 
     def term(self, ids: list, weights: list, values: bytes) -> bytes:
         """Write one term's postings (docnums ascending, float32 weights, the values' bytes) and give its entry."""
-        from whoosh.util.numeric import length_to_byte
-
         n, size, limit = len(ids), self.size, self.blocklimit
         total = 0
         minlength = None
@@ -278,20 +281,6 @@ def _mini_weights(weights: list):
     if weights.count(first) == len(weights):
         return first
     return tuple(weights)
-
-
-def _length_list(lengths, fieldname: str, count: int) -> list | None:
-    """Docnum -> the field's length in the new segment as whoosh's writer reads it for a posting (the length byte
-    decoded, 0 where there is none); None for a field without lengths."""
-    from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
-    from whoosh.util.numeric import byte_to_length
-
-    column = lengths._cached_reader(_lenfield(fieldname), LENGTHS_COLUMN)
-    if column is None:
-        return None
-    raw = column._dbfile.get(column._basepos, column._count) if column._count else b""
-    table = [0] + [byte_to_length(b) for b in range(1, 256)]
-    return [table[b] for b in raw] + [0] * (count - len(raw))
 
 
 def _pool_terms(postings) -> Iterator[tuple]:

@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # numpy is imported by the functions that read: a writer (an 
 
 from retrieval.index.whoosh_files import ViewFile
 
-__all__ = ["PostingScores", "inlined_postings", "matcher_arrays", "posting_blocks", "postings", "segment_postings", "w3_postings"]
+__all__ = ["PostingScores", "inlined_postings", "length_column", "matcher_arrays", "posting_blocks", "postings",
+           "segment_postings", "w3_postings"]
 
 MAX_CACHED = 5000  # (field, term) posting lists kept per searcher
 _W3_MAGIC = b"W3Bl"  # whoosh.codec.whoosh3.WHOOSH3_HEADER_MAGIC
@@ -349,16 +350,25 @@ def w3_postings(postfile, terminfo) -> tuple[np.ndarray, np.ndarray] | None:
 def _field_lengths(sub, field: str) -> list[int]:
     """Docnum -> the field's length in one segment, as whoosh's scorers read it (`doc_field_length`
     with a default of 1): the whole lengths column at once where the codec is whoosh's own."""
-    from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3PerDocReader, _lenfield
-    from whoosh.util.numeric import byte_to_length
+    from whoosh.codec.whoosh3 import W3PerDocReader
 
     reader = sub.reader()
     n = reader.doc_count_all()
     perdoc = getattr(reader, "_perdoc", None)
     if type(perdoc) is W3PerDocReader:
-        column = perdoc._cached_reader(_lenfield(field), LENGTHS_COLUMN)
-        if column is None:
-            return [1] * n
-        raw = column._dbfile.get(column._basepos, column._count) if column._count else b""
-        return [byte_to_length(b) for b in raw] + [0] * (n - len(raw))
+        lengths = length_column(perdoc, field, n)
+        return [1] * n if lengths is None else lengths
     return [reader.doc_field_length(d, field, 1) or 0 for d in range(n)]
+
+
+def length_column(perdoc, field: str, count: int) -> list[int] | None:
+    """Docnum -> the field's length in a segment of whoosh 2.7's codec (`W3PerDocReader`), the whole column read at
+    once: its length byte decoded, 0 where there is none; None for a field that keeps no lengths."""
+    from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
+    from whoosh.util.numeric import byte_to_length
+
+    column = perdoc._cached_reader(_lenfield(field), LENGTHS_COLUMN)
+    if column is None:
+        return None
+    raw = column._dbfile.get(column._basepos, column._count) if column._count else b""
+    return [byte_to_length(b) for b in raw] + [0] * (count - len(raw))
