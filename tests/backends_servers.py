@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Server", "http_json", "kg_serve", "oxigraph_server", "pgvector_server", "postgres_server"]
+__all__ = ["Server", "ends_with_parent", "http_json", "kg_serve", "oxigraph_server", "pgvector_server", "postgres_server"]
 
 START_TIMEOUT = 30.0
 
@@ -55,6 +55,46 @@ class Server:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
+
+
+def ends_with_parent(sig: int = signal.SIGTERM):
+    """A `preexec_fn` that has the server get `sig` when the test process is gone (Linux's parent-death signal):
+    a test run killed with SIGKILL runs no `finally`, and its servers went on holding memory, ports and temp dirs.
+    Elsewhere nothing (the `finally` still stops them). Servers are started from the thread that stops them: the signal
+    comes when that thread ends. Not for PostgreSQL as root: runuser changes user, which clears the setting
+    (`_watch_postmaster`)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(1, sig)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before prctl: nobody will stop this one
+            os.kill(os.getpid(), sig)
+
+    return preexec
+
+
+_WATCHER = """
+import os, signal, sys, time
+parent, pid_file, sig = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+while os.getppid() == parent:
+    time.sleep(0.5)
+try:
+    os.kill(int(open(pid_file).read().split()[0]), sig)
+except (OSError, ValueError, IndexError):
+    pass
+"""
+
+
+def _watch_postmaster(pid_file: Path) -> subprocess.Popen:
+    """A small process that stops PostgreSQL (a fast shutdown: SIGINT to the postmaster named in `pid_file`, whichever
+    start it is) once the process that started it is gone; stopped in the same `finally` as the server."""
+    return subprocess.Popen([sys.executable, "-c", _WATCHER, str(os.getpid()), str(pid_file), str(int(signal.SIGINT))],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _free_port() -> int:
@@ -146,7 +186,7 @@ def postgres_server(embedded: Path | None = None, **settings: str) -> Iterator[S
         bin_dir = _copy_for_postgres_user(embedded, folder) if as_user else embedded / "pginstall" / "bin"
         initdb, postgres = str(bin_dir / "initdb"), str(bin_dir / "postgres")
     data = folder / "data"
-    process = None
+    process = watcher = server = None
     try:
         made = subprocess.run([*as_user, initdb, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-locale",
                                "-D", str(data)], capture_output=True, text=True, timeout=120, check=False)
@@ -159,6 +199,7 @@ def postgres_server(embedded: Path | None = None, **settings: str) -> Iterator[S
                    *[arg for name, value in {"shared_buffers": "32MB", "max_connections": "40", **settings}.items()
                      for arg in ("-c", f"{name}={value}")]]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        watcher = _watch_postmaster(data / "postmaster.pid")
         dsn = f"host={folder} port={port} user=postgres dbname=postgres"
         deadline = time.monotonic() + START_TIMEOUT
         while True:
@@ -173,10 +214,14 @@ def postgres_server(embedded: Path | None = None, **settings: str) -> Iterator[S
                 time.sleep(0.2)
         server = Server(dsn, process, folder, command)
         yield server
-        process = server.process  # it may have been started again
     finally:
+        if server is not None:
+            process = server.process  # it may have been started again
         if process is not None:
             _stop(process, data / "postmaster.pid")
+        if watcher is not None:
+            watcher.kill()
+            watcher.wait()
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -190,7 +235,9 @@ def oxigraph_server() -> Iterator[Server | str]:
     folder = Path(tempfile.mkdtemp(prefix="kgrag-oxigraph-"))
     port = _free_port()
     process = subprocess.Popen([binary, "serve", "--location", str(folder), "--bind", f"127.0.0.1:{port}"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=ends_with_parent())
+    server = None
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while True:
@@ -203,9 +250,10 @@ def oxigraph_server() -> Iterator[Server | str]:
                     yield f"oxigraph serve did not start: {err.strip()[-300:]}"
                     return
                 time.sleep(0.1)
-        yield Server(f"http://127.0.0.1:{port}", process, folder)
+        server = Server(f"http://127.0.0.1:{port}", process, folder)
+        yield server
     finally:
-        _stop(process)
+        _stop(server.process if server is not None else process)  # a test may have started it again
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -230,7 +278,8 @@ def kg_serve(data_dir: Path, env: dict, log: Path) -> Iterator[tuple[subprocess.
     port = _free_port()
     with log.open("a") as fh:
         process = subprocess.Popen([sys.executable, "-m", "kg.cli", "serve", "--port", str(port), "--no-access-log",
-                                    "--data-dir", str(data_dir)], env=env, stdout=fh, stderr=fh)
+                                    "--data-dir", str(data_dir)], env=env, stdout=fh, stderr=fh,
+                                   preexec_fn=ends_with_parent())
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from backends_servers import oxigraph_server
+from backends_servers import ends_with_parent, oxigraph_server
 from click.testing import CliRunner
 
 from kg.cli import cli
@@ -45,7 +45,8 @@ def start_again(server) -> None:
     """`oxigraph serve` again on the same data and port (what an operator does after an outage)."""
     port = int(server.url.rsplit(":", 1)[1])
     server.process = subprocess.Popen([shutil.which("oxigraph"), "serve", "--location", str(server.folder),
-                                       "--bind", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                       "--bind", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      preexec_fn=ends_with_parent())
     for _attempt in range(300):  # a bounded wait for the port, not a timing check: ~30 s of 0.1 s polls
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
