@@ -14,21 +14,9 @@ import time
 
 import pytest
 from local_llm import MODEL, why_not
+from processes import alive
 
 GUARD = 120  # seconds to wait for the orphaned server to end before calling it left running (not a speed target)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie (ended, not yet reaped by init) is gone for this purpose
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def test_the_model_server_ends_when_the_process_that_started_it_is_killed():
@@ -47,13 +35,13 @@ def test_the_model_server_ends_when_the_process_that_started_it_is_killed():
         line = parent.stdout.readline()
         assert line.strip().isdigit(), "the server did not start"
         server = int(line)
-        assert _alive(server)
+        assert alive(server)
         parent.send_signal(signal.SIGKILL)  # no clean-up runs: LocalServer.stop is never called
         parent.wait()
         deadline = time.monotonic() + GUARD
-        while _alive(server) and time.monotonic() < deadline:
+        while alive(server) and time.monotonic() < deadline:
             time.sleep(0.5)
-        left = _alive(server)
+        left = alive(server)
     finally:
         if parent.poll() is None:
             parent.kill()

@@ -15,20 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import alive
 
 GUARD = 60  # seconds to wait for an orphaned server to end before calling it left running (not a speed target)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie (ended, not yet reaped) is gone for this purpose
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
@@ -53,13 +42,13 @@ def test_servers_end_when_the_test_process_that_started_them_is_killed():
             pytest.skip(f"backend servers unavailable: {' '.join(line[1:])}")
         assert len(line) == 4 and line[0].isdigit(), f"the servers did not start: {line}"
         pids, folders = [int(line[0]), int(line[1])], line[2:]
-        assert all(_alive(pid) for pid in pids)
+        assert all(alive(pid) for pid in pids)
         parent.send_signal(signal.SIGKILL)  # no clean-up runs: no `finally` of the context managers
         parent.wait()
         deadline = time.monotonic() + GUARD
-        while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
             time.sleep(0.5)
-        left = [pid for pid in pids if _alive(pid)]
+        left = [pid for pid in pids if alive(pid)]
     finally:
         if parent.poll() is None:
             parent.kill()
