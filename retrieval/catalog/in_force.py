@@ -63,15 +63,17 @@ class VersionsInForce:
 
     def _read_hidden_chunks(self, day: dt.date, keep_unborn: bool) -> set[str]:
         d = day.isoformat()
-        if not self.db.execute("SELECT 1 FROM versions WHERE effective_to IS NOT NULL OR effective_from > ? LIMIT 1",
-                               (d,)).fetchone():
+        # Each half of the condition asked on its own, so that each reads its partial index (versions.py), not every version.
+        if not self.db.execute("SELECT EXISTS (SELECT 1 FROM versions WHERE effective_to IS NOT NULL)"
+                               " OR EXISTS (SELECT 1 FROM versions WHERE effective_from > ?)", (d,)).fetchone()[0]:
             return set()  # no document has a history or a future version: the common case, one query
         # Only documents with an ended or a future version can hide anything (every version of any other
         # document is in force): read those alone, not every version of the catalog on every query.
         by_doc: dict[str, list[tuple[str, str, str | None]]] = {}
         for version_id, doc_id, start, end in self.db.execute(
                 "SELECT version_id, doc_id, COALESCE(effective_from, ''), effective_to FROM versions WHERE doc_id IN"
-                " (SELECT doc_id FROM versions WHERE effective_to IS NOT NULL OR effective_from > ?) ORDER BY seq", (d,)):
+                " (SELECT doc_id FROM versions WHERE effective_to IS NOT NULL"
+                " UNION SELECT doc_id FROM versions WHERE effective_from > ?) ORDER BY seq", (d,)):
             by_doc.setdefault(doc_id, []).append((version_id, start, end))
         chosen: set[str] = set()
         affected: list[str] = []  # versions of documents that have some version not chosen

@@ -32,6 +32,10 @@ CREATE TABLE IF NOT EXISTS versions (
 );
 CREATE INDEX IF NOT EXISTS versions_doc ON versions(doc_id);
 CREATE INDEX IF NOT EXISTS versions_source ON versions(source);
+-- The versions that can hide a chunk (an ended one, a dated one), which every query's first look at the catalog asks for:
+-- small, where a scan of all versions cost ~90 ms at 300k chunks.
+CREATE INDEX IF NOT EXISTS versions_ended ON versions(doc_id) WHERE effective_to IS NOT NULL;
+CREATE INDEX IF NOT EXISTS versions_dated ON versions(effective_from, doc_id) WHERE effective_from IS NOT NULL;
 CREATE TABLE IF NOT EXISTS version_chunks (
     version_id TEXT NOT NULL REFERENCES versions(version_id) ON DELETE CASCADE, chunk_id TEXT NOT NULL,
     ordinal INTEGER NOT NULL, parent_id TEXT NOT NULL, line_start INTEGER NOT NULL, line_end INTEGER NOT NULL,

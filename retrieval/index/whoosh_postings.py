@@ -6,6 +6,7 @@ read here straight from whoosh 2.7's on-disk matcher (see `posting_blocks`), not
 
 from __future__ import annotations
 
+import functools
 import math
 import pickle
 import struct
@@ -155,14 +156,13 @@ class PostingScores:
     def length_norms(self, field: str, sub, offset: int) -> np.ndarray:
         """Segment docnum -> BM25's length norm `K1 * ((1 - B) + B * fl / avgfl)` of the field, for one
         segment of this searcher: its lengths are read in one go, not one seek per document."""
-        import numpy as np
 
         norms = self._lengths.get((field, offset))
         if norms is None:
             B, K1 = self.bm25
             avgfl = self.searcher.avg_field_length(field) or 1  # once per segment and field
-            norms = self._lengths[(field, offset)] = np.array(
-                [K1 * ((1 - B) + B * fl / avgfl) for fl in _field_lengths(sub, field)], dtype=np.float64)
+            # the same float operations in the same order as whoosh's BM25F, on the whole column at once
+            norms = self._lengths[(field, offset)] = K1 * ((1 - B) + B * _field_lengths(sub, field) / avgfl)
         return norms
 
     def chunk_id(self, docnum: int) -> str:
@@ -347,28 +347,51 @@ def w3_postings(postfile, terminfo) -> tuple[np.ndarray, np.ndarray] | None:
     return np.concatenate(ids_parts), np.concatenate(weight_parts)
 
 
-def _field_lengths(sub, field: str) -> list[int]:
-    """Docnum -> the field's length in one segment, as whoosh's scorers read it (`doc_field_length`
-    with a default of 1): the whole lengths column at once where the codec is whoosh's own."""
+def _field_lengths(sub, field: str) -> np.ndarray:
+    """Docnum -> the field's length in one segment (float64), as whoosh's scorers read it (`doc_field_length` with a
+    default of 1): the whole lengths column decoded at once where the codec is whoosh's own."""
+    import numpy as np
     from whoosh.codec.whoosh3 import W3PerDocReader
 
     reader = sub.reader()
     n = reader.doc_count_all()
     perdoc = getattr(reader, "_perdoc", None)
     if type(perdoc) is W3PerDocReader:
-        lengths = length_column(perdoc, field, n)
-        return [1] * n if lengths is None else lengths
-    return [reader.doc_field_length(d, field, 1) or 0 for d in range(n)]
+        raw = _length_bytes(perdoc, field)
+        if raw is None:
+            return np.ones(n, dtype=np.float64)
+        lengths = np.zeros(n, dtype=np.float64)
+        lengths[:len(raw)] = _byte_lengths()[np.frombuffer(raw, dtype=np.uint8)]
+        return lengths
+    return np.array([reader.doc_field_length(d, field, 1) or 0 for d in range(n)], dtype=np.float64)
+
+
+@functools.cache
+def _byte_lengths() -> np.ndarray:
+    """whoosh's length byte -> the length it stands for, as a lookup table."""
+    import numpy as np
+    from whoosh.util.numeric import byte_to_length
+
+    return np.array([byte_to_length(b) for b in range(256)], dtype=np.float64)
+
+
+def _length_bytes(perdoc, field: str) -> bytes | None:
+    """A segment's length byte per docnum for `field` (whoosh 2.7's lengths column; shorter than the segment where its
+    last documents have none), or None for a field that keeps no lengths."""
+    from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
+
+    column = perdoc._cached_reader(_lenfield(field), LENGTHS_COLUMN)
+    if column is None:
+        return None
+    return column._dbfile.get(column._basepos, column._count) if column._count else b""
 
 
 def length_column(perdoc, field: str, count: int) -> list[int] | None:
     """Docnum -> the field's length in a segment of whoosh 2.7's codec (`W3PerDocReader`), the whole column read at
     once: its length byte decoded, 0 where there is none; None for a field that keeps no lengths."""
-    from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
     from whoosh.util.numeric import byte_to_length
 
-    column = perdoc._cached_reader(_lenfield(field), LENGTHS_COLUMN)
-    if column is None:
+    raw = _length_bytes(perdoc, field)
+    if raw is None:
         return None
-    raw = column._dbfile.get(column._basepos, column._count) if column._count else b""
     return [byte_to_length(b) for b in raw] + [0] * (count - len(raw))
