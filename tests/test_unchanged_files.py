@@ -107,6 +107,11 @@ def test_kg_ingest_says_when_files_it_read_from_the_folder_are_gone(tmp_path):
     data = tmp_path / "kb"
     assert kg_process("ingest", str(docs), "--data-dir", str(data), cwd=tmp_path).returncode == 0
     (docs / "a" / "alpha.md").unlink()
+    # A folder beside it whose name starts with the same letters ("notes-old"): its gone file is not this folder's.
+    (tmp_path / "notes-old").mkdir()
+    (tmp_path / "notes-old" / "omega.md").write_text("# Omega\n\nomega notes\n", encoding="utf-8")
+    assert kg_process("ingest", str(tmp_path / "notes-old"), "--data-dir", str(data), cwd=tmp_path).returncode == 0
+    (tmp_path / "notes-old" / "omega.md").unlink()
 
     # Nothing else changed (the path that opens no knowledge base) and a change beside it (the full path): both say so.
     for change in (None, "gamma"):

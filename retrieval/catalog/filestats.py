@@ -137,12 +137,17 @@ def gone_sources(root: Path, folders: Sequence[Path], present: Sequence[Path] = 
         db = sqlite3.connect(f"file:{catalog}?mode=ro", uri=True)
     except sqlite3.Error:
         return []
+    prefixes = tuple(r.rstrip(os.sep) + os.sep for r in roots)
     try:
-        sources = [row[0] for row in db.execute("SELECT DISTINCT source FROM versions")]
+        # Only the sources under the folders, as a range of the source index (a prefix ends with the separator, and
+        # every text starting with it sorts between it and the same text ending in the next character): the catalog
+        # may hold hundreds of thousands of other sources, and this runs after every `kg ingest FOLDER`.
+        sources = {row[0] for prefix in prefixes for row in db.execute(
+            "SELECT DISTINCT source FROM versions WHERE source >= ? AND source < ?",
+            (prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)))}
     except sqlite3.Error:
         return []
     finally:
         db.close()
-    prefixes = tuple(r.rstrip(os.sep) + os.sep for r in roots)
     seen = {source_of(f) for f in present}
     return sorted(s for s in sources if s.startswith(prefixes) and s not in seen and not os.path.isfile(s))
