@@ -72,3 +72,31 @@ def test_reading_the_hidden_chunks_never_scans_every_version(tmp_path):
         for statement in reads:
             plan = [row[3] for row in db.execute("EXPLAIN QUERY PLAN " + statement)]
             assert not [step for step in plan if step == "SCAN versions"], (statement, plan)
+
+
+def test_a_catalog_from_before_the_hiding_indexes_gets_them_without_waiting_for_a_writer(tmp_path):
+    """A catalog made before the partial indexes gets them at the next open that can write it at once; a process opening
+    it while a writer holds it (or a read-only catalog) goes on without them and gets the same hidden chunks."""
+    import sqlite3
+
+    settings = make_settings(tmp_path / "kb", today=dt.date(2024, 6, 1))
+    with KnowledgeBase(settings, create=True) as kb:
+        for when, words in (("2023-01-01", "old budget"), ("2025-01-01", "new budget")):
+            kb.ingest_documents([SourceDocument("api:prd", f"---\neffective: {when}\n---\n\n# prd\n\n{words}")])
+        want = kb.history.hidden_chunks(dt.date(2024, 6, 1))
+        catalog = kb.store.path
+    assert want
+    names = "SELECT name FROM sqlite_master WHERE name IN ('versions_ended', 'versions_dated')"
+    other = sqlite3.connect(catalog, isolation_level=None)
+    try:
+        other.executescript("DROP INDEX versions_ended; DROP INDEX versions_dated;")  # as an older kgrag left it
+        other.execute("BEGIN IMMEDIATE")  # a writer holds the catalog
+        with KnowledgeBase(settings) as kb:
+            assert kb.history.hidden_chunks(dt.date(2024, 6, 1)) == want
+        assert other.execute(names).fetchall() == []  # not made: it would have waited for the writer
+        other.execute("ROLLBACK")
+        with KnowledgeBase(settings) as kb:
+            assert kb.history.hidden_chunks(dt.date(2024, 6, 1)) == want
+        assert sorted(other.execute(names).fetchall()) == [("versions_dated",), ("versions_ended",)]
+    finally:
+        other.close()

@@ -32,10 +32,6 @@ CREATE TABLE IF NOT EXISTS versions (
 );
 CREATE INDEX IF NOT EXISTS versions_doc ON versions(doc_id);
 CREATE INDEX IF NOT EXISTS versions_source ON versions(source);
--- The versions that can hide a chunk (an ended one, a dated one), which every query's first look at the catalog asks for:
--- small, where a scan of all versions cost ~90 ms at 300k chunks.
-CREATE INDEX IF NOT EXISTS versions_ended ON versions(doc_id) WHERE effective_to IS NOT NULL;
-CREATE INDEX IF NOT EXISTS versions_dated ON versions(effective_from, doc_id) WHERE effective_from IS NOT NULL;
 CREATE TABLE IF NOT EXISTS version_chunks (
     version_id TEXT NOT NULL REFERENCES versions(version_id) ON DELETE CASCADE, chunk_id TEXT NOT NULL,
     ordinal INTEGER NOT NULL, parent_id TEXT NOT NULL, line_start INTEGER NOT NULL, line_end INTEGER NOT NULL,
@@ -63,8 +59,15 @@ INSERT OR IGNORE INTO version_chunks SELECT v.version_id, c.chunk_id, c.ordinal,
 """
 
 
+# The versions that can hide a chunk (an ended one, a dated one), which every query's first look at the catalog asks for:
+# small, where a scan of all versions cost ~90 ms at 300k chunks (retrieval/catalog/in_force.py reads them).
+_HIDING = ("CREATE INDEX IF NOT EXISTS versions_ended ON versions(doc_id) WHERE effective_to IS NOT NULL;"
+           "CREATE INDEX IF NOT EXISTS versions_dated ON versions(effective_from, doc_id) WHERE effective_from IS NOT NULL;")
+
+
 def ensure_schema(db: sqlite3.Connection) -> None:
     db.executescript(_SCHEMA)
+    _add_hiding_indexes(db)
     for table, columns in _NEW_COLUMNS.items():
         have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
         for name, kind in columns.items():
@@ -75,6 +78,22 @@ def ensure_schema(db: sqlite3.Connection) -> None:
     # each open (~25 ms at 50k documents).
     if db.execute("SELECT NOT EXISTS (SELECT 1 FROM versions) AND EXISTS (SELECT 1 FROM documents)").fetchone()[0]:
         db.executescript("BEGIN;" + _BACKFILL + "COMMIT;")
+
+
+def _add_hiding_indexes(db: sqlite3.Connection) -> None:
+    """The hiding indexes on a catalog made before them, by the first process that can write it without waiting: a
+    read-only catalog, or one a writer holds right now, answers the same without them (a scan), until a later open."""
+    if db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name IN ('versions_ended', 'versions_dated')").fetchone()[0] == 2:
+        return
+    (timeout,) = db.execute("PRAGMA busy_timeout").fetchone()
+    db.execute("PRAGMA busy_timeout = 0")  # a query does not wait behind an ingest for an index
+    try:
+        db.executescript("BEGIN;" + _HIDING + "COMMIT;")
+    except sqlite3.OperationalError:  # read-only, or locked by a writer
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {int(timeout)}")
 
 
 @dataclass
