@@ -156,7 +156,6 @@ class PostingScores:
     def length_norms(self, field: str, sub, offset: int) -> np.ndarray:
         """Segment docnum -> BM25's length norm `K1 * ((1 - B) + B * fl / avgfl)` of the field, for one
         segment of this searcher: its lengths are read in one go, not one seek per document."""
-
         norms = self._lengths.get((field, offset))
         if norms is None:
             B, K1 = self.bm25
@@ -361,6 +360,7 @@ def _field_lengths(sub, field: str) -> np.ndarray:
         if raw is None:
             return np.ones(n, dtype=np.float64)
         lengths = np.zeros(n, dtype=np.float64)
+        raw = raw[:n]
         lengths[:len(raw)] = _byte_lengths()[np.frombuffer(raw, dtype=np.uint8)]
         return lengths
     return np.array([reader.doc_field_length(d, field, 1) or 0 for d in range(n)], dtype=np.float64)
