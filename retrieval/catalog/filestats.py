@@ -150,4 +150,4 @@ def gone_sources(root: Path, folders: Sequence[Path], present: Sequence[Path] = 
     finally:
         db.close()
     seen = {source_of(f) for f in present}
-    return sorted(s for s in sources if s.startswith(prefixes) and s not in seen and not os.path.isfile(s))
+    return sorted(s for s in sources if s not in seen and not os.path.isfile(s))

@@ -29,6 +29,8 @@ from collections.abc import Iterator
 
 from whoosh.util.numeric import length_to_byte
 
+from retrieval.index.whoosh_postings import length_column, w3_blocks
+
 __all__ = ["compress", "discard", "finalize", "merge_segments"]
 
 _MAGIC = b"W3Bl"  # whoosh.codec.whoosh3.WHOOSH3_HEADER_MAGIC: a posting list's first bytes
@@ -126,9 +128,6 @@ def _copyable(writer) -> bool:
 def _write_postings(writer, sources: list, lengths) -> None:
     """Every term of the pool (the writer's new chunks) and of the merged segments, in whoosh's term order, with its
     postings in docnum order: the pool's first, then each segment's, as whoosh's sorted pool gives them."""
-    # here, not at the top: a process that only opens the index never writes a segment
-    from retrieval.index.whoosh_postings import length_column
-
     schema, fieldwriter, codec = writer.schema, writer.fieldwriter, writer.codec
     out = _Postings(fieldwriter._postfile, codec._blocklimit, codec._inlinelimit, codec._compression)
     add_term = _TermTable(fieldwriter._tindex).add
@@ -350,22 +349,15 @@ def _entries(table, window: int = 1 << 20) -> Iterator[tuple]:
 
 
 def _blocks(postfile, offset: int, length: int) -> tuple:
-    """One posting list of whoosh 2.7's posting file (`W3PostingsWriter`'s layout, as `whoosh_postings.w3_postings`
-    reads it): docnums, weights and the values' bytes."""
+    """One posting list of whoosh 2.7's posting file (read as `whoosh_postings.w3_postings` reads it): docnums,
+    weights and the values' bytes."""
     raw = postfile.get(offset, length)
     if raw[:4] != _MAGIC:
         raise ValueError("not a whoosh 2.7 posting list")
     ids: list = []
     weights: list = []
     value_parts = []
-    pos = 4
-    while True:
-        (size,) = _INT.unpack_from(raw, pos)
-        end = pos + 4 + abs(size)
-        stream = io.BytesIO(raw[pos + 4:end])
-        info = pickle.Unpickler(stream).load()
-        data = stream.read()
-        deltas, block_weights, values = pickle.loads(zlib.decompress(data) if info[3] else data)
+    for deltas, block_weights, values in w3_blocks(raw, io.BytesIO(raw), 0):
         ids.extend(itertools.accumulate(deltas))
         if block_weights is None:
             weights.extend([1.0] * len(deltas))
@@ -375,7 +367,4 @@ def _blocks(postfile, offset: int, length: int) -> tuple:
             weights.extend(block_weights)
         if values:
             value_parts.append(values if isinstance(values, bytes) else b"".join(values))
-        if size < 0:
-            break
-        pos = end
     return ids, weights, b"".join(value_parts)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # numpy is imported by the functions that read: a writer (an 
 
 from retrieval.index.whoosh_files import ViewFile
 
-__all__ = ["PostingScores", "inlined_postings", "length_column", "matcher_arrays", "posting_blocks", "postings",
+__all__ = ["PostingScores", "inlined_postings", "length_column", "matcher_arrays", "posting_blocks", "postings", "w3_blocks",
            "segment_postings", "w3_postings"]
 
 MAX_CACHED = 5000  # (field, term) posting lists kept per searcher
@@ -320,18 +320,10 @@ def w3_postings(postfile, terminfo) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     start, _ = terminfo.extent()
     view = ViewFile(buf)
-    raw = view._buf
-    if raw[start:start + 4].tobytes() != _W3_MAGIC:
+    if view._buf[start:start + 4].tobytes() != _W3_MAGIC:
         return None
     ids_parts, weight_parts = [], []
-    pos = start + 4
-    while True:
-        (size,) = _INT.unpack_from(raw, pos)
-        end = pos + 4 + abs(size)
-        view.seek(pos + 4)
-        info = pickle.Unpickler(view).load()
-        data = raw[view.tell():end]
-        deltas, weights = pickle.loads(zlib.decompress(data) if info[3] else data)[:2]
+    for deltas, weights, _values in w3_blocks(view._buf, view, start):
         n = len(deltas)
         ids_parts.append(np.cumsum(np.fromiter(deltas, dtype=np.int64, count=n)))
         if weights is None:
@@ -340,10 +332,26 @@ def w3_postings(postfile, terminfo) -> tuple[np.ndarray, np.ndarray] | None:
             weight_parts.append(np.full(n, float(np.float32(weights)), dtype=np.float64))  # whoosh: array("f")
         else:
             weight_parts.append(np.fromiter(weights, dtype=np.float64, count=n))
-        if size < 0:
-            break
-        pos = end
     return np.concatenate(ids_parts), np.concatenate(weight_parts)
+
+
+def w3_blocks(raw, stream, start: int) -> Iterator[tuple]:
+    """(docnum deltas, weights, values) of each block of the posting list at `start` of a whoosh 2.7 posting file
+    (`W3PostingsWriter`'s layout, its magic already checked): the block's length (negative for the last), its pickled
+    info (count, last id, max weight, compression, min and max length), its pickled postings. `raw` is the file's
+    bytes (or a view of them) and `stream` a seekable file over them: a `ViewFile` reads a mapped file in place, an
+    `io.BytesIO` reads a list already copied out faster."""
+    pos = start + 4
+    while True:
+        (size,) = _INT.unpack_from(raw, pos)
+        end = pos + 4 + abs(size)
+        stream.seek(pos + 4)
+        info = pickle.Unpickler(stream).load()
+        data = raw[stream.tell():end]
+        yield pickle.loads(zlib.decompress(data) if info[3] else data)
+        if size < 0:
+            return
+        pos = end
 
 
 def _field_lengths(sub, field: str) -> np.ndarray:
