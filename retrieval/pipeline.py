@@ -181,16 +181,18 @@ class KnowledgeBase(QueryPath):
 
     @writes
     def ingest_paths(self, paths: Sequence[Path], progress: Progress | None = None, *, strict: bool = False,
-                     doc_id: str | None = None, effective: str | None = None) -> IngestReport:
-        """Files and folders. A file that cannot be read is skipped and reported (`strict`: an error)."""
+                     doc_id: str | None = None, effective: str | None = None, workers: int = 0) -> IngestReport:
+        """Files and folders. A file that cannot be read is skipped and reported (`strict`: an error).
+        `workers`: processes that analyse and index the new chunks beside this one (whoosh only)."""
         from retrieval import write_path
-        return write_path.ingest_paths(self, paths, progress, strict=strict, doc_id=doc_id, effective=effective)
+        return write_path.ingest_paths(self, paths, progress, strict=strict, doc_id=doc_id, effective=effective,
+                                       workers=workers)
 
     @writes
     def ingest_documents(self, sources: Iterable[SourceDocument], progress: Progress | None = None, *,
-                         strict: bool = True, skipped: list | None = None) -> IngestReport:
+                         strict: bool = True, skipped: list | None = None, workers: int = 0) -> IngestReport:
         from retrieval import write_path
-        return write_path.ingest_documents(self, sources, progress, strict=strict, skipped=skipped)
+        return write_path.ingest_documents(self, sources, progress, strict=strict, skipped=skipped, workers=workers)
 
     @writes
     def delete_documents(self, doc_ids: Sequence[str]) -> list[dict]:

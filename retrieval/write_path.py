@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from kg.errors import InputError, TooLargeError
@@ -48,7 +49,7 @@ RDF_SUFFIXES = (".ttl", ".owl", ".rdf", ".xml", ".nt", ".jsonld", ".ofn", ".omn"
 Progress = Callable[[int], None]
 
 def ingest_paths(kb, paths: Sequence[Path], progress: Progress | None = None, *, strict: bool = False,
-                 doc_id: str | None = None, effective: str | None = None) -> IngestReport:
+                 doc_id: str | None = None, effective: str | None = None, workers: int = 0) -> IngestReport:
     """Files and folders. A file that cannot be read is skipped and reported (`strict`: an error)."""
     found = find_files(paths)
     if not found.files:
@@ -65,7 +66,7 @@ def ingest_paths(kb, paths: Sequence[Path], progress: Progress | None = None, *,
     known = {} if doc_id or effective else filestats.unchanged(kb.store.db, stamps)
     to_read = [f for f in found.files if filestats.source_of(f) not in known]
     sources = read_sources(to_read, skipped, strict=strict, progress=progress, doc_key=doc_id, effective=effective)
-    report = ingest_documents(kb, sources, progress, strict=strict, skipped=skipped)
+    report = ingest_documents(kb, sources, progress, strict=strict, skipped=skipped, workers=workers)
     report.unchanged += len(known)  # neither read nor hashed: same size, mtime and inode as when ingested
     report.doc_ids += list(known.values())
     if progress and known:
@@ -78,7 +79,8 @@ def ingest_paths(kb, paths: Sequence[Path], progress: Progress | None = None, *,
 
 
 def ingest_documents(kb, sources: Iterable[SourceDocument], progress: Progress | None = None, *,
-                     strict: bool = True, skipped: list[Skipped] | None = None) -> IngestReport:
+                     strict: bool = True, skipped: list[Skipped] | None = None, workers: int = 0) -> IngestReport:
+    """`workers`: processes that analyse and index the new chunks beside this one (`kg ingest --workers`)."""
     report = IngestReport()
     if skipped is not None:
         report.skipped = skipped  # the caller's list: files it could not read land here as it reads them
@@ -108,12 +110,26 @@ def ingest_documents(kb, sources: Iterable[SourceDocument], progress: Progress |
             if progress:
                 progress(1)
 
-    _catalog_then_index(kb, "ingest", change)
+    with _index_workers(kb, workers, report):
+        _catalog_then_index(kb, "ingest", change)
     if index_recipe(kb) < INDEX_RECIPE:
         report.warnings.append("the text index was written by an older kgrag and lacks what this one indexes "
                                f"({RECIPES[INDEX_RECIPE]}): run `kg check --repair` to index every chunk again")
     report.seconds = time.perf_counter() - started
     return report
+
+
+@contextmanager
+def _index_workers(kb, workers: int, report: IngestReport):
+    use = getattr(kb.index, "use_workers", None) if workers else None
+    if workers and not (use and use(workers)):
+        report.warnings.append("--workers: this text index is written by this process only (worker processes need "
+                               "the embedded whoosh index and a system that can fork)")
+    try:
+        yield
+    finally:
+        if use:
+            use(0)
 
 
 def _check_size(kb, src: SourceDocument) -> None:

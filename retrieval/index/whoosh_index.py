@@ -9,7 +9,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import whoosh.writing
 from whoosh import index as whoosh_index
 from whoosh import scoring
 from whoosh.fields import ID, TEXT, Schema
@@ -19,6 +18,7 @@ from retrieval.index import analysis, whoosh_files, whoosh_write
 from retrieval.index.analysis import GramAnalyzer, KgAnalyzer
 from retrieval.index.candidates import add_common_terms, head_then_tail, top_chunks
 from retrieval.index.whoosh_segments import MAX_SEGMENTS, MERGE_FACTOR, merge_all, tiered_merge
+from retrieval.index.whoosh_workers import can_fork
 from retrieval.index.whoosh_write import PendingSegments
 from retrieval.types import Chunk, TextHit
 
@@ -57,6 +57,11 @@ sys.modules.setdefault("retrieval.analysis", analysis)
 # about than one in its body (tuned on the shared benchmarks; see bench/RESULTS.md).
 FIELD_BOOSTS = {"title": 2.0, "section": 0.5, "body": 1.0}
 MAX_DF_RATIO = 0.1
+
+
+def _replace_all(writer, segments: list, added: int | None = None) -> list:
+    """The merge policy of `replace_all`: no older segment kept (whoosh's CLEAR)."""
+    return []
 
 
 def _schema() -> Schema:
@@ -120,6 +125,12 @@ class WhooshIndex:
         heading path in the section field."""
         return self.writes.add(chunks, file_words or {}, self._has_grams)
 
+    def use_workers(self, processes: int) -> bool:
+        """Have `processes` forked worker processes analyse and write the chunks added until the next commit or
+        rollback (0: this process, the default); False where processes cannot be forked (then this one does)."""
+        self.writes.workers = processes if can_fork() else 0
+        return self.writes.workers == processes
+
     def upgrade_schema(self) -> None:
         """Add the fields an index made by an older kgrag lacks (they fill as chunks are indexed again)."""
         if not self._has_grams:
@@ -134,7 +145,7 @@ class WhooshIndex:
         files that no reader sees yet: the slow part of a commit, done while queries go on. `commit()`
         then only publishes them. `optimize`: merge every segment into one (`kg check --repair --optimize`);
         `replace_all`: what this writer added becomes the whole index (every older segment dropped)."""
-        policy = whoosh.writing.CLEAR if replace_all else merge_all if optimize else tiered_merge
+        policy = _replace_all if replace_all else merge_all if optimize else tiered_merge
         self.writes.prepare(policy)
 
     def commit(self, optimize: bool = False, replace_all: bool = False) -> None:

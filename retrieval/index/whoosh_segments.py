@@ -16,17 +16,18 @@ MERGE_FACTOR = 6
 MAX_SEGMENTS = 24
 
 
-def tiered_merge(writer, segments: list) -> list:
+def tiered_merge(writer, segments: list, added: int | None = None) -> list:
     """whoosh merge policy: the segments to keep; the merged ones are added to `writer`'s new segment.
 
     Tier of a segment = floor(log_MERGE_FACTOR(documents)). The new segment (this writer's documents)
     takes in every older segment of a lower tier (they are smaller than it, so this costs at most
     what it adds), then the segments of its own tier once MERGE_FACTOR - 1 of them wait there, and
     again at the tier the merged segment reaches. Past MAX_SEGMENTS everything merges (an index
-    written before this policy)."""
+    written before this policy). `added`: the documents this commit adds when worker processes wrote them
+    (`whoosh_workers`; the writer's own count otherwise)."""
     if len(segments) >= MAX_SEGMENTS:
         return merge_all(writer, segments)
-    size = max(writer.docnum - writer.docbase, 1)  # documents this writer added so far
+    size = max(writer.docnum - writer.docbase + (added or 0), 1)  # documents this commit adds
     keep = sorted(segments, key=lambda seg: seg.doc_count_all())
     merged: list = []
     while keep:
@@ -43,7 +44,7 @@ def tiered_merge(writer, segments: list) -> list:
     return keep
 
 
-def merge_all(writer, segments: list) -> list:
+def merge_all(writer, segments: list, added: int | None = None) -> list:
     """whoosh merge policy: every segment merged into the writer's new one (whoosh's OPTIMIZE, `whoosh_merge`'s way)."""
     merge_segments(writer, segments)
     return []

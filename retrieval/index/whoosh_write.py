@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from retrieval.index import whoosh_merge
+from retrieval.index.whoosh_workers import SegmentWorkers, can_fork
 from retrieval.types import Chunk
 
 __all__ = ["INLINE_LIMIT", "WRITER_LIMIT_MB", "PendingSegments", "install"]
@@ -46,6 +47,12 @@ def install() -> None:
     whoosh3.zlib = types.SimpleNamespace(compress=whoosh_merge.compress, decompress=zlib.decompress)
 
 
+def _writer_args() -> dict:
+    from whoosh.codec.whoosh3 import W3Codec
+
+    return {"limitmb": WRITER_LIMIT_MB, "codec": W3Codec(inlinelimit=INLINE_LIMIT)}
+
+
 def _set_inline(terminfo, ids, weights, values) -> None:
     """`W3TermInfo.set_inlined`, with one None a posting when the field keeps no values (as a posting block has)."""
     terminfo._inlined = (tuple(ids), tuple(weights), tuple(values) if len(values) else (None,) * len(ids))
@@ -58,14 +65,14 @@ class PendingSegments:
     def __init__(self, ix) -> None:
         self.ix = ix
         self.lock = threading.Lock()
+        self.workers = 0  # processes to index new chunks in (`whoosh_workers`); 0: this one
         self._writer = None
+        self._pool: SegmentWorkers | None = None  # started by the first chunk added with `workers` set
         self._prepared: list | None = None  # the writer's segments once written, before they are published
 
     def writer(self):
         if self._writer is None:
-            from whoosh.codec.whoosh3 import W3Codec
-
-            self._writer = self.ix.writer(limitmb=WRITER_LIMIT_MB, codec=W3Codec(inlinelimit=INLINE_LIMIT))
+            self._writer = self.ix.writer(**_writer_args())
             self._prepared = None
         return self._writer
 
@@ -90,7 +97,13 @@ class PendingSegments:
                 # say so by one hash look-up a segment.
                 if ("chunk_id", chunk.chunk_id) in indexed:
                     writer.delete_by_term("chunk_id", chunk.chunk_id)
-                writer.add_document(**fields)
+                if self.workers and self._pool is None and can_fork():
+                    self._pool = SegmentWorkers(self.ix, self.workers, _writer_args())  # forked now: after the
+                    # words this ingest taught jieba, so the workers cut text as this process would
+                if self._pool is not None:
+                    self._pool.add(fields)
+                else:
+                    writer.add_document(**fields)
                 n += 1
         return n
 
@@ -109,12 +122,24 @@ class PendingSegments:
             writer = self._writer
             if writer is None or self._prepared is not None:
                 return
-            segments = policy(writer, writer.segments)
+            pool = self._pool
+            if pool is None:
+                segments = policy(writer, writer.segments)
+                theirs = []
+            else:
+                try:
+                    theirs = pool.finish()  # the workers' segments, merged by later commits like any new one
+                except BaseException:
+                    pool.cancel()
+                    raise
+                finally:
+                    self._pool = None
+                segments = policy(writer, writer.segments, added=sum(seg.doc_count_all() for seg in theirs))
             if writer._added:
                 segments.append(whoosh_merge.finalize(writer))
             else:
                 writer._close_segment()
-            self._prepared = segments
+            self._prepared = segments + theirs
 
     def publish(self) -> None:
         """Make the prepared segments the index (a no-op with no writer open); the caller holds `lock`
@@ -129,8 +154,10 @@ class PendingSegments:
 
     def rollback(self) -> None:
         with self.lock:
-            writer, prepared = self._writer, self._prepared
-            self._writer = self._prepared = None
+            writer, prepared, pool = self._writer, self._prepared, self._pool
+            self._writer = self._prepared = self._pool = None
+            if pool is not None:
+                pool.cancel()  # what the workers wrote is no segment of the index; whoosh's next commit deletes it
             if writer is not None:
                 whoosh_merge.discard(writer)
                 if prepared is None:
