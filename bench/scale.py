@@ -260,7 +260,8 @@ def checkpoint(kb, work: Path, step: int, state: dict, refs: dict, qs: list[str]
         row[f"{name}_ms_per_chunk"] = round(sum(b["cpu_s"] for b in ref_since) * 1000 / max(1, sum(b["chunks"] for b in ref_since)), 3)
     row["disk_mb"] = round(disk_mb(data_dir), 1)
     row["kg_bytes_per_chunk"] = round(row["disk_mb"] * 1e6 / row["chunks"])
-    row["fts5_disk_mb"] = round((work / "fts5.db").stat().st_size / 1e6, 1)
+    if (work / "fts5.db").exists():
+        row["fts5_disk_mb"] = round((work / "fts5.db").stat().st_size / 1e6, 1)
     if (work / "tantivy").exists():
         row["tantivy_disk_mb"] = round(disk_mb(work / "tantivy"), 1)
     for q in qs[:3]:  # warm: the first query loads what queries need
@@ -277,7 +278,8 @@ def checkpoint(kb, work: Path, step: int, state: dict, refs: dict, qs: list[str]
     return row
 
 
-def run(work: Path, steps: list[int], fresh: bool, workers: int = 0) -> dict:
+def run(work: Path, steps: list[int], fresh: bool, workers: int = 0, batch_docs: int = BATCH_DOCS,
+        refs_too: bool = True) -> dict:
     from scale_refs import Fts5, Tantivy
 
     if fresh and work.exists():
@@ -293,11 +295,14 @@ def run(work: Path, steps: list[int], fresh: bool, workers: int = 0) -> dict:
     base = passages()
     qs = questions()
     state = results["state"] or {"documents": 0, "chunks": 0, "batches": [], "ref_batches": {"fts5": [], "tantivy": []}}
-    refs = {"fts5": Fts5(work / "fts5.db")}
+    refs = {"fts5": Fts5(work / "fts5.db")} if refs_too else {}
     try:
-        refs["tantivy"] = Tantivy(work / "tantivy")
+        if refs_too:
+            refs["tantivy"] = Tantivy(work / "tantivy")
     except ImportError:
         state["ref_batches"].pop("tantivy", None)
+    for name in set(state["ref_batches"]) - set(refs):
+        state["ref_batches"].pop(name)
     make_folder(work / "folder", base)
     kb = KnowledgeBase(Settings(data_dir=work / "kb"), create=True)
     try:
@@ -310,7 +315,7 @@ def run(work: Path, steps: list[int], fresh: bool, workers: int = 0) -> dict:
             if any(c["step"] == step for c in results["checkpoints"]):
                 continue
             while state["chunks"] < step:
-                batch = [SourceDocument(source, text) for source, text in (next(docs) for _ in range(BATCH_DOCS))]
+                batch = [SourceDocument(source, text) for source, text in (next(docs) for _ in range(batch_docs))]
                 t, w = cpu(), time.perf_counter()
                 report = kb.ingest_documents(batch, workers=workers)
                 spent = cpu() - t
@@ -431,6 +436,8 @@ def main() -> None:
     parser.add_argument("--relations", type=int, default=0, help="also measure a relation table of this many rows")
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--workers", type=int, default=0, help="index worker processes for each batch (kg ingest --workers)")
+    parser.add_argument("--batch-docs", type=int, default=BATCH_DOCS, help="documents per ingest call (one commit each)")
+    parser.add_argument("--no-refs", action="store_true", help="without FTS5 and tantivy beside it (kgrag alone)")
     parser.add_argument("--render", action="store_true", help="print the tables of the saved checkpoints")
     parser.add_argument("--remeasure", type=int, default=0, metavar="N",
                         help="measure the start-up rows N times again on the saved knowledge base (a copy), with this code")
@@ -450,7 +457,7 @@ def main() -> None:
         (args.work / "relations.json").write_text(json.dumps(out, indent=1))
         print(json.dumps(out))
         return
-    run(args.work, [int(s) for s in args.steps.split(",")], args.fresh, args.workers)
+    run(args.work, [int(s) for s in args.steps.split(",")], args.fresh, args.workers, args.batch_docs, not args.no_refs)
 
 
 if __name__ == "__main__":
