@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from processes import alive
+from processes import alive, children, outliving
 
 from kg.cli import cli
 from retrieval.index.whoosh_workers import IndexWorkerError, SegmentWorkers, can_fork
@@ -76,23 +76,10 @@ def kg_process(*args: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, encoding="utf-8")
 
 
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text(encoding="ascii")
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
 def wait_for_workers(process: subprocess.Popen, count: int) -> list[int]:
     deadline = time.monotonic() + GUARD
     while time.monotonic() < deadline and process.poll() is None:
-        found = [pid for pid in children(process.pid) if alive(pid)]
+        found = children(process.pid)
         if len(found) >= count:
             return found
         time.sleep(0.01)
@@ -181,19 +168,11 @@ def test_workers_end_with_a_killed_ingest(tmp_path):
     data_dir = tmp_path / "kb"
     ingest = kg_process("ingest", "--workers", "2", "--data-dir", str(data_dir), str(folder))
     try:
-        workers = wait_for_workers(ingest, 2)
-        ingest.send_signal(signal.SIGKILL)  # no clean-up runs in the writing process
-        ingest.wait()
-        deadline = time.monotonic() + GUARD
-        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        left = [pid for pid in workers if alive(pid)]
+        left = outliving(ingest, wait_for_workers(ingest, 2), GUARD)  # SIGKILL: no clean-up runs in the writer
     finally:
         if ingest.poll() is None:
             ingest.kill()
             ingest.wait()
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
     assert not left, f"worker processes {left} outlived the killed ingest"
     code, out = kg("ingest", "--workers", "2", "--data-dir", data_dir, folder)  # the lock is free, the catalog sound
     assert code == 0 and "1500 new" in out, out

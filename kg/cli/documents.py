@@ -36,7 +36,7 @@ def init(data_dir: Path | None) -> None:
 @click.option("--interval", type=float, default=2.0, show_default=True, help="With --watch: seconds between looks.")
 @click.option("--workers", type=click.IntRange(0, 32), default=0, show_default=True,
               help="Processes that analyse and index the new chunks while this one reads, cuts and links the files "
-                   "(0: this process does it all). For large folders on several cores; each takes ~100-200 MB.")
+                   "(0: this process does it all). For large folders on several cores; each worker takes ~250 MB.")
 @data_dir_option
 @json_option
 @quiet_option

@@ -5,17 +5,14 @@ started it is gone (`backends_servers.ends_with_parent`)."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
-from processes import alive
+from processes import alive, outliving
 
 GUARD = 60  # seconds to wait for an orphaned server to end before calling it left running (not a speed target)
 
@@ -43,18 +40,11 @@ def test_servers_end_when_the_test_process_that_started_them_is_killed():
         assert len(line) == 4 and line[0].isdigit(), f"the servers did not start: {line}"
         pids, folders = [int(line[0]), int(line[1])], line[2:]
         assert all(alive(pid) for pid in pids)
-        parent.send_signal(signal.SIGKILL)  # no clean-up runs: no `finally` of the context managers
-        parent.wait()
-        deadline = time.monotonic() + GUARD
-        while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        left = [pid for pid in pids if alive(pid)]
+        left = outliving(parent, pids, GUARD)  # SIGKILL: no `finally` of the context managers runs
     finally:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
-    for pid in left:  # do not leave them to the next run either
-        os.kill(pid, signal.SIGKILL)
     for folder in folders:  # the temp folders are the killed run's to leave: removed here
         shutil.rmtree(folder, ignore_errors=True)
     assert not left, f"server processes {left} outlived the process that started them"
