@@ -66,6 +66,29 @@ def test_search_ranks_like_whooshs_or_query(tmp_path):
     index.close()
 
 
+def test_the_cached_posting_scores_stay_within_their_byte_budget_and_rank_the_same(tmp_path, monkeypatch):
+    from retrieval.index import whoosh_postings
+
+    index = _build(tmp_path)
+    rng = random.Random(5)
+    questions = [[(t, 1.0) for w in rng.sample(WORDS, rng.randint(2, 6)) for t in query_terms(w)] for _ in range(30)]
+    unbounded = [[(h.chunk_id, h.score) for h in index.search(terms, limit=10)] for terms in questions]
+    scores = index._scores
+    largest = max(p.ids.nbytes + p.scores.nbytes for p in scores._scores.values())
+    assert scores._cached_bytes == sum(p.ids.nbytes + p.scores.nbytes for p in scores._scores.values()) > 3 * largest
+    budget = 2 * largest  # a few lists: the cache is emptied many times over these questions
+    monkeypatch.setattr(whoosh_postings, "MAX_CACHED_BYTES", budget)
+    scores._scores.clear()
+    scores._cached_bytes = 0
+    seen = 0
+    for terms, expected in zip(questions, unbounded, strict=True):
+        assert [(h.chunk_id, h.score) for h in index.search(terms, limit=10)] == expected
+        assert scores._cached_bytes <= budget
+        seen = max(seen, len(scores._scores))
+    assert 1 < seen < len(questions)
+    index.close()
+
+
 class _ScopeWeighting:
     """Reference: whoosh's BM25F with a scope's idf and average field lengths, as a whoosh weighting."""
 

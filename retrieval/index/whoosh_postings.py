@@ -25,6 +25,9 @@ __all__ = ["PostingScores", "inlined_postings", "length_column", "matcher_arrays
            "segment_postings", "w3_postings"]
 
 MAX_CACHED = 5000  # (field, term) posting lists kept per searcher
+# ... and their bytes: at 1M chunks one common term's list is up to ~5 MB, so 5,000 lists alone could be gigabytes in a
+# `kg serve` that runs for days (120 questions there held 3,281 lists, 246 MB: bench/RESULTS-scale.md, "To 1M").
+MAX_CACHED_BYTES = 512 * 2**20
 _W3_MAGIC = b"W3Bl"  # whoosh.codec.whoosh3.WHOOSH3_HEADER_MAGIC
 _INT = struct.Struct("!i")  # whoosh.system's int, a block's length
 
@@ -36,6 +39,7 @@ class PostingScores:
         self.searcher = searcher
         self.bm25 = bm25
         self._scores: dict[tuple[str, str], Postings] = {}
+        self._cached_bytes = 0  # of the arrays in `_scores`
         self._lengths: dict[tuple[str, int], np.ndarray] = {}  # (field, segment) -> length norms
         self._chunk_ids: dict[int, str] = {}  # docnum -> chunk id
         self._df: dict[tuple[str, str], int] = {}
@@ -72,9 +76,12 @@ class PostingScores:
                     scores.append(idf * ((tfs * k1p1) / (tfs + norm[seg_ids])))
                 if ids:
                     cached = Postings(np.concatenate(ids), np.concatenate(scores))
-            if len(self._scores) > MAX_CACHED:
-                self._scores.clear()
+            size = cached.ids.nbytes + cached.scores.nbytes
+            if len(self._scores) > MAX_CACHED or self._cached_bytes + size > MAX_CACHED_BYTES:
+                self._scores.clear()  # what the next questions read is read again; the scores are the same
+                self._cached_bytes = 0
             self._scores[key] = cached
+            self._cached_bytes += size
         return cached
 
     def doc_frequency(self, field: str, term: str) -> int:
