@@ -86,3 +86,22 @@ def test_queries_run_while_a_write_is_in_progress(fresh_kb):
         release.set()
         writer.join(30)
     assert [h.source for h in kb.query("heron").hits] == ["api:slow"]
+
+
+def test_check_of_a_large_knowledge_base_says_what_it_is_doing_first(fresh_kb, monkeypatch):
+    from click.testing import CliRunner
+
+    from kg.cli import check as check_cli
+    from kg.cli import cli
+
+    def run(*flags):
+        return CliRunner().invoke(cli, ["check", "--data-dir", str(fresh_kb.root), *flags], catch_exceptions=False)
+
+    fresh_kb.close()
+    assert "checking" not in run().stderr  # the fixture is small: nothing to announce
+    monkeypatch.setattr(check_cli, "ANNOUNCE_CHUNKS", 1)
+    result = run()
+    chunks = result.stdout.split(" chunks,")[0].rsplit(", ", 1)[1]
+    assert result.exit_code == 0 and result.stdout.startswith("clean: ")
+    assert result.stderr.startswith(f"checking {int(chunks):,} chunks: the catalog against the text index"), result.stderr
+    assert "checking" not in run("--quiet").stderr and "checking" not in run("--json").stderr
