@@ -66,12 +66,26 @@ def _index_ids(kb) -> set[str]:
         return {fields["chunk_id"] for fields in searcher.all_stored_fields()}
 
 
+def _written_elsewhere(kb) -> bool:
+    """Whether another process holds the write lock this instant: then a journal on disk is a live write's, not a
+    dead one's (a `kg check` run during a long ingest)."""
+    lock = kb.commits.flock
+    if lock.held or not lock.try_acquire():
+        return not lock.held
+    lock.release()
+    return False
+
+
 def inspect(kb) -> tuple[CheckReport, dict]:
     """Every disagreement, with what a repair needs to know about it."""
     report, found = CheckReport(), {}
     journal = commit.pending_journal(kb.root)
     if journal is not None and not kb.commits.writing_now():  # inside a write, the journal is that write's own
-        report.problems.append(f"a commit of '{journal.get('op')}' was cut short (its process died before finishing)")
+        if _written_elsewhere(kb):
+            report.notes.append(f"another kg process is writing to this knowledge base now (its '{journal.get('op')}' "
+                                "commit is under way): this check saw what was committed before it")
+        else:
+            report.problems.append(f"a commit of '{journal.get('op')}' was cut short (its process died before finishing)")
     temps = _temp_files(kb)
     if temps:
         report.problems.append(f"{len(temps)} temporary file(s) left by an interrupted save: "

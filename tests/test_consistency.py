@@ -105,3 +105,21 @@ def test_check_of_a_large_knowledge_base_says_what_it_is_doing_first(fresh_kb, m
     assert result.exit_code == 0 and result.stdout.startswith("clean: ")
     assert result.stderr.startswith(f"checking {int(chunks):,} chunks: the catalog against the text index"), result.stderr
     assert "checking" not in run("--quiet").stderr and "checking" not in run("--json").stderr
+
+
+def test_check_during_another_processs_write_does_not_call_it_dead(fresh_kb):
+    from kg.lock import DataDirLock
+    from retrieval.catalog import commit
+
+    (fresh_kb.root / commit.JOURNAL_FILE).write_text(json.dumps({"op": "ingest"}), encoding="utf-8")
+    other = DataDirLock(fresh_kb.root, 0)  # another writer: flock on its own open of write.lock
+    assert other.try_acquire()
+    try:
+        report = fresh_kb.check()
+        assert report.clean, report.problems  # the journal is a live write's
+        assert any("another kg process is writing" in note for note in report.notes), report.notes
+    finally:
+        other.release()
+        other.close()
+    report = fresh_kb.check()  # the writer is gone and its journal is still there: a dead write, said so
+    assert any("was cut short" in problem for problem in report.problems), report.problems
