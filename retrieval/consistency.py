@@ -70,10 +70,12 @@ def _written_elsewhere(kb) -> bool:
     """Whether another process holds the write lock this instant: then a journal on disk is a live write's, not a
     dead one's (a `kg check` run during a long ingest)."""
     lock = kb.commits.flock
-    if lock.held or not lock.try_acquire():
-        return not lock.held
-    lock.release()
-    return False
+    if lock.held:  # this process's own write
+        return False
+    if lock.try_acquire():
+        lock.release()
+        return False
+    return True
 
 
 def inspect(kb) -> tuple[CheckReport, dict]:

@@ -51,7 +51,6 @@ class SegmentWorkers:
         self._inboxes = [ctx.Queue(AHEAD) for _ in range(processes)]
         self._batch: list[dict] = []
         self._turn = 0
-        self.sent = 0
         self._procs = []
         try:
             for n, inbox in enumerate(self._inboxes):
@@ -65,7 +64,6 @@ class SegmentWorkers:
 
     def add(self, fields: dict) -> None:
         self._batch.append(fields)
-        self.sent += 1
         if len(self._batch) >= BATCH:
             self._send()
 

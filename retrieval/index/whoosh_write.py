@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from retrieval.index import whoosh_merge
-from retrieval.index.whoosh_workers import SegmentWorkers, can_fork
+from retrieval.index.whoosh_workers import SegmentWorkers
 from retrieval.types import Chunk
 
 __all__ = ["INLINE_LIMIT", "WRITER_LIMIT_MB", "PendingSegments", "install"]
@@ -97,7 +97,7 @@ class PendingSegments:
                 # say so by one hash look-up a segment.
                 if ("chunk_id", chunk.chunk_id) in indexed:
                     writer.delete_by_term("chunk_id", chunk.chunk_id)
-                if self.workers and self._pool is None and can_fork():
+                if self.workers and self._pool is None:  # `WhooshIndex.use_workers` set it where fork exists
                     self._pool = SegmentWorkers(self.ix, self.workers, _writer_args())  # forked now: after the
                     # words this ingest taught jieba, so the workers cut text as this process would
                 if self._pool is not None:
