@@ -66,16 +66,16 @@ def _index_ids(kb) -> set[str]:
         return {fields["chunk_id"] for fields in searcher.all_stored_fields()}
 
 
-def _written_elsewhere(kb) -> bool:
-    """Whether another process holds the write lock this instant: then a journal on disk is a live write's, not a
-    dead one's (a `kg check` run during a long ingest)."""
+def _writer_now(kb) -> str | None:
+    """Who holds the write lock this instant, if anyone: then a journal on disk is a live write's, not a dead one's
+    (a `kg check` run during a long ingest, or a server's check while its follower thread commits)."""
     lock = kb.commits.flock
-    if lock.held:  # this process's own write
-        return False
+    if lock.held:  # a write of this process, in another thread (its journal is on disk a moment before and after)
+        return "this process"
     if lock.try_acquire():
         lock.release()
-        return False
-    return True
+        return None
+    return "another kg process"
 
 
 def inspect(kb) -> tuple[CheckReport, dict]:
@@ -83,8 +83,9 @@ def inspect(kb) -> tuple[CheckReport, dict]:
     report, found = CheckReport(), {}
     journal = commit.pending_journal(kb.root)
     if journal is not None and not kb.commits.writing_now():  # inside a write, the journal is that write's own
-        if _written_elsewhere(kb):
-            report.notes.append(f"another kg process is writing to this knowledge base now (its '{journal.get('op')}' "
+        writer = _writer_now(kb)
+        if writer is not None:
+            report.notes.append(f"{writer} is writing to this knowledge base now (its '{journal.get('op')}' "
                                 "commit is under way): this check saw what was committed before it")
         else:
             report.problems.append(f"a commit of '{journal.get('op')}' was cut short (its process died before finishing)")

@@ -123,3 +123,30 @@ def test_check_during_another_processs_write_does_not_call_it_dead(fresh_kb):
         other.close()
     report = fresh_kb.check()  # the writer is gone and its journal is still there: a dead write, said so
     assert any("was cut short" in problem for problem in report.problems), report.problems
+
+
+def test_check_while_a_thread_of_this_process_commits_does_not_call_it_dead(fresh_kb):
+    """A server's `check` while its follower thread commits: the journal is on disk a moment before and after the
+    write marks itself, with this process holding the lock (seen in CI as "cut short" right after a relink)."""
+    from retrieval.catalog import commit
+
+    holding, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with fresh_kb.commits.flock:
+            commit.start_journal(fresh_kb.root, "catch_up")
+            holding.set()
+            release.wait(30)
+            commit.finish_journal(fresh_kb.root)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert holding.wait(30)
+        report = fresh_kb.check()
+        assert report.clean, report.problems
+        assert any("this process is writing" in note for note in report.notes), report.notes
+    finally:
+        release.set()
+        thread.join(30)
+    assert fresh_kb.check().clean
