@@ -1,7 +1,7 @@
 """The backends at the size of bench/scale.py's knowledge bases: one of them copied, moved to PostgreSQL + Oxigraph by `kg migrate`, and queried both ways.
 
     python bench/scale.py --work W --steps 2000,10000,50000,100000     # builds W/kb (once, long)
-    nice -n 10 python bench/backends_scale.py --kb W/kb --work W2 [--dsn DSN --graph-store sparql+http://…]
+    nice -n 10 python bench/backends_scale.py --kb W/kb --work W2 [--dsn DSN --graph-store sparql+http://…] [--servers 1,2,4]
 
 What a team moving a grown knowledge base would run and wait for, measured end to end: `kg migrate --to
 postgres+sparql` in its own process (CPU of that process from getrusage, wall, PostgreSQL's size of the schema),
@@ -113,7 +113,8 @@ def schema_mb(dsn: str) -> float:
             "WHERE n.nspname = %s AND c.relkind IN ('r', 'm')", (SCHEMA,)).fetchone()[0]) / 1e6, 1)
 
 
-def run(kb: Path, work: Path, dsn: str, graph_store: str) -> dict:
+def run(kb: Path, work: Path, dsn: str, graph_store: str, servers: list[int] = (), clients: int = 8,
+        seconds: float = 20.0) -> dict:
     copy = work / "kb"
     if copy.exists():
         shutil.rmtree(copy)
@@ -134,6 +135,12 @@ def run(kb: Path, work: Path, dsn: str, graph_store: str) -> dict:
                      "embedded": {k: embedded[mode][k] for k in ("cpu_ms", "wall_ms")},
                      "backends": {k: backends[mode][k] for k in ("cpu_ms", "wall_ms")}}
     out["backend"] = backends["backend"]
+    if servers:  # throughput of `kg serve` processes on the migrated knowledge base (bench/scaleout.py's load)
+        from scaleout import measure_servers
+
+        serving = {k: v for k, v in moved_env.items() if k != "KG_DATA_DIR"}
+        out["servers"] = measure_servers({**serving, "KG_TEXT_BACKEND": "postgres"}, list(servers), clients, seconds,
+                                         work, questions_of())
     return out
 
 
@@ -152,6 +159,14 @@ def markdown(r: dict, when: str) -> str:
         e, b = x["embedded"], x["backends"]
         lines.append(f"| {mode} | {x['identical_top10']} (+{x['within_drift']}) / {x['questions']} | {e['wall_ms']['p50']} / {e['wall_ms']['p95']} | "
                      f"{b['wall_ms']['p50']} / {b['wall_ms']['p95']} | {e['cpu_ms']['p50']} | {b['cpu_ms']['p50']} |")
+    if r.get("servers"):
+        lines += ["", f"`kg serve` processes on this PostgreSQL + Oxigraph (each restored its catalog with `kg init` first; "
+                  f"{r['servers'][0]['clients']} client threads on the same cores, POST /query mode full k 10, the 120 questions in turn, "
+                  f"{r['servers'][0]['seconds']} s each):", "",
+                  "| kg serve processes | `kg init` s (slowest) | queries/s | p50 ms | p95 ms | answered | non-200 | failed connections |",
+                  "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {x['servers']} | {x['init_s']} | {x['queries_per_s']} | {x['p50_ms']} | {x['p95_ms']} | {x['answered']} | "
+                  f"{x['non_200']} | {x['failed']} |" for x in r["servers"]]
     return "\n".join(lines) + "\n"
 
 
@@ -162,6 +177,10 @@ def main() -> None:
     parser.add_argument("--dsn", default=None)
     parser.add_argument("--graph-store", default=None)
     parser.add_argument("--out", type=Path, default=None, help="append the Markdown section to this file")
+    parser.add_argument("--servers", default="", help="e.g. 1,2,4: then that many `kg serve` processes on the migrated "
+                        "knowledge base, each count loaded in turn (bench/scaleout.py)")
+    parser.add_argument("--clients", type=int, default=8, help="client threads of the --servers load")
+    parser.add_argument("--seconds", type=float, default=20.0, help="seconds of load per server count")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
@@ -177,7 +196,8 @@ def main() -> None:
             dsn = dsn or pg.url
             graph_store = graph_store or "sparql+" + ox.url
         stack.enter_context(tempfile.TemporaryDirectory(prefix="kgrag-bench-"))
-        result = run(args.kb, args.work, dsn, graph_store)
+        counts = [int(n) for n in args.servers.split(",") if n.strip()]
+        result = run(args.kb, args.work, dsn, graph_store, counts, args.clients, args.seconds)
     print(json.dumps(result, ensure_ascii=False), flush=True)
     (args.work / "result.json").write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
     if args.out:

@@ -84,7 +84,6 @@ def _load(bases: list[str], questions: list[str], clients: int, seconds: float) 
 def run_servers(counts: list[int], clients: int, seconds: float, out: Path) -> list[dict]:
     questions = [json.loads(line)["question"] for line in (DEMO / "questions.jsonl").read_text("utf-8").splitlines()
                  if line.strip()]
-    results = []
     with postgres_server() as pg, oxigraph_server() as graph, tempfile.TemporaryDirectory(prefix="kgrag-servers-") as tmp:
         for server in (pg, graph):
             if isinstance(server, str):
@@ -98,25 +97,37 @@ def run_servers(counts: list[int], clients: int, seconds: float, out: Path) -> l
         _kg(env, "import", str(DEMO / "relations.csv"), "--data-dir", builder, "--quiet")
         _kg(env, "import", str(DEMO / "synonyms.txt"), "--data-dir", builder, "--quiet")
         _kg(env, "ingest", str(DEMO / "docs"), "--data-dir", builder, "--quiet")
-        for n in counts:
-            with ExitStack() as stack:
-                bases = []
-                for i in range(n):
-                    data_dir = work / f"n{n}-server{i}"
-                    _kg(env, "init", "--data-dir", str(data_dir))
-                    bases.append(stack.enter_context(kg_serve(data_dir, env, work / f"n{n}-server{i}.log"))[1])
-                for base in bases:
-                    for q in questions[:WARM_UP]:
-                        http_json("POST", base + "/query", {"query": q, "k": 10})
-                row = {"servers": n, "clients": clients, **_load(bases, questions, clients, seconds)}
-            print(json.dumps(row), flush=True)
-            results.append(row)
+        results = measure_servers(env, counts, clients, seconds, work, questions)
         import psycopg
 
         with psycopg.connect(pg.url) as conn:
             version = conn.execute("SHOW server_version").fetchone()[0].split()[0]
     _write(results, out, {"when": time.strftime("%Y-%m-%d"), "postgres": version, "cores": os.cpu_count(),
                           "python": platform.python_version(), "questions": len(questions)})
+    return results
+
+
+def measure_servers(env: dict, counts: list[int], clients: int, seconds: float, work: Path,
+                    questions: list[str]) -> list[dict]:
+    """For each count: that many `kg serve` processes on the knowledge base published on the backends `env` names,
+    each with a data dir of its own under `work` (`kg init` restores the published catalog there; the time it took is
+    `init_s`, the slowest server's), warmed up, then loaded by `clients` threads for `seconds`."""
+    results = []
+    for n in counts:
+        with ExitStack() as stack:
+            bases, init = [], 0.0
+            for i in range(n):
+                data_dir = work / f"n{n}-server{i}"
+                started = time.perf_counter()
+                _kg(env, "init", "--data-dir", str(data_dir))
+                init = max(init, time.perf_counter() - started)
+                bases.append(stack.enter_context(kg_serve(data_dir, env, work / f"n{n}-server{i}.log"))[1])
+            for base in bases:
+                for q in questions[:WARM_UP]:
+                    http_json("POST", base + "/query", {"query": q, "k": 10})
+            row = {"servers": n, "clients": clients, "init_s": round(init, 1), **_load(bases, questions, clients, seconds)}
+        print(json.dumps(row), flush=True)
+        results.append(row)
     return results
 
 
