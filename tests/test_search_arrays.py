@@ -210,3 +210,31 @@ def test_hidden_chunks_are_read_once_until_the_catalog_changes(tmp_path):
         other.close()
         third = kb.history.hidden_chunks(day)
         assert third == _every_version(db, day, False) and third != second
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 40), st.integers(1, 5000)), min_size=1, max_size=60),
+       st.integers(100, 10**6), st.floats(1.0, 900.0))
+def test_postgres_posting_lists_as_packed_arrays_score_as_the_row_loop_did(postings, n, avgfl):
+    """PostgreSQL's posting lists come packed (docnum, tf, length in binary, docnum order) and are scored over whole
+    arrays; every score is the float the per-row loop made (the whoosh comparison in test_backends_text.py
+    relies on it), and a scope keeps exactly its docnums."""
+    import math
+    import struct
+
+    import numpy as np
+
+    from retrieval.index.postgres_cache import _unpack, bm25f_scores
+    from retrieval.index.postgres_schema import rounded_length
+
+    rows = [(docnum * 3 + 1, tf, length) for docnum, (tf, length) in enumerate(postings)]
+    arrays = _unpack(b"".join(struct.pack(">qii", *row) for row in rows))
+    assert arrays.ids.tolist() == [r[0] for r in rows] and arrays.tf.tolist() == [r[1] for r in rows]
+    assert arrays.length.tolist() == [r[2] for r in rows]
+    B, K1 = 0.75, 1.2
+    idf = math.log(n / (len(rows) + 1)) + 1
+    loop = {d: idf * ((tf * (K1 + 1)) / (tf + K1 * ((1 - B) + B * rounded_length(length) / avgfl))) for d, tf, length in rows}
+    assert dict(bm25f_scores(arrays, n, avgfl, (B, K1)).items()) == loop  # exact, not approximately
+    scope = np.array([r[0] for r in rows[::2]], dtype=np.int64)
+    assert arrays.within(scope).ids.tolist() == scope.tolist()
+    assert len(_unpack(None)) == 0 and len(bm25f_scores(_unpack(b""), n, avgfl, (B, K1))) == 0

@@ -1,5 +1,11 @@
 """What a `PostgresIndex` read of one generation of the index in (statistics, posting lists, chunk ids, scopes), BM25F term scores and document frequencies out, dropped when another commit moves the generation.
 
+A posting list comes as one value per (field, term), its postings packed by PostgreSQL (`string_agg` of their
+binary forms, docnum order) and read as numpy arrays (`PostingArrays`); scores are numpy's over the whole list, the
+same IEEE-754 operations in the same order as the one-posting-at-a-time arithmetic they replace, so the same
+floats. Fetched as rows and scored one posting at a time, a question's lists cost a full-mode query at 1M chunks
+127-137 ms p50 (690-750 p95) of the client's CPU; as arrays 26-34 (69-82): bench/RESULTS-backends.md.
+
 Several servers write one index, so nothing read is trusted past the generation it was read at: every
 statement that fills this cache also reads the generation (`snapshot`, `load`), and a search whose
 statements straddle a commit starts again (`consistent`). Every method runs under the index's read
@@ -10,13 +16,84 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
 
 from kg.errors import BusyError
 from retrieval.index.postgres_schema import FIELD_NO, FIELDS, rounded_length
 
-__all__ = ["MAX_CACHED", "GenerationCache"]
+if TYPE_CHECKING:
+    import numpy as np
+
+    from retrieval.index.posting_arrays import Postings
+
+__all__ = ["MAX_CACHED", "GenerationCache", "PostingArrays", "bm25f_scores"]
 
 MAX_CACHED = 5000  # posting lists kept in memory (per (field, term)) before the cache starts again
+
+
+class PostingArrays(NamedTuple):
+    """One posting list: docnums ascending, and each posting's term frequency and exact field length."""
+
+    ids: np.ndarray  # int64
+    tf: np.ndarray  # int64
+    length: np.ndarray  # int64
+
+    def __len__(self) -> int:  # the postings, not the three arrays
+        return len(self.ids)
+
+    def within(self, scope: np.ndarray) -> PostingArrays:
+        """The postings of the docnums in `scope` (a sorted int64 array)."""
+        import numpy as np
+
+        keep = np.isin(self.ids, scope, assume_unique=True)
+        return PostingArrays(self.ids[keep], self.tf[keep], self.length[keep])
+
+
+_PACKED = None  # the numpy dtype of one packed posting: int8send(docnum) || int4send(tf) || int4send(length)
+
+
+def _unpack(blob: bytes | None) -> PostingArrays:
+    import numpy as np
+
+    global _PACKED
+    if _PACKED is None:
+        _PACKED = np.dtype([("docnum", ">i8"), ("tf", ">i4"), ("length", ">i4")])
+    rows = np.frombuffer(blob or b"", dtype=_PACKED)
+    return PostingArrays(rows["docnum"].astype(np.int64), rows["tf"].astype(np.int64), rows["length"].astype(np.int64))
+
+
+_ROUNDED = None  # rounded_length(i) at index i, grown as longer fields come
+
+
+def _rounded(lengths: np.ndarray) -> np.ndarray:
+    """Each field length as whoosh stores it (`rounded_length`), as floats, by table look-up."""
+    import numpy as np
+
+    global _ROUNDED
+    top = int(lengths.max())
+    if _ROUNDED is None or top >= len(_ROUNDED):
+        size = max(top + 1, 2 * (0 if _ROUNDED is None else len(_ROUNDED)), 1024)
+        _ROUNDED = np.array([rounded_length(i) for i in range(size)], dtype=np.float64)
+    return _ROUNDED[lengths]
+
+
+def bm25f_scores(postings: PostingArrays, n: int, avgfl: float, bm25: tuple[float, float], idf: float | None = None) -> Postings:
+    """docnum -> BM25F score of one posting list (`idf` from `n` and the list's length unless given): whoosh's
+    `BM25FScorer` arithmetic, `idf * ((tf * (K1 + 1)) / (tf + K1 * ((1 - B) + B * length / avgfl)))` with the
+    field length rounded as whoosh stores it, evaluated in that order over the whole list."""
+    import numpy as np
+
+    from retrieval.index.posting_arrays import EMPTY, Postings
+
+    if not len(postings):
+        return EMPTY
+    B, K1 = bm25
+    if idf is None:
+        idf = math.log(n / (len(postings) + 1)) + 1
+    rounded = _rounded(postings.length)
+    tf = postings.tf.astype(np.float64)
+    norm = K1 * ((1 - B) + B * rounded / avgfl)
+    return Postings(postings.ids, idf * ((tf * (K1 + 1)) / (tf + norm)))
 
 
 class GenerationCache:
@@ -29,8 +106,8 @@ class GenerationCache:
         self.n = 0
         self.totals: dict[str, int] = {}
         self.rounded_totals: dict[str, int] = {}
-        self._postings: dict[tuple[str, str], dict[int, tuple[int, int]]] = {}  # -> {docnum: (tf, length)}
-        self._scores: dict[tuple[str, str], dict[int, float]] = {}
+        self._postings: dict[tuple[str, str], PostingArrays] = {}
+        self._scores: dict[tuple[str, str], Postings] = {}
         self.chunk_id_of: dict[int, str] = {}  # docnum -> chunk id, for the docnums a search returned
         self._scopes: dict[frozenset[str], set[int]] = {}
 
@@ -72,46 +149,41 @@ class GenerationCache:
             return True
         if len(self._postings) + len(missing) > MAX_CACHED:
             self._postings, self._scores = {}, {}
-        lists: dict[tuple[str, str], dict[int, tuple[int, int]]] = {k: {} for k in missing}
         rows = self._reader().execute(
-            f"SELECT value, NULL::smallint, NULL::text, NULL::bigint, NULL::int, NULL::int FROM {self.ns}.generation "
-            f"UNION ALL SELECT NULL, p.field, p.term, p.docnum, p.tf, p.length FROM {self.ns}.postings p "
-            "JOIN unnest(%s::smallint[], %s::text[]) AS k(field, term) ON p.field = k.field AND p.term = k.term",
+            f"SELECT value, NULL::smallint, NULL::text, NULL::bytea FROM {self.ns}.generation "
+            "UNION ALL SELECT NULL, p.field, p.term, "
+            "string_agg(int8send(p.docnum) || int4send(p.tf) || int4send(p.length), ''::bytea ORDER BY p.docnum) "
+            f"FROM {self.ns}.postings p "
+            "JOIN unnest(%s::smallint[], %s::text[]) AS k(field, term) ON p.field = k.field AND p.term = k.term "
+            "GROUP BY p.field, p.term",
             ([FIELD_NO[f] for f, _ in missing], [t for _, t in missing])).fetchall()
         generation = None
-        for value, field, term, docnum, tf, length in rows:
+        packed: dict[tuple[str, str], bytes] = {}
+        for value, field, term, blob in rows:
             if field is None:
                 generation = value
             else:
-                lists[(FIELDS[field], term)][docnum] = (tf, length)
+                packed[(FIELDS[field], term)] = blob
         if generation != self.generation:
             return False
+        lists = {k: _unpack(packed.get(k)) for k in missing}
         self._postings.update(lists)
         return True
 
-    def postings(self, field: str, term: str) -> dict[int, tuple[int, int]]:
-        """docnum -> (term frequency, exact field length) of one term."""
+    def postings(self, field: str, term: str) -> PostingArrays:
+        """One term's postings: docnums, term frequencies, exact field lengths."""
         key = (field, term)
         if key not in self._postings and not self.load([key]):  # evicted, and the index moved on since
             raise BusyError("the PostgreSQL text index changed during this search: try again")
         return self._postings[key]
 
-    def term_scores(self, field: str, term: str) -> dict[int, float]:
-        """docnum -> BM25F score of one term: whoosh's `BM25FScorer` arithmetic, in the same order."""
+    def term_scores(self, field: str, term: str) -> Postings:
+        """docnum -> BM25F score of one term (`bm25f_scores`)."""
         key = (field, term)
         cached = self._scores.get(key)
         if cached is None:
-            postings = self.postings(field, term)
-            cached = {}
-            if postings:
-                B, K1 = self._bm25
-                idf = math.log(self.n / (len(postings) + 1)) + 1
-                avgfl = (self.totals.get(field, 0) / (self.n or 1)) or 1
-                k1p1 = K1 + 1
-                for docnum, (tf, length) in postings.items():
-                    norm = K1 * ((1 - B) + B * rounded_length(length) / avgfl)
-                    cached[docnum] = idf * ((tf * k1p1) / (tf + norm))
-            self._scores[key] = cached
+            avgfl = (self.totals.get(field, 0) / (self.n or 1)) or 1
+            cached = self._scores[key] = bm25f_scores(self.postings(field, term), self.n, avgfl, self._bm25)
         return cached
 
     def scope_docnums(self, doc_ids: frozenset[str]) -> set[int]:

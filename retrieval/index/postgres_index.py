@@ -179,8 +179,8 @@ class PostgresIndex:
             add_weighted_scores(out, terms, fields, self.cache.term_scores)
         return out
 
-    def postings(self, field: str, term: str) -> dict[int, tuple[int, int]]:
-        """docnum -> (term frequency, exact field length) of one term (the caller holds the read lock)."""
+    def postings(self, field: str, term: str):
+        """One term's `PostingArrays` (docnums, term frequencies, exact field lengths; the caller holds the read lock)."""
         return self.cache.postings(field, term)
 
     def chunk_ids(self) -> set[str]:

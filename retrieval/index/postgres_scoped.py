@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from kg.errors import BusyError
 from retrieval.index.candidates import add_common_terms, head_then_tail, top_chunks
-from retrieval.index.postgres_schema import FIELDS, rounded_length
+from retrieval.index.postgres_cache import PostingArrays, bm25f_scores
+from retrieval.index.postgres_schema import FIELDS
 from retrieval.types import TextHit
 
 __all__ = ["PostgresScope", "add_common_terms"]
@@ -25,11 +26,11 @@ class PostgresScope:
         self.index = index
         self.doc_ids = frozenset(doc_ids)
         self._generation = None
-        self._docnums: frozenset[int] = frozenset()
+        self._docnums = None  # the scope's docnums, a sorted numpy array
         self.n = 0
         self.avgfl: dict[str, float] = {}
-        self._weights: dict[tuple[str, str], dict[int, tuple[int, int]]] = {}
-        self._scores: dict[tuple[str, str], dict[int, float]] = {}
+        self._weights: dict[tuple[str, str], PostingArrays] = {}
+        self._scores: dict = {}  # (field, term) -> `Postings`
 
     def _current(self) -> None:
         """Under the index's read lock: the scope's statistics for the index's generation."""
@@ -38,7 +39,9 @@ class PostgresScope:
         if self._generation == ix.cache.generation:
             return
         reader = ix._reader
-        self._docnums = frozenset(ix.cache.scope_docnums(self.doc_ids))
+        import numpy as np
+
+        self._docnums = np.array(sorted(ix.cache.scope_docnums(self.doc_ids)), dtype=np.int64)
         rows = reader.execute(f"SELECT rounded FROM {ix.ns}.chunks WHERE doc_id = ANY(%s)",
                               (sorted(self.doc_ids),)).fetchall()
         self.n = len(rows)
@@ -59,25 +62,20 @@ class PostgresScope:
                 return
         raise BusyError("the PostgreSQL text index changed under ten searches in a row: try again")
 
-    def _in_scope(self, field: str, term: str) -> dict[int, tuple[int, int]]:
+    def _in_scope(self, field: str, term: str) -> PostingArrays:
         key = (field, term)
         cached = self._weights.get(key)
         if cached is None:
-            scope = self._docnums
-            cached = self._weights[key] = {d: p for d, p in self.index.postings(field, term).items() if d in scope}
+            cached = self._weights[key] = self.index.postings(field, term).within(self._docnums)
         return cached
 
-    def _term_scores(self, field: str, term: str) -> dict[int, float]:
+    def _term_scores(self, field: str, term: str):
         key = (field, term)
         cached = self._scores.get(key)
         if cached is None:
             weights = self._in_scope(field, term)
-            B, K1 = self.index._bm25
             idf = math.log(self.n / (len(weights) + 1)) + 1 if self.n else 0.0
-            avgfl = self.avgfl.get(field, 1.0)
-            cached = self._scores[key] = {
-                d: idf * ((tf * (K1 + 1)) / (tf + K1 * ((1 - B) + B * rounded_length(length) / avgfl)))
-                for d, (tf, length) in weights.items()}
+            cached = self._scores[key] = bm25f_scores(weights, self.n, self.avgfl.get(field, 1.0), self.index._bm25, idf)
         return cached
 
     def search(self, terms: Sequence[tuple[str, float]], limit: int, fields: dict[str, float] | None = None,
