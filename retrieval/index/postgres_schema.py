@@ -40,7 +40,7 @@ def index_tables_sql(ns: str, suffix: str = "") -> str:
     CREATE INDEX IF NOT EXISTS {c}_doc_id ON {ns}.{c} (doc_id);
     CREATE TABLE IF NOT EXISTS {ns}.{p} (
         field smallint NOT NULL, term text NOT NULL, docnum bigint NOT NULL, tf int NOT NULL,
-        length int NOT NULL, CONSTRAINT {p}_pkey PRIMARY KEY (field, term, docnum));
+        length int NOT NULL, CONSTRAINT {p}_pkey PRIMARY KEY (field, term, docnum) INCLUDE (tf, length));
     CREATE INDEX IF NOT EXISTS {p}_docnum ON {ns}.{p} (docnum);
     CREATE TABLE IF NOT EXISTS {ns}.{t} (
         field smallint NOT NULL, term text NOT NULL, df bigint NOT NULL, CONSTRAINT {t}_pkey PRIMARY KEY (field, term));
