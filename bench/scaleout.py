@@ -110,14 +110,15 @@ def run_servers(counts: list[int], clients: int, seconds: float, out: Path) -> l
 def measure_servers(env: dict, counts: list[int], clients: int, seconds: float, work: Path,
                     questions: list[str]) -> list[dict]:
     """For each count: that many `kg serve` processes on the knowledge base published on the backends `env` names,
-    each with a data dir of its own under `work` (`kg init` restores the published catalog there; the time it took is
-    `init_s`, the slowest server's), warmed up, then loaded by `clients` threads for `seconds`."""
+    each with a data dir of its own under `work` (`kg init` restores the published catalog there, or brings a slot's
+    dir from an earlier count up to date; the time it took is `init_s`, the slowest server's), warmed up, then
+    loaded by `clients` threads for `seconds`."""
     results = []
     for n in counts:
         with ExitStack() as stack:
             bases, init = [], 0.0
             for i in range(n):
-                data_dir = work / f"n{n}-server{i}"
+                data_dir = work / f"server{i}"  # a data dir per server slot, kept across counts (at 1M each is ~5 GB)
                 started = time.perf_counter()
                 _kg(env, "init", "--data-dir", str(data_dir))
                 init = max(init, time.perf_counter() - started)
