@@ -282,6 +282,37 @@ def test_a_postings_key_made_without_tf_and_length_is_reported_with_the_fix_that
         index.close()
 
 
+def test_opening_an_existing_index_waits_for_no_writer(pg_dsn, tmp_path):
+    """Opening the index ran its DDL every time, and `CREATE INDEX IF NOT EXISTS` takes a SHARE lock on the postings
+    even when the index exists: a server or a `kg query` starting during a writer's commit (65 s at 1M chunks) waited
+    for it, and each opening cancelled a running autovacuum (seen in PostgreSQL's log at 1M). An existing schema is now
+    opened without DDL. The wait below only ends a hang: the opening either needs no lock or waits for the rollback."""
+    import threading
+
+    import psycopg
+
+    first = open_postgres(pg_dsn, tmp_path)
+    first.add_chunks(contract.CORPUS)
+    first.commit()
+    opened: list = []
+    try:
+        with psycopg.connect(pg_dsn) as writer:  # a writer's transaction, open on the postings
+            writer.execute(f"LOCK TABLE {first.ns}.postings IN ROW EXCLUSIVE MODE")
+            thread = threading.Thread(target=lambda: opened.append(open_postgres(pg_dsn, tmp_path)), daemon=True)
+            thread.start()
+            thread.join(60)
+            waited = not opened
+            writer.rollback()
+        thread.join(60)
+        assert not waited, "opening the index waited for a writer's open transaction"
+        terms, grams = _query("lora adapter rank")
+        assert [h.chunk_id for h in opened[0].search(terms, 10, grams=grams)] == \
+            [h.chunk_id for h in first.search(terms, 10, grams=grams)]
+    finally:
+        for index in (*opened, first):
+            index.close()
+
+
 def test_a_namespace_that_is_not_a_schema_name_is_refused_with_how_to_fix(pg_dsn):
     from kg.errors import InputError
     from retrieval.index.postgres_index import PostgresIndex

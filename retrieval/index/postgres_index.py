@@ -57,9 +57,13 @@ class PostgresIndex:
         self._psycopg = psycopg
         conn = connect(dsn)
         try:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.ns,))
-                conn.execute(schema_sql(self.ns))
+            # The schema's DDL only when it is missing: `CREATE INDEX IF NOT EXISTS` takes a SHARE lock on its table
+            # even when the index exists, which waits for a writer's open transaction (a 65 s commit at 1M chunks)
+            # and cancels autovacuum, whose visibility map the index-only searches need.
+            if not conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{self.ns}.generation",)).fetchone()[0]:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.ns,))
+                    conn.execute(schema_sql(self.ns))
         finally:
             conn.close()
         self._reader = self._open_reader()
