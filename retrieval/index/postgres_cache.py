@@ -81,8 +81,8 @@ def _rounded(lengths: np.ndarray) -> np.ndarray:
     return _ROUNDED[lengths]
 
 
-def bm25f_scores(postings: PostingArrays, n: int, avgfl: float, bm25: tuple[float, float], idf: float | None = None) -> Postings:
-    """docnum -> BM25F score of one posting list (`idf` from `n` and the list's length unless given): whoosh's
+def bm25f_scores(postings: PostingArrays, n: int, avgfl: float, bm25: tuple[float, float]) -> Postings:
+    """docnum -> BM25F score of one posting list among `n` chunks (the whole index's, or a scope's): whoosh's
     `BM25FScorer` arithmetic, `idf * ((tf * (K1 + 1)) / (tf + K1 * ((1 - B) + B * length / avgfl)))` with the
     field length rounded as whoosh stores it, evaluated in that order over the whole list."""
     import numpy as np
@@ -92,8 +92,7 @@ def bm25f_scores(postings: PostingArrays, n: int, avgfl: float, bm25: tuple[floa
     if not len(postings):
         return EMPTY
     B, K1 = bm25
-    if idf is None:
-        idf = math.log(n / (len(postings) + 1)) + 1
+    idf = math.log(n / (len(postings) + 1)) + 1
     rounded = _rounded(postings.length)
     tf = postings.tf.astype(np.float64)
     norm = K1 * ((1 - B) + B * rounded / avgfl)

@@ -7,7 +7,6 @@ question ranks the same on either backend.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from kg.errors import BusyError
@@ -73,9 +72,9 @@ class PostgresScope:
         key = (field, term)
         cached = self._scores.get(key)
         if cached is None:
-            weights = self._in_scope(field, term)
-            idf = math.log(self.n / (len(weights) + 1)) + 1 if self.n else 0.0
-            cached = self._scores[key] = bm25f_scores(weights, self.n, self.avgfl.get(field, 1.0), self.index._bm25, idf)
+            # an empty scope (n 0) has no postings in it: no score, no idf to take
+            cached = self._scores[key] = bm25f_scores(self._in_scope(field, term), self.n, self.avgfl.get(field, 1.0),
+                                                      self.index._bm25)
         return cached
 
     def search(self, terms: Sequence[tuple[str, float]], limit: int, fields: dict[str, float] | None = None,
