@@ -175,6 +175,11 @@ class SharedLock:
         self._waiting = 0
         self._local = threading.local()
 
+    @property
+    def reading_here(self) -> bool:
+        """Does the calling thread hold the shared side?"""
+        return getattr(self._local, "depth", 0) > 0
+
     @contextmanager
     def shared(self) -> Iterator[None]:
         me = threading.get_ident()

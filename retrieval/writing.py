@@ -276,9 +276,20 @@ class Commits:
             return
         try:
             if always or self.shared.generation() not in (None, commit.generation(self.kb.store.db)):
-                self.shared.restore(self.kb.root, self.kb.store.db)
+                self.shared.restore(self.kb.root, self.kb.store.db, swap=self._swap_catalog)
         finally:
             self.flock.release()
+
+    def _swap_catalog(self, target) -> bool:
+        """The restored catalog file in place of the old one, at an instant no query of this process reads it;
+        False (the restore copies it in through SQLite instead) for a write called inside a read, whose
+        connection stays in use around it."""
+        kb = self.kb
+        if kb.readers.reading_here:
+            return False
+        with kb.readers.exclusive():
+            kb.store.point_to(target)
+        return True
 
     def before_read(self) -> None:
         """Called before each query: a follower reloads in the background (the read goes on with the

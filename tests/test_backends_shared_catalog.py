@@ -1,5 +1,6 @@
 """The published catalog (`retrieval.catalog.shared`) against a real PostgreSQL: sent and fetched in pieces, so an
-edit moves the few pieces it changed, and a server's data dir restores exactly what was published."""
+edit moves the few pieces it changed, and a server's data dir restores exactly what was published, as a new file
+the data dir's kb.sqlite is pointed at (`retrieval.catalog.catalog_file`) or, without that, through SQLite."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import pytest
 from backends_servers import postgres_server
 
 from retrieval.catalog import shared
-from retrieval.catalog.shared import CATALOG_FILE, IMAGE_FILE, SharedRecord
+from retrieval.catalog.catalog_file import PIECES_FILE, piece_hashes
+from retrieval.catalog.docstore import DocStore
+from retrieval.catalog.shared import CATALOG_FILE, SharedRecord
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +46,7 @@ def test_an_edit_publishes_and_fetches_only_the_pieces_it_changed(pg_url, tmp_pa
     record = SharedRecord(pg_url, "t_shared_pieces")
     try:
         sent = record.publish(writer_dir, writer, 1)
-        pieces = (writer_dir / IMAGE_FILE).stat().st_size // shared.PIECE
+        pieces = (writer_dir / CATALOG_FILE).stat().st_size // shared.PIECE  # published from the file itself
         assert sent >= pieces > 100
         assert record.restore(reader_dir, reader) == 1
         assert record.fetched == sent
@@ -60,7 +63,6 @@ def test_an_edit_publishes_and_fetches_only_the_pieces_it_changed(pg_url, tmp_pa
         writer.execute("DELETE FROM chunks WHERE id > 100")
         writer.execute("VACUUM")  # the file shrinks: pieces past its end are dropped
         record.publish(writer_dir, writer, 3)
-        (reader_dir / IMAGE_FILE).write_bytes(b"damaged" * 1000)  # the local image is only a cache
         assert record.restore(reader_dir, reader) == 3
         assert _content(reader) == _content(writer)
         assert len(_content(reader)) == 100
@@ -85,3 +87,79 @@ def test_a_catalog_published_whole_by_an_older_kgrag_is_restored(pg_url, tmp_pat
         record.close()
         writer.close()
         reader.close()
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(".kgrag-shared-") or p.name.endswith("-journal"))
+
+
+def test_a_restore_with_a_swap_points_the_data_dir_at_a_new_file(pg_url, tmp_path, monkeypatch):
+    """A server's restore: the published catalog is built beside the old file, kb.sqlite points at it, the store's
+    connections reopen on it; a connection another process holds reads the file it opened until it reopens."""
+    monkeypatch.setattr(shared, "PIECE", 16 * 1024)
+    writer_dir, reader_dir = tmp_path / "writer", tmp_path / "reader"
+    writer = _catalog(writer_dir, 800)
+    record = SharedRecord(pg_url, "t_shared_swap")
+    reader_dir.mkdir()
+    store = DocStore(reader_dir / CATALOG_FILE)
+
+    def swap(target):
+        store.point_to(target)
+        return True
+
+    try:
+        record.publish(writer_dir, writer, 1)
+        assert record.restore(reader_dir, store.db, swap=swap) == 1
+        link = reader_dir / CATALOG_FILE
+        assert link.is_symlink() and not Path(str(link) + "-wal").exists()  # the file it replaced left no WAL
+        assert _content(store.db) == _content(writer)
+        elsewhere = sqlite3.connect(link)  # "another process", reading the file of generation 1
+        assert _content(elsewhere) == _content(writer)
+        first = link.resolve()
+
+        writer.execute("UPDATE chunks SET text = 'edited' WHERE id = 700")
+        sent = record.publish(writer_dir, writer, 2)
+        assert record.restore(reader_dir, store.db, swap=swap) == 2
+        assert 0 < record.fetched == sent <= 4  # the remembered hashes: only what changed is fetched
+        assert link.resolve() != first and not first.exists()  # the old file is gone from the folder...
+        assert _content(store.db) == _content(writer)
+        assert elsewhere.execute("SELECT text FROM chunks WHERE id = 700").fetchone()[0] != "edited"  # ...not from under it
+        elsewhere.close()
+        assert all(p.name.startswith(link.resolve().name) for p in reader_dir.iterdir() if p.name.startswith("kb-"))
+        assert _leftovers(reader_dir) == [] and _leftovers(writer_dir) == []
+    finally:
+        record.close()
+        writer.close()
+        store.close()
+
+
+def test_remembered_hashes_that_lie_are_caught_by_the_check(pg_url, tmp_path, monkeypatch):
+    """The hashes remembered beside the catalog say what not to fetch; if the file changed without its stamp
+    changing, the restored copy's own hashes disagree with the published ones and those pieces are fetched."""
+    monkeypatch.setattr(shared, "PIECE", 16 * 1024)
+    writer_dir, reader_dir = tmp_path / "writer", tmp_path / "reader"
+    writer = _catalog(writer_dir, 400)
+    record = SharedRecord(pg_url, "t_shared_lies")
+    reader_dir.mkdir()
+    store = DocStore(reader_dir / CATALOG_FILE)
+
+    def swap(target):
+        store.point_to(target)
+        return True
+
+    try:
+        record.publish(writer_dir, writer, 1)
+        record.restore(reader_dir, store.db, swap=swap)
+        writer.execute("UPDATE chunks SET text = 'edited' WHERE id = 300")
+        record.publish(writer_dir, writer, 2)
+        side = reader_dir / PIECES_FILE
+        stamp = side.read_bytes()[:32]
+        published = piece_hashes(writer_dir / CATALOG_FILE, shared.PIECE)
+        side.write_bytes(stamp + b"".join(published))  # "this file already is generation 2": it is not
+        assert record.restore(reader_dir, store.db, swap=swap) == 2
+        assert record.fetched > 0
+        assert _content(store.db) == _content(writer)
+    finally:
+        record.close()
+        writer.close()
+        store.close()

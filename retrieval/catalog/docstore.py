@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from retrieval.catalog import anchors, commit, packs, versions
+from retrieval.catalog.catalog_file import point
 from retrieval.types import Chunk, Document, Mention
 
 __all__ = ["DocStore"]
@@ -78,6 +79,13 @@ class DocStore:
                 self._connections.append(conn)
             self._local.db = conn
         return conn
+
+    def point_to(self, target: Path) -> None:
+        """The catalog becomes `target`, a new file beside it (a shared knowledge base's restore,
+        `catalog_file.point`): this process's connections are closed and the next ones open `target`.
+        Call with no thread using the catalog (`kb.readers.exclusive()`)."""
+        self.close()
+        point(self.path, Path(target))
 
     def close(self) -> None:
         with self._connections_lock:

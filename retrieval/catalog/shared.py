@@ -14,11 +14,12 @@ generation number, and every data dir is a local copy of the last publication:
 The catalog's own generation is the published one, so "behind" is one indexed SELECT. A journal row
 says a commit is in flight: a writer that died between its text index commit and its publication
 leaves it set, and the next writer re-derives the index from the published catalog (the state
-before). The catalog goes as a SQLite file image cut in pieces of PIECE bytes, each with its sha256:
-a commit uploads the pieces whose hash changed and a server downloads those it lacks, keeping the last
-image it restored (`shared-catalog.image` in the data dir). An edit rewrites a few of the file's pages,
-so it moves a few pieces, not the file (237 MB at 100k chunks); the catalog as PostgreSQL tables is
-what millions of chunks would need (README "Scaling out").
+before). The catalog goes as its SQLite file cut in pieces of PIECE bytes, each with its sha256: a commit
+checkpoints the catalog's WAL and uploads the pieces of the file whose hash changed, and a server builds the new file
+from its own and the pieces it lacks, then points kb.sqlite at it (`catalog_file.py`: no second copy is kept, and
+nothing is written through SQLite). An edit rewrites a few of the file's pages, so it moves a few pieces, not the
+file (2.4 GB at 1M chunks); the catalog as PostgreSQL tables is what millions of chunks would need (README "Scaling
+out").
 
 The meaning channel's vectors are not published: with pgvector on the server they are in the schema already
 (`retrieval/vectors/pgvector_store.py`, written by `kg embed` on any machine, read by all); without it each data dir
@@ -27,15 +28,25 @@ keeps its own vectors.sqlite and each server runs `kg embed` itself.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import socket
 import sqlite3
 import tempfile
 from pathlib import Path
 
 from kg.errors import BusyError
+from retrieval.catalog.catalog_file import (
+    TEMP_PREFIX,
+    checkpointed,
+    copy_into,
+    file_of,
+    forget,
+    known_hashes,
+    new_target,
+    piece_hashes,
+    remember,
+    sweep,
+)
 
 __all__ = ["CATALOG_FILE", "SHARED_FILES", "SharedRecord", "open_shared_record"]
 
@@ -43,8 +54,6 @@ CATALOG_FILE = "kb.sqlite"
 # The truth beside the catalog, as files (relation-tables.json: what each relation table asserted, kg/relations/ledger.py,
 # so that an import on any server removes the rows deleted since the last import on another).
 SHARED_FILES = ("graph.ttl", "synonyms.txt", "REGISTRY.md", "relation-tables.json")
-_TEMP_PREFIX = ".kgrag-shared-"
-IMAGE_FILE = "shared-catalog.image"  # the catalog image last published or restored here: its pieces are not fetched again
 PIECE = 256 * 1024  # an edit changes a few SQLite pages (4 KB each) spread through the file
 
 
@@ -111,9 +120,18 @@ class SharedRecord:
         """The data dir's catalog and files become the published state at `generation` (one transaction;
         the journal row is cleared in it); returns how many catalog pieces were sent. Call with the write
         lock held."""
-        image = _catalog_image(root, catalog)
-        rows = [(name, content) for name in SHARED_FILES if (content := _read(Path(root) / name)) is not None]
-        mine = _piece_hashes(image)
+        root = Path(root)
+        link = root / CATALOG_FILE
+        sweep(root, link)
+        source = file_of(catalog)
+        # The file itself once its WAL is checkpointed (read in place); a copy through SQLite when this connection's
+        # file is not the data dir's (another process swapped it) or readers keep the checkpoint from finishing.
+        live = (source is not None and link.exists() and source.exists() and source.samefile(link)
+                and checkpointed(catalog))
+        if not live:
+            source = _catalog_image(root, catalog)
+        rows = [(name, content) for name in SHARED_FILES if (content := _read(root / name)) is not None]
+        mine = piece_hashes(source, PIECE)
 
         def write(db) -> int:
             with db.transaction():
@@ -123,7 +141,7 @@ class SharedRecord:
                 with db.cursor() as cur:
                     cur.executemany(f"INSERT INTO {self.ns}.kb_files VALUES (%s, %s)", rows)
                 db.execute(f"DELETE FROM {self.ns}.kb_pieces WHERE part >= %s", (len(mine),))
-                with open(image, "rb") as fh:
+                with open(source, "rb") as fh:
                     for part in changed:  # one piece in memory at a time
                         fh.seek(part * PIECE)
                         db.execute(f"INSERT INTO {self.ns}.kb_pieces VALUES (%s, %s, %s) ON CONFLICT (part) DO "
@@ -134,16 +152,30 @@ class SharedRecord:
                 return len(changed)
 
         try:
-            return self._call(write)
+            sent = self._call(write)
+        except BaseException:
+            forget(root)
+            raise
         finally:
-            os.replace(image, Path(root) / IMAGE_FILE)  # what was published: the next restore here starts from it
+            if not live:
+                source.unlink(missing_ok=True)
+        if live:
+            remember(root, link, PIECE, mine)  # what was published: the next restore here reads only what changed
+        else:
+            forget(root)
+        return sent
 
-    def restore(self, root: Path, catalog: sqlite3.Connection) -> int | None:
-        """Bring the data dir to the published state: the catalog copied into the open database (its other
-        connections see it at their next statement), the files written where they differ. Returns the
-        generation restored (None: nothing published, nothing changed)."""
-        image = Path(root) / IMAGE_FILE
-        mine = _piece_hashes(image) if image.exists() else []
+    def restore(self, root: Path, catalog: sqlite3.Connection, swap=None) -> int | None:
+        """Bring the data dir to the published state; returns the generation restored (None: nothing published,
+        nothing changed). The catalog is built as a new file beside the old one (a copy with the pieces that differ
+        fetched, every piece's hash checked) and `swap(new_file)` points the data dir at it (True; `catalog` is then
+        closed); without `swap`, or when it returns False, the file is copied into the open `catalog` through SQLite
+        (its other connections see it at their next statement). The small files are written where they differ."""
+        root = Path(root)
+        link = root / CATALOG_FILE
+        sweep(root, link)
+        mine = known_hashes(root, link, PIECE)
+        target = new_target(root)
 
         def read(db):
             with db.transaction():  # one snapshot for the generation, the files and the pieces
@@ -155,30 +187,53 @@ class SharedRecord:
                 files = {name: bytes(content) for _, name, content in rows if name is not None}
                 hashes = db.execute(f"SELECT part, sha, length(content) FROM {self.ns}.kb_pieces ORDER BY part").fetchall()
                 if CATALOG_FILE in files:  # published whole by an older kgrag
-                    image.write_bytes(files.pop(CATALOG_FILE))
-                elif not hashes:
+                    target.write_bytes(files.pop(CATALOG_FILE))
+                    return rows[0][0], files, None
+                if not hashes:
                     raise BusyError(f"the published record of '{self.ns}' has no catalog: publish again with a write "
                                     "on the server that holds the knowledge base (e.g. `kg check --repair`)")
-                else:
-                    wanted = [part for part, sha, _ in hashes if part >= len(mine) or mine[part] != bytes(sha)]
-                    self.fetched = len(wanted)
-                    with open(image, "r+b" if image.exists() else "wb") as fh:
+                published = [bytes(sha) for _, sha, _ in hashes]
+                last, _, size = hashes[-1]
+                copy_into(link, target)
+                wanted = [part for part, sha in enumerate(published) if part >= len(mine) or mine[part] != sha]
+                self.fetched = 0
+                for _ in range(2):  # the second pass: pieces the copy got wrong (the old file changed meanwhile)
+                    with open(target, "r+b") as fh:
                         for part in wanted:  # one piece in memory at a time
                             content = db.execute(f"SELECT content FROM {self.ns}.kb_pieces WHERE part = %s",
                                                  (part,)).fetchone()[0]
                             fh.seek(part * PIECE)
                             fh.write(content)
-                        last, _, size = hashes[-1]
                         fh.truncate(last * PIECE + size)
-                return rows[0][0], files
+                    self.fetched += len(wanted)
+                    got = piece_hashes(target, PIECE)
+                    wanted = [part for part, sha in enumerate(published) if part >= len(got) or got[part] != sha]
+                    if not wanted:
+                        return rows[0][0], files, published
+                raise BusyError(f"the catalog restored from '{self.ns}' does not match its published hashes; "
+                                "try again (`kg check` restores it on its next run)")
 
-        got = self._call(read)
-        if got is None:
-            return None
-        generation, files = got
-        _restore_catalog(root, catalog, image)
+        try:
+            got = self._call(read)
+            if got is None:
+                return None
+            generation, files, published = got
+            _fsync(target)
+            if swap is not None and swap(target):
+                if published is not None:
+                    remember(root, link, PIECE, published)
+                else:
+                    forget(root)
+            else:
+                forget(root)
+                _copy_through_sqlite(target, catalog)
+                checkpointed(catalog, wait_ms=0)  # when it can: the file then holds what the next restore compares
+        finally:
+            if not (link.is_symlink() and link.resolve() == target.resolve()):
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    Path(str(target) + suffix).unlink(missing_ok=True)
         for name in SHARED_FILES:
-            _write_if_different(Path(root) / name, files.get(name))
+            _write_if_different(root / name, files.get(name))
         return generation
 
     def close(self) -> None:
@@ -194,7 +249,7 @@ def _read(path: Path) -> bytes | None:
 
 def _catalog_image(root: Path, catalog: sqlite3.Connection) -> Path:
     """A consistent copy of the catalog's committed state, as a database file (a temp file of `root`)."""
-    fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".sqlite", dir=root)
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".sqlite", dir=root)
     os.close(fd)
     try:
         copy = sqlite3.connect(tmp)
@@ -209,29 +264,18 @@ def _catalog_image(root: Path, catalog: sqlite3.Connection) -> Path:
     return Path(tmp)
 
 
-def _piece_hashes(path: Path) -> list[bytes]:
-    out = []
-    with open(path, "rb") as fh:
-        while piece := fh.read(PIECE):
-            out.append(hashlib.sha256(piece).digest())
-    return out
+def _fsync(path: Path) -> None:
+    with open(path, "rb+") as fh:
+        os.fsync(fh.fileno())
 
 
-def _restore_catalog(root: Path, catalog: sqlite3.Connection, image: Path) -> None:
-    """The image copied into the open catalog; the image itself is kept, read through a temp copy so that
-    SQLite never writes to it (a journal, a header change)."""
-    fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".sqlite", dir=root)
-    os.close(fd)
+def _copy_through_sqlite(source: Path, catalog: sqlite3.Connection) -> None:
+    """`source` copied into the open catalog by SQLite's backup (every page through its WAL)."""
+    db = sqlite3.connect(source)
     try:
-        shutil.copyfile(image, tmp)
-        source = sqlite3.connect(tmp)
-        try:
-            source.backup(catalog)
-        finally:
-            source.close()
+        db.backup(catalog)
     finally:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(tmp + suffix).unlink(missing_ok=True)
+        db.close()
 
 
 def _write_if_different(path: Path, content: bytes | None) -> None:
@@ -240,7 +284,7 @@ def _write_if_different(path: Path, content: bytes | None) -> None:
         return
     if _read(path) == content:
         return  # unchanged: its stamp stays, so nothing reloads it for nothing
-    fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
     with os.fdopen(fd, "wb") as fh:
         fh.write(content)
         fh.flush()

@@ -1,0 +1,151 @@
+"""The catalog file of a data dir on a shared knowledge base (KG_TEXT_BACKEND=postgres), as `shared.py` publishes and
+restores it: cut in pieces and hashed, a new file built beside it and swapped in by a symbolic link.
+
+On the backends the data dir's catalog is a local copy of the published one. Restoring it through SQLite (its backup
+API into the open database) wrote the whole file twice, once to the WAL and once at the checkpoint: at 1M chunks
+(a 2.4 GB catalog) 35 s of a follower's catch-up and most of a write that had to catch up first. Instead:
+
+    kb.sqlite -> kb-<random>.sqlite        (a relative symbolic link; SQLite opens the target, and names its
+                                            -wal and -shm after it)
+    restore:  copy the target, write the pieces that differ from the published ones, check every piece's hash,
+              then point kb.sqlite at the copy (one rename) and reopen this process's connections
+    publish:  checkpoint the WAL into the target, hash it and read the changed pieces from it directly
+
+A connection another process still holds keeps reading the file it opened (and its own -wal), never the new one's.
+The hashes of the file last published or restored are remembered in `shared-catalog.pieces` with its size, mtime
+and inode (any other state of the file is hashed again), so a restore reads what it fetches and what it checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import shutil
+import sqlite3
+import struct
+from pathlib import Path
+
+__all__ = ["PIECES_FILE", "checkpointed", "copy_into", "file_of", "forget", "known_hashes", "new_target", "piece_hashes",
+           "point", "remember", "sweep"]
+
+PIECES_FILE = "shared-catalog.pieces"
+_STAMP = struct.Struct("<qqqq")  # the piece size, then the file's size, mtime (ns) and inode
+_TARGET = ("kb-", ".sqlite")  # kb.sqlite -> kb-<random>.sqlite
+_SIDES = ("-wal", "-shm", "-journal")
+LEGACY_IMAGE = "shared-catalog.image"  # the image an older kgrag kept beside the catalog (a second copy of it)
+TEMP_PREFIX = ".kgrag-shared-"
+
+
+def piece_hashes(path: Path, piece: int) -> list[bytes]:
+    out = []
+    with open(path, "rb") as fh:
+        while chunk := fh.read(piece):
+            out.append(hashlib.sha256(chunk).digest())
+    return out
+
+
+def _stamp(path: Path, piece: int) -> bytes:
+    st = os.stat(path)  # follows the link: the target's
+    return _STAMP.pack(piece, st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def known_hashes(root: Path, path: Path, piece: int) -> list[bytes]:
+    """The piece hashes of `path` (the catalog, through its link): remembered when the file is as it was when they
+    were, else read from it; [] when there is no file."""
+    if not path.exists():
+        return []
+    try:
+        remembered = (Path(root) / PIECES_FILE).read_bytes()
+        if remembered[:_STAMP.size] == _stamp(path, piece):
+            body = remembered[_STAMP.size:]
+            return [body[i:i + 32] for i in range(0, len(body), 32)]
+    except OSError:
+        pass
+    return piece_hashes(path, piece)
+
+
+def remember(root: Path, path: Path, piece: int, hashes: list[bytes]) -> None:
+    side = Path(root) / PIECES_FILE
+    tmp = side.with_name(TEMP_PREFIX + PIECES_FILE)
+    tmp.write_bytes(_stamp(path, piece) + b"".join(hashes))
+    os.replace(tmp, side)
+
+
+def forget(root: Path) -> None:
+    (Path(root) / PIECES_FILE).unlink(missing_ok=True)
+
+
+def file_of(catalog: sqlite3.Connection) -> Path | None:
+    """The file this connection has open (SQLite resolves the link when it opens)."""
+    for _, name, filename in catalog.execute("PRAGMA database_list"):
+        if name == "main" and filename:
+            return Path(filename)
+    return None
+
+
+def checkpointed(catalog: sqlite3.Connection, wait_ms: int = 5000) -> bool:
+    """Every commit moved from the WAL into the database file (so the file alone is the committed state); False when
+    readers kept it from finishing within `wait_ms` (or the catalog is not in WAL mode)."""
+    (before,) = catalog.execute("PRAGMA busy_timeout").fetchone()
+    catalog.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
+    try:
+        busy, log, done = catalog.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        catalog.execute(f"PRAGMA busy_timeout = {int(before)}")
+    return busy == 0 and log != -1 and log == done
+
+
+def new_target(root: Path) -> Path:
+    return Path(root) / f"{_TARGET[0]}{secrets.token_hex(8)}{_TARGET[1]}"
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def point(link: Path, target: Path) -> None:
+    """`link` (kb.sqlite, a file or a link) becomes a relative link to `target` (in the same folder), in one rename;
+    the file it named goes (a process that has it open reads on until it reopens), with its -wal and -shm."""
+    before = link.resolve() if link.is_symlink() else link
+    tmp = link.with_name(f"{TEMP_PREFIX}{secrets.token_hex(8)}.link")
+    os.symlink(target.name, tmp)
+    try:
+        os.replace(tmp, link)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(link.parent)
+    if before.name != target.name:
+        for side in ("",) + _SIDES if before != link else _SIDES:
+            before.with_name(before.name + side).unlink(missing_ok=True)
+
+
+def sweep(root: Path, link: Path) -> None:
+    """What a killed restore or publish left behind, catalog files the link no longer points at, and the image an
+    older kgrag kept. Call with the write lock held (no other process of this data dir is restoring or publishing)."""
+    root = Path(root)
+    current = link.resolve().name if link.is_symlink() else None
+    for path in root.iterdir():
+        name = path.name
+        base = next((name[:-len(s)] for s in _SIDES if name.endswith(s)), name)
+        stale_target = base.startswith(_TARGET[0]) and base.endswith(_TARGET[1]) and base != current
+        if name.startswith(TEMP_PREFIX) or stale_target or name == LEGACY_IMAGE:
+            path.unlink(missing_ok=True)
+    if current is not None:  # kb.sqlite became a link: a WAL left by the file it replaced is nobody's
+        for side in _SIDES:
+            link.with_name(link.name + side).unlink(missing_ok=True)
+
+
+def copy_into(source: Path | None, target: Path) -> None:
+    """`target` starts as a copy of `source` (nothing: empty)."""
+    if source is not None and source.exists():
+        shutil.copyfile(source, target)
+    else:
+        target.write_bytes(b"")
