@@ -369,6 +369,34 @@ def test_chunks_staged_in_postgresql_commit_the_same_index_as_chunks_held_in_mem
         staged.close()
 
 
+def test_a_whole_index_commit_leaves_its_tables_vacuumed(pg_dsn, tmp_path):
+    """`kg migrate` and a rewrite by `kg check --repair` write new tables: they are vacuumed before the commit
+    returns, so searches read the postings' covering key alone at once instead of a table page a posting until
+    autovacuum gets there; an ordinary commit leaves that to autovacuum."""
+    import psycopg
+
+    chunks, _ = _demo_chunks()
+    index = open_postgres(pg_dsn, tmp_path / "kb")
+    ns = _namespace(tmp_path / "kb")
+
+    def vacuumed() -> dict:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            return {name: (vacuum is not None, pages > 0 and visible == pages) for name, vacuum, pages, visible in conn.execute(
+                "SELECT s.relname, s.last_vacuum, c.relpages, c.relallvisible FROM pg_stat_user_tables s "
+                "JOIN pg_class c ON c.oid = s.relid WHERE s.schemaname = %s AND s.relname IN ('chunks', 'postings', 'terms')",
+                (ns,))}
+
+    try:
+        index.add_chunks(chunks)
+        index.commit()
+        assert vacuumed() == {name: (False, False) for name in ("chunks", "postings", "terms")}
+        index.add_chunks(chunks)
+        index.commit(replace_all=True)
+        assert vacuumed() == {name: (True, True) for name in ("chunks", "postings", "terms")}
+    finally:
+        index.close()
+
+
 def test_a_rollback_forgets_the_staged_chunks(pg_dsn, tmp_path):
     index = open_staged(pg_dsn, tmp_path)
     try:
