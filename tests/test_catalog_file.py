@@ -113,3 +113,17 @@ def test_a_sweep_removes_what_killed_restores_left_and_nothing_live(tmp_path):
     cf.sweep(tmp_path, link)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["kb.sqlite", live.name, "graph.ttl"])
     assert _count(sqlite3.connect(link)) == 2
+
+
+def test_piece_hashes_in_threads_are_the_pieces_in_order(tmp_path):
+    import hashlib
+
+    path = tmp_path / "blob"
+    path.write_bytes(os.urandom(1024 * 300 + 17))  # 301 pieces of 1 KB: five tasks, the last piece short
+    whole = path.read_bytes()
+    expected = [hashlib.sha256(whole[i:i + 1024]).digest() for i in range(0, len(whole), 1024)]
+    assert cf.piece_hashes(path, 1024) == expected
+    assert cf.piece_hashes(path, 1024 * 1024) == [hashlib.sha256(whole).digest()]
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    assert cf.piece_hashes(empty, 1024) == []
