@@ -93,73 +93,78 @@ def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.startswith(".kgrag-shared-") or p.name.endswith("-journal"))
 
 
+
+class _Server:
+    """A writer's catalog, the published record and a server's data dir whose DocStore is swapped as a server's is."""
+
+    def __init__(self, url: str, tmp_path: Path, namespace: str, rows: int) -> None:
+        self.writer_dir, self.reader_dir = tmp_path / "writer", tmp_path / "reader"
+        self.writer = _catalog(self.writer_dir, rows)
+        self.record = SharedRecord(url, namespace)
+        self.reader_dir.mkdir()
+        self.store = DocStore(self.reader_dir / CATALOG_FILE)
+
+    def swap(self, target) -> bool:
+        self.store.point_to(target)
+        return True
+
+    def publish(self, generation: int) -> int:
+        return self.record.publish(self.writer_dir, self.writer, generation)
+
+    def restore(self) -> int | None:
+        return self.record.restore(self.reader_dir, self.store.db, swap=self.swap)
+
+    def close(self) -> None:
+        self.record.close()
+        self.writer.close()
+        self.store.close()
+
+
 def test_a_restore_with_a_swap_points_the_data_dir_at_a_new_file(pg_url, tmp_path, monkeypatch):
     """A server's restore: the published catalog is built beside the old file, kb.sqlite points at it, the store's
     connections reopen on it; a connection another process holds reads the file it opened until it reopens."""
     monkeypatch.setattr(shared, "PIECE", 16 * 1024)
-    writer_dir, reader_dir = tmp_path / "writer", tmp_path / "reader"
-    writer = _catalog(writer_dir, 800)
-    record = SharedRecord(pg_url, "t_shared_swap")
-    reader_dir.mkdir()
-    store = DocStore(reader_dir / CATALOG_FILE)
-
-    def swap(target):
-        store.point_to(target)
-        return True
-
+    kb = _Server(pg_url, tmp_path, "t_shared_swap", 800)
     try:
-        record.publish(writer_dir, writer, 1)
-        assert record.restore(reader_dir, store.db, swap=swap) == 1
-        link = reader_dir / CATALOG_FILE
+        kb.publish(1)
+        assert kb.restore() == 1
+        link = kb.reader_dir / CATALOG_FILE
         assert link.is_symlink() and not Path(str(link) + "-wal").exists()  # the file it replaced left no WAL
-        assert _content(store.db) == _content(writer)
+        assert _content(kb.store.db) == _content(kb.writer)
         elsewhere = sqlite3.connect(link)  # "another process", reading the file of generation 1
-        assert _content(elsewhere) == _content(writer)
+        assert _content(elsewhere) == _content(kb.writer)
         first = link.resolve()
 
-        writer.execute("UPDATE chunks SET text = 'edited' WHERE id = 700")
-        sent = record.publish(writer_dir, writer, 2)
-        assert record.restore(reader_dir, store.db, swap=swap) == 2
-        assert 0 < record.fetched == sent <= 4  # the remembered hashes: only what changed is fetched
+        kb.writer.execute("UPDATE chunks SET text = 'edited' WHERE id = 700")
+        sent = kb.publish(2)
+        assert kb.restore() == 2
+        assert 0 < kb.record.fetched == sent <= 4  # the remembered hashes: only what changed is fetched
         assert link.resolve() != first and not first.exists()  # the old file is gone from the folder...
-        assert _content(store.db) == _content(writer)
+        assert _content(kb.store.db) == _content(kb.writer)
         assert elsewhere.execute("SELECT text FROM chunks WHERE id = 700").fetchone()[0] != "edited"  # ...not from under it
         elsewhere.close()
-        assert all(p.name.startswith(link.resolve().name) for p in reader_dir.iterdir() if p.name.startswith("kb-"))
-        assert _leftovers(reader_dir) == [] and _leftovers(writer_dir) == []
+        assert all(p.name.startswith(link.resolve().name) for p in kb.reader_dir.iterdir() if p.name.startswith("kb-"))
+        assert _leftovers(kb.reader_dir) == [] and _leftovers(kb.writer_dir) == []
     finally:
-        record.close()
-        writer.close()
-        store.close()
+        kb.close()
 
 
 def test_remembered_hashes_that_lie_are_caught_by_the_check(pg_url, tmp_path, monkeypatch):
     """The hashes remembered beside the catalog say what not to fetch; if the file changed without its stamp
     changing, the restored copy's own hashes disagree with the published ones and those pieces are fetched."""
     monkeypatch.setattr(shared, "PIECE", 16 * 1024)
-    writer_dir, reader_dir = tmp_path / "writer", tmp_path / "reader"
-    writer = _catalog(writer_dir, 400)
-    record = SharedRecord(pg_url, "t_shared_lies")
-    reader_dir.mkdir()
-    store = DocStore(reader_dir / CATALOG_FILE)
-
-    def swap(target):
-        store.point_to(target)
-        return True
-
+    kb = _Server(pg_url, tmp_path, "t_shared_lies", 400)
     try:
-        record.publish(writer_dir, writer, 1)
-        record.restore(reader_dir, store.db, swap=swap)
-        writer.execute("UPDATE chunks SET text = 'edited' WHERE id = 300")
-        record.publish(writer_dir, writer, 2)
-        side = reader_dir / PIECES_FILE
+        kb.publish(1)
+        kb.restore()
+        kb.writer.execute("UPDATE chunks SET text = 'edited' WHERE id = 300")
+        kb.publish(2)
+        side = kb.reader_dir / PIECES_FILE
         stamp = side.read_bytes()[:32]
-        published = piece_hashes(writer_dir / CATALOG_FILE, shared.PIECE)
+        published = piece_hashes(kb.writer_dir / CATALOG_FILE, shared.PIECE)
         side.write_bytes(stamp + b"".join(published))  # "this file already is generation 2": it is not
-        assert record.restore(reader_dir, store.db, swap=swap) == 2
-        assert record.fetched > 0
-        assert _content(store.db) == _content(writer)
+        assert kb.restore() == 2
+        assert kb.record.fetched > 0
+        assert _content(kb.store.db) == _content(kb.writer)
     finally:
-        record.close()
-        writer.close()
-        store.close()
+        kb.close()
