@@ -17,10 +17,15 @@ from conftest import build_demo_kb, run_in_own_process
 CASES = ["LORA-02 的心跳间隔是几秒？", "redis-cluster 宕机会影响哪些服务？", "Who owns payment-service?",
          "what breaks if redis-cluster goes down?", "公司的年假有几天？"]
 UNANSWERABLE = Path(__file__).parents[2] / "kg" / "demo" / "unanswerable.jsonl"
+# English questions naming, in lower case with a hyphen, something the demo does not hold: the name must stop an
+# answer as LORA-05 does. (Treating such words as plain English, to answer "the command-line tool from ImageMagick"
+# although no passage says "command-line", answered the first one with an audit-platform sentence: not kept.)
+NAMES_NOT_HELD = ["How long is the retention of audit-log data?", "Who owns shipping-service?",
+                  "What port does shipping-service listen on?"]
 
 
 def ask_on_the_demo(data_dir: Path) -> dict:
-    questions = CASES + [json.loads(line)["question"] for line in UNANSWERABLE.read_text(encoding="utf-8").splitlines()]
+    questions = CASES + NAMES_NOT_HELD + [json.loads(line)["question"] for line in UNANSWERABLE.read_text(encoding="utf-8").splitlines()]
     with build_demo_kb(data_dir) as kb:
         return {q: kb.ask(q, llm=None).to_json() for q in questions}
 
@@ -50,6 +55,8 @@ def test_the_five_cases_and_the_unanswerable_set(tmp_path):
     assert not leave["found"] and leave["answer"].startswith("知识库中暂无相关信息")
     assert all(s["flagged"] for s in leave["sentences"])
 
-    unanswerable = [q for q in answers if q not in CASES]
+    assert [q for q in NAMES_NOT_HELD if answers[q]["found"]] == []
+
+    unanswerable = [q for q in answers if q not in CASES and q not in NAMES_NOT_HELD]
     assert len(unanswerable) == 10
     assert [q for q in unanswerable if answers[q]["found"]] == []
