@@ -283,13 +283,12 @@ class Commits:
     def _swap_catalog(self, target) -> bool:
         """The restored catalog file in place of the old one, at an instant no query of this process reads it;
         False (the restore copies it in through SQLite instead) for a write called inside a read, whose
-        connection stays in use around it."""
+        connection stays in use around it, and where the data dir cannot hold a symbolic link."""
         kb = self.kb
         if kb.readers.reading_here:
             return False
         with kb.readers.exclusive():
-            kb.store.point_to(target)
-        return True
+            return kb.store.point_to(target)
 
     def before_read(self) -> None:
         """Called before each query: a follower reloads in the background (the read goes on with the

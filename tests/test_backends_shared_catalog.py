@@ -105,8 +105,7 @@ class _Server:
         self.store = DocStore(self.reader_dir / CATALOG_FILE)
 
     def swap(self, target) -> bool:
-        self.store.point_to(target)
-        return True
+        return self.store.point_to(target)
 
     def publish(self, generation: int) -> int:
         return self.record.publish(self.writer_dir, self.writer, generation)
@@ -166,5 +165,27 @@ def test_remembered_hashes_that_lie_are_caught_by_the_check(pg_url, tmp_path, mo
         assert kb.restore() == 2
         assert kb.record.fetched > 0
         assert _content(kb.store.db) == _content(kb.writer)
+    finally:
+        kb.close()
+
+
+def test_where_symbolic_links_cannot_be_made_the_restore_copies_through_sqlite(pg_url, tmp_path, monkeypatch):
+    """A data dir on a file system without symbolic links: the swap declines before closing anything, and the
+    published catalog is copied into the open one as before (the data dir's kb.sqlite stays a plain file)."""
+    import os
+
+    monkeypatch.setattr(shared, "PIECE", 16 * 1024)
+    kb = _Server(pg_url, tmp_path, "t_shared_nolinks", 300)
+
+    def refused(src, dst):
+        raise OSError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "symlink", refused)
+    try:
+        kb.publish(1)
+        assert kb.restore() == 1
+        assert not (kb.reader_dir / CATALOG_FILE).is_symlink()
+        assert _content(kb.store.db) == _content(kb.writer)
+        assert [p.name for p in kb.reader_dir.iterdir() if p.name.startswith("kb-")] == []  # the new file was dropped
     finally:
         kb.close()

@@ -62,9 +62,25 @@ def test_a_docstore_reopens_on_the_new_file(tmp_path):
                  "VALUES ('d', 's', 't', 'h', 1, 0, 0)")
     copy.commit()
     copy.close()
-    store.point_to(new)
+    assert store.point_to(new)
     assert store.db.execute("SELECT COUNT(*) FROM documents").fetchone()[0] == 1
     assert cf.file_of(store.db) == new.resolve()
+    store.close()
+
+
+def test_without_symbolic_links_nothing_is_swapped_and_the_connections_stay_open(tmp_path, monkeypatch):
+    store = DocStore(tmp_path / "kb.sqlite")
+    db = store.db
+    new = cf.new_target(tmp_path)
+    shutil.copyfile(tmp_path / "kb.sqlite", new)
+
+    def refused(src, dst):
+        raise OSError(1, "Operation not permitted")  # as on a file system without symbolic links
+
+    monkeypatch.setattr(os, "symlink", refused)
+    assert not store.point_to(new)
+    assert db.execute("SELECT COUNT(*) FROM documents").fetchone()[0] == 0  # still open: the caller copies through it
+    assert not (tmp_path / "kb.sqlite").is_symlink()
     store.close()
 
 

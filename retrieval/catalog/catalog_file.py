@@ -27,7 +27,7 @@ import struct
 from pathlib import Path
 
 __all__ = ["PIECES_FILE", "checkpointed", "copy_into", "file_of", "forget", "known_hashes", "new_target", "piece_hashes",
-           "point", "remember", "sweep"]
+           "point", "remember", "stage_link", "sweep"]
 
 PIECES_FILE = "shared-catalog.pieces"
 _STAMP = struct.Struct("<qqqq")  # the piece size, then the file's size, mtime (ns) and inode
@@ -127,12 +127,19 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def point(link: Path, target: Path) -> None:
-    """`link` (kb.sqlite, a file or a link) becomes a relative link to `target` (in the same folder), in one rename;
-    the file it named goes (a process that has it open reads on until it reopens), with its -wal and -shm."""
-    before = link.resolve() if link.is_symlink() else link
+def stage_link(link: Path, target: Path) -> Path:
+    """A new relative link to `target` beside `link`, for `point`; OSError where the file system has no symbolic links."""
     tmp = link.with_name(f"{TEMP_PREFIX}{secrets.token_hex(8)}.link")
     os.symlink(target.name, tmp)
+    return tmp
+
+
+def point(link: Path, target: Path, staged: Path | None = None) -> None:
+    """`link` (kb.sqlite, a file or a link) becomes a relative link to `target` (in the same folder; `staged`: made
+    by `stage_link`), in one rename; the file it named goes (a process that has it open reads on until it reopens),
+    with its -wal and -shm."""
+    before = link.resolve() if link.is_symlink() else link
+    tmp = staged or stage_link(link, target)
     try:
         os.replace(tmp, link)
     except BaseException:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from retrieval.catalog import anchors, commit, packs, versions
-from retrieval.catalog.catalog_file import point
+from retrieval.catalog.catalog_file import point, stage_link
 from retrieval.types import Chunk, Document, Mention
 
 __all__ = ["DocStore"]
@@ -80,12 +80,18 @@ class DocStore:
             self._local.db = conn
         return conn
 
-    def point_to(self, target: Path) -> None:
+    def point_to(self, target: Path) -> bool:
         """The catalog becomes `target`, a new file beside it (a shared knowledge base's restore,
         `catalog_file.point`): this process's connections are closed and the next ones open `target`.
-        Call with no thread using the catalog (`kb.readers.exclusive()`)."""
+        Call with no thread using the catalog (`kb.readers.exclusive()`). False, with nothing changed and
+        the connections open, where the data dir's file system has no symbolic links."""
+        try:
+            staged = stage_link(self.path, Path(target))
+        except OSError:
+            return False
         self.close()
-        point(self.path, Path(target))
+        point(self.path, Path(target), staged)
+        return True
 
     def close(self) -> None:
         with self._connections_lock:
