@@ -141,3 +141,19 @@ def test_demo_prints_its_tables_on_a_terminal(tmp_path: Path) -> None:
     assert code == 0 and "Traceback" not in shown, shown[-3000:]
     assert "ingesting demo documents" in shown and "| full " in shown and "why:" in shown
     assert f"kg serve --data-dir {tmp_path / 'demo'} for the web page" in shown  # the next step, with its data dir
+
+
+def test_a_full_bar_says_what_comes_next_once(capsys):
+    """`kg migrate` and `kg check --repair` commit (and check) for minutes after their bar is full at 1M chunks:
+    the bar says so when it fills, once, and says nothing when quiet."""
+    from kg.cli.base import Progress
+
+    with Progress(3, "copying", False, then="committing the copy…") as bar:
+        bar(2)
+        assert "committing" not in capsys.readouterr().err
+        bar(1)
+        bar(1)
+    assert capsys.readouterr().err.count("committing the copy…") == 1
+    with Progress(3, "copying", True, then="committing the copy…") as bar:
+        bar(3)
+    assert capsys.readouterr().err == ""

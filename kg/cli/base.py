@@ -61,8 +61,11 @@ class Progress:
     """A click progress bar on stderr that `--quiet` (or a non-terminal) silences; `length=None` counts
     without a total (a pack's files are found while it is ingested)."""
 
-    def __init__(self, length: int | None, label: str, quiet: bool) -> None:
+    def __init__(self, length: int | None, label: str, quiet: bool, then: str = "") -> None:
+        """`then`: what the command does once the count is full (said on stderr when it is, so a long last step
+        after a full bar is not silence)."""
         self.bar = None
+        self.length, self.done, self.then = length, 0, then
         if not quiet:
             if length is None:
                 self.bar = click.progressbar(_Unsized(), label=label, file=sys.stderr, show_pos=True)
@@ -75,8 +78,13 @@ class Progress:
         return self
 
     def __call__(self, n: int = 1) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
+        if self.bar is None:
+            return
+        self.bar.update(n)
+        self.done += n
+        if self.then and self.length is not None and self.done >= self.length:
+            click.echo(f"\n{self.then}", file=sys.stderr, nl=False)
+            self.then = ""
 
     def __exit__(self, *exc) -> None:
         if self.bar is not None:

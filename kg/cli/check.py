@@ -22,7 +22,8 @@ class _LazyBar:
 
     def __call__(self, n: int) -> None:
         if self.bar is None:
-            self.bar = base.Progress(self.total(), "indexing again", self.quiet).__enter__()
+            self.bar = base.Progress(self.total(), "indexing again", self.quiet,
+                                     then="committing the index (minutes past 100k chunks)…").__enter__()
         self.bar(n)
 
     def close(self) -> None:

@@ -42,7 +42,8 @@ def migrate(target: str, dsn: str | None, graph_store: str | None, schema: str |
         graph_store = graph_store or (kb.settings.graph_store if kb.settings.graph_store != "file" else None)
         schema = schema or kb.settings.postgres_schema
         chunks = kb.store.stats()["chunks"]
-        with Progress(chunks, "copying the text index", quiet or as_json) as bar:
+        with Progress(chunks, "copying the text index", quiet or as_json,
+                      then="committing the copy, then checking it against the original (minutes past 100k chunks)…") as bar:
             report = migrate_kb(kb, target, dsn=dsn, schema=schema, graph_store=graph_store, progress=bar)
     if as_json:
         echo_json(report.to_json())
