@@ -189,3 +189,26 @@ def test_where_symbolic_links_cannot_be_made_the_restore_copies_through_sqlite(p
         assert [p.name for p in kb.reader_dir.iterdir() if p.name.startswith("kb-")] == []  # the new file was dropped
     finally:
         kb.close()
+
+
+def test_a_restore_on_a_disk_too_full_for_the_new_file_says_so_and_changes_nothing(pg_url, tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    from kg.errors import BusyError
+
+    monkeypatch.setattr(shared, "PIECE", 16 * 1024)
+    kb = _Server(pg_url, tmp_path, "t_shared_full", 300)
+    try:
+        kb.publish(1)
+        before = sorted(p.name for p in kb.reader_dir.iterdir())
+        usage = namedtuple("usage", "total used free")
+        monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**9, 10**9 - 1000, 1000))
+        with pytest.raises(BusyError, match="needs .* GB free beside the current one"):
+            kb.restore()
+        assert sorted(p.name for p in kb.reader_dir.iterdir()) == before  # no partial file left
+        monkeypatch.undo()
+        monkeypatch.setattr(shared, "PIECE", 16 * 1024)
+        assert kb.restore() == 1 and _content(kb.store.db) == _content(kb.writer)
+    finally:
+        kb.close()

@@ -29,6 +29,7 @@ keeps its own vectors.sqlite and each server runs `kg embed` itself.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sqlite3
 import tempfile
@@ -54,6 +55,7 @@ CATALOG_FILE = "kb.sqlite"
 # The truth beside the catalog, as files (relation-tables.json: what each relation table asserted, kg/relations/ledger.py,
 # so that an import on any server removes the rows deleted since the last import on another).
 SHARED_FILES = ("graph.ttl", "synonyms.txt", "REGISTRY.md", "relation-tables.json")
+ROOM_MARGIN = 64 * 1024 * 1024  # beyond the new catalog, for its WAL and the small files
 PIECE = 256 * 1024  # an edit changes a few SQLite pages (4 KB each) spread through the file
 
 
@@ -194,6 +196,7 @@ class SharedRecord:
                                     "on the server that holds the knowledge base (e.g. `kg check --repair`)")
                 published = [bytes(sha) for _, sha, _ in hashes]
                 last, _, size = hashes[-1]
+                _room_for(root, last * PIECE + size)
                 copy_into(link, target)
                 wanted = [part for part, sha in enumerate(published) if part >= len(mine) or mine[part] != sha]
                 self.fetched = 0
@@ -262,6 +265,14 @@ def _catalog_image(root: Path, catalog: sqlite3.Connection) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return Path(tmp)
+
+
+def _room_for(root: Path, size: int) -> None:
+    """A restore writes the new catalog beside the old one: say so before starting when the disk cannot hold it."""
+    free = shutil.disk_usage(root).free
+    if free < size + ROOM_MARGIN:
+        raise BusyError(f"restoring the published catalog needs {size / 1e9:.1f} GB free beside the current one in "
+                        f"{root} ({free / 1e9:.1f} GB free): free some space there, then try again")
 
 
 def _fsync(path: Path) -> None:
