@@ -83,7 +83,9 @@ class Progress:
         self.bar.update(n)
         self.done += n
         if self.then and self.length is not None and self.done >= self.length:
-            click.echo(f"\n{self.then}", file=sys.stderr, nl=False)
+            # On a terminal the bar's own end breaks the line; elsewhere (a log) the bar is hidden and this ends it.
+            on_terminal = getattr(sys.stderr, "isatty", lambda: False)()
+            click.echo(f"\n{self.then}", file=sys.stderr, nl=not on_terminal)
             self.then = ""
 
     def __exit__(self, *exc) -> None:
