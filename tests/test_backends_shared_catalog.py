@@ -11,7 +11,6 @@ import pytest
 from backends_servers import postgres_server
 
 from retrieval.catalog import shared
-from retrieval.catalog.catalog_file import PIECES_FILE, piece_hashes
 from retrieval.catalog.docstore import DocStore
 from retrieval.catalog.shared import CATALOG_FILE, SharedRecord
 
@@ -137,7 +136,7 @@ def test_a_restore_with_a_swap_points_the_data_dir_at_a_new_file(pg_url, tmp_pat
         kb.writer.execute("UPDATE chunks SET text = 'edited' WHERE id = 700")
         sent = kb.publish(2)
         assert kb.restore() == 2
-        assert 0 < kb.record.fetched == sent <= 4  # the remembered hashes: only what changed is fetched
+        assert 0 < kb.record.fetched == sent <= 4  # only what changed is fetched
         assert link.resolve() != first and not first.exists()  # the old file is gone from the folder...
         assert _content(kb.store.db) == _content(kb.writer)
         assert elsewhere.execute("SELECT text FROM chunks WHERE id = 700").fetchone()[0] != "edited"  # ...not from under it
@@ -148,22 +147,22 @@ def test_a_restore_with_a_swap_points_the_data_dir_at_a_new_file(pg_url, tmp_pat
         kb.close()
 
 
-def test_remembered_hashes_that_lie_are_caught_by_the_check(pg_url, tmp_path, monkeypatch):
-    """The hashes remembered beside the catalog say what not to fetch; if the file changed without its stamp
-    changing, the restored copy's own hashes disagree with the published ones and those pieces are fetched."""
+def test_a_damaged_local_catalog_is_mended_by_the_next_restore(pg_url, tmp_path, monkeypatch):
+    """A restore hashes the copy it builds, not what it believes the old file holds: pieces of the local catalog
+    that were damaged (or changed by another process) are fetched with those the new commit changed."""
     monkeypatch.setattr(shared, "PIECE", 16 * 1024)
     kb = _Server(pg_url, tmp_path, "t_shared_lies", 400)
     try:
         kb.publish(1)
         kb.restore()
         kb.writer.execute("UPDATE chunks SET text = 'edited' WHERE id = 300")
-        kb.publish(2)
-        side = kb.reader_dir / PIECES_FILE
-        stamp = side.read_bytes()[:32]
-        published = piece_hashes(kb.writer_dir / CATALOG_FILE, shared.PIECE)
-        side.write_bytes(stamp + b"".join(published))  # "this file already is generation 2": it is not
+        sent = kb.publish(2)
+        kb.store.close()
+        with open(kb.reader_dir / CATALOG_FILE, "r+b") as fh:  # a piece the commit did not touch, damaged
+            fh.seek(3 * shared.PIECE + 100)
+            fh.write(b"\xff" * 200)
         assert kb.restore() == 2
-        assert kb.record.fetched > 0
+        assert kb.record.fetched > sent
         assert _content(kb.store.db) == _content(kb.writer)
     finally:
         kb.close()

@@ -7,13 +7,14 @@ API into the open database) wrote the whole file twice, once to the WAL and once
 
     kb.sqlite -> kb-<random>.sqlite        (a relative symbolic link; SQLite opens the target, and names its
                                             -wal and -shm after it)
-    restore:  copy the target, write the pieces that differ from the published ones, check every piece's hash,
-              then point kb.sqlite at the copy (one rename) and reopen this process's connections
+    restore:  copy the target, hash the copy's pieces, write over those that differ from the published ones (each
+              fetched piece checked against its hash), then point kb.sqlite at the copy (one rename) and reopen this
+              process's connections
     publish:  checkpoint the WAL into the target, hash it and read the changed pieces from it directly
 
 A connection another process still holds keeps reading the file it opened (and its own -wal), never the new one's.
-The hashes of the file last published or restored are remembered in `shared-catalog.pieces` with its size, mtime
-and inode (any other state of the file is hashed again), so a restore reads what it fetches and what it checks.
+A restore hashes its own private copy (not the old file, which another process may still change), so the new file
+is the published one piece for piece.
 """
 
 from __future__ import annotations
@@ -23,17 +24,14 @@ import os
 import secrets
 import shutil
 import sqlite3
-import struct
 from pathlib import Path
 
-__all__ = ["PIECES_FILE", "checkpointed", "copy_into", "file_of", "forget", "known_hashes", "new_target", "piece_hashes",
-           "point", "remember", "stage_link", "sweep"]
+__all__ = ["checkpointed", "copy_into", "file_of", "new_target", "piece_hashes", "point", "stage_link", "sweep"]
 
-PIECES_FILE = "shared-catalog.pieces"
-_STAMP = struct.Struct("<qqqq")  # the piece size, then the file's size, mtime (ns) and inode
 _TARGET = ("kb-", ".sqlite")  # kb.sqlite -> kb-<random>.sqlite
 _SIDES = ("-wal", "-shm", "-journal")
-LEGACY_IMAGE = "shared-catalog.image"  # the image an older kgrag kept beside the catalog (a second copy of it)
+LEGACY = ("shared-catalog.image", "shared-catalog.pieces")  # what older kgrags kept beside the catalog (a second copy of
+# it; the hashes of its pieces)
 TEMP_PREFIX = ".kgrag-shared-"
 
 
@@ -60,37 +58,6 @@ def piece_hashes(path: Path, piece: int) -> list[bytes]:
     with ThreadPoolExecutor(min(4, os.cpu_count() or 1)) as pool:
         parts = pool.map(lambda start: _hash_range(path, piece, start, min(count, start + span)), range(0, count, span))
         return [digest for part in parts for digest in part]
-
-
-def _stamp(path: Path, piece: int) -> bytes:
-    st = os.stat(path)  # follows the link: the target's
-    return _STAMP.pack(piece, st.st_size, st.st_mtime_ns, st.st_ino)
-
-
-def known_hashes(root: Path, path: Path, piece: int) -> list[bytes]:
-    """The piece hashes of `path` (the catalog, through its link): remembered when the file is as it was when they
-    were, else read from it; [] when there is no file."""
-    if not path.exists():
-        return []
-    try:
-        remembered = (Path(root) / PIECES_FILE).read_bytes()
-        if remembered[:_STAMP.size] == _stamp(path, piece):
-            body = remembered[_STAMP.size:]
-            return [body[i:i + 32] for i in range(0, len(body), 32)]
-    except OSError:
-        pass
-    return piece_hashes(path, piece)
-
-
-def remember(root: Path, path: Path, piece: int, hashes: list[bytes]) -> None:
-    side = Path(root) / PIECES_FILE
-    tmp = side.with_name(TEMP_PREFIX + PIECES_FILE)
-    tmp.write_bytes(_stamp(path, piece) + b"".join(hashes))
-    os.replace(tmp, side)
-
-
-def forget(root: Path) -> None:
-    (Path(root) / PIECES_FILE).unlink(missing_ok=True)
 
 
 def file_of(catalog: sqlite3.Connection) -> Path | None:
@@ -152,15 +119,15 @@ def point(link: Path, target: Path, staged: Path | None = None) -> None:
 
 
 def sweep(root: Path, link: Path) -> None:
-    """What a killed restore or publish left behind, catalog files the link no longer points at, and the image an
-    older kgrag kept. Call with the write lock held (no other process of this data dir is restoring or publishing)."""
+    """What a killed restore or publish left behind, catalog files the link no longer points at, and what older kgrags
+    kept beside the catalog. Call with the write lock held (no other process of this data dir is restoring or publishing)."""
     root = Path(root)
     current = link.resolve().name if link.is_symlink() else None
     for path in root.iterdir():
         name = path.name
         base = next((name[:-len(s)] for s in _SIDES if name.endswith(s)), name)
         stale_target = base.startswith(_TARGET[0]) and base.endswith(_TARGET[1]) and base != current
-        if name.startswith(TEMP_PREFIX) or stale_target or name == LEGACY_IMAGE:
+        if name.startswith(TEMP_PREFIX) or stale_target or name in LEGACY:
             path.unlink(missing_ok=True)
     if current is not None:  # kb.sqlite became a link: a WAL left by the file it replaced is nobody's
         for side in _SIDES:

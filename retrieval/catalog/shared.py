@@ -28,6 +28,7 @@ keeps its own vectors.sqlite and each server runs `kg embed` itself.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import socket
@@ -36,16 +37,14 @@ import tempfile
 from pathlib import Path
 
 from kg.errors import BusyError
+from kg.files import replace_file
 from retrieval.catalog.catalog_file import (
     TEMP_PREFIX,
     checkpointed,
     copy_into,
     file_of,
-    forget,
-    known_hashes,
     new_target,
     piece_hashes,
-    remember,
     sweep,
 )
 
@@ -154,29 +153,20 @@ class SharedRecord:
                 return len(changed)
 
         try:
-            sent = self._call(write)
-        except BaseException:
-            forget(root)
-            raise
+            return self._call(write)
         finally:
             if not live:
                 source.unlink(missing_ok=True)
-        if live:
-            remember(root, link, PIECE, mine)  # what was published: the next restore here reads only what changed
-        else:
-            forget(root)
-        return sent
 
     def restore(self, root: Path, catalog: sqlite3.Connection, swap=None) -> int | None:
         """Bring the data dir to the published state; returns the generation restored (None: nothing published,
-        nothing changed). The catalog is built as a new file beside the old one (a copy with the pieces that differ
-        fetched, every piece's hash checked) and `swap(new_file)` points the data dir at it (True; `catalog` is then
+        nothing changed). The catalog is built as a new file beside the old one (a copy of it, hashed, with the pieces
+        whose hash differs from the published one fetched and checked) and `swap(new_file)` points the data dir at it (True; `catalog` is then
         closed); without `swap`, or when it returns False, the file is copied into the open `catalog` through SQLite
         (its other connections see it at their next statement). The small files are written where they differ."""
         root = Path(root)
         link = root / CATALOG_FILE
         sweep(root, link)
-        mine = known_hashes(root, link, PIECE)
         target = new_target(root)
 
         def read(db):
@@ -190,47 +180,39 @@ class SharedRecord:
                 hashes = db.execute(f"SELECT part, sha, length(content) FROM {self.ns}.kb_pieces ORDER BY part").fetchall()
                 if CATALOG_FILE in files:  # published whole by an older kgrag
                     target.write_bytes(files.pop(CATALOG_FILE))
-                    return rows[0][0], files, None
+                    return rows[0][0], files
                 if not hashes:
                     raise BusyError(f"the published record of '{self.ns}' has no catalog: publish again with a write "
                                     "on the server that holds the knowledge base (e.g. `kg check --repair`)")
                 published = [bytes(sha) for _, sha, _ in hashes]
                 last, _, size = hashes[-1]
                 _room_for(root, last * PIECE + size)
-                copy_into(link, target)
-                wanted = [part for part, sha in enumerate(published) if part >= len(mine) or mine[part] != sha]
-                self.fetched = 0
-                for _ in range(2):  # the second pass: pieces the copy got wrong (the old file changed meanwhile)
-                    with open(target, "r+b") as fh:
-                        for part in wanted:  # one piece in memory at a time
-                            content = db.execute(f"SELECT content FROM {self.ns}.kb_pieces WHERE part = %s",
-                                                 (part,)).fetchone()[0]
-                            fh.seek(part * PIECE)
-                            fh.write(content)
-                        fh.truncate(last * PIECE + size)
-                    self.fetched += len(wanted)
-                    got = piece_hashes(target, PIECE)
-                    wanted = [part for part, sha in enumerate(published) if part >= len(got) or got[part] != sha]
-                    if not wanted:
-                        return rows[0][0], files, published
-                raise BusyError(f"the catalog restored from '{self.ns}' does not match its published hashes; "
-                                "try again (`kg check` restores it on its next run)")
+                copy_into(link, target)  # a private copy: what it holds is what its hashes say, whatever the old file does
+                with open(target, "r+b") as fh:
+                    fh.truncate(last * PIECE + size)
+                mine = piece_hashes(target, PIECE)
+                wanted = [part for part, sha in enumerate(published) if mine[part] != sha]
+                self.fetched = len(wanted)
+                with open(target, "r+b") as fh:
+                    for part in wanted:  # one piece in memory at a time
+                        content = bytes(db.execute(f"SELECT content FROM {self.ns}.kb_pieces WHERE part = %s",
+                                                   (part,)).fetchone()[0])
+                        if hashlib.sha256(content).digest() != published[part]:
+                            raise BusyError(f"piece {part} of the catalog published in '{self.ns}' does not match its "
+                                            "hash: publish again with a write (e.g. `kg check --repair` on a server)")
+                        fh.seek(part * PIECE)
+                        fh.write(content)
+                return rows[0][0], files
 
         try:
             got = self._call(read)
             if got is None:
                 return None
-            generation, files, published = got
+            generation, files = got
             _fsync(target)
-            if swap is not None and swap(target):
-                if published is not None:
-                    remember(root, link, PIECE, published)
-                else:
-                    forget(root)
-            else:
-                forget(root)
+            if swap is None or not swap(target):
                 _copy_through_sqlite(target, catalog)
-                checkpointed(catalog, wait_ms=0)  # when it can: the file then holds what the next restore compares
+                checkpointed(catalog, wait_ms=0)  # when it can: the file the next restore copies then holds it all
         finally:
             if not (link.is_symlink() and link.resolve() == target.resolve()):
                 for suffix in ("", "-wal", "-shm", "-journal"):
@@ -292,12 +274,5 @@ def _copy_through_sqlite(source: Path, catalog: sqlite3.Connection) -> None:
 def _write_if_different(path: Path, content: bytes | None) -> None:
     if content is None:
         path.unlink(missing_ok=True)
-        return
-    if _read(path) == content:
-        return  # unchanged: its stamp stays, so nothing reloads it for nothing
-    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(content)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    elif _read(path) != content:  # unchanged: its stamp stays, so nothing reloads it for nothing
+        replace_file(path, content, TEMP_PREFIX)
