@@ -17,14 +17,14 @@ is in no file's record and stays.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from rdflib import BNode, Graph, Literal, URIRef
 from rdflib.util import from_n3
 
 from kg.relations.ledger import edge_key, key_edge
 
-__all__ = ["file_trees", "new_triples", "rdf_keys", "remove_keys"]
+__all__ = ["file_trees", "new_triples", "parts", "rdf_keys", "record_keys", "remove_keys"]
 
 _SEP = "\x1f"
 _N3 = "\x1en3"  # a triple whose literal has a language or a datatype, each term in N3
@@ -109,6 +109,34 @@ def rdf_keys(incoming: Graph, trees: list | None = None) -> list[str]:
     for _root, content, attached in file_trees(incoming) if trees is None else trees:
         keys += [_SEP.join((_TREE, str(s), str(p), content)) for s, p in attached] or [_SEP.join((_TREE, "", "", content))]
     return list(dict.fromkeys(keys))
+
+
+def record_keys(triples: Iterable[tuple]) -> set[str]:
+    """`rdf_keys` of the graph `triples` make, without making it: only the triples with a blank node go into a
+    graph (for their trees); a graph of 80k named triples is keyed in a fraction of the time."""
+    keys, blank = set(), Graph()
+    for t in triples:
+        if any(isinstance(x, BNode) for x in t):
+            blank.add(t)
+        else:
+            keys.add(_key(t))
+    if len(blank):
+        keys.update(k for k in rdf_keys(blank) if k.startswith(_TREE))
+    return keys
+
+
+def parts(graph: Graph, keys: set[str]) -> Graph:
+    """What of `graph` the record keys `keys` name (as `rdf_keys` makes them): its named triples and its blank-node
+    trees with where they hang; `new_triples` then adds it to another graph without doubling a tree."""
+    out = Graph()
+    out.addN((s, p, o, out) for s, p, o in graph if not any(isinstance(x, BNode) for x in (s, p, o))
+             and _key((s, p, o)) in keys)
+    for root, content, attached in file_trees(graph):
+        places = [(s, p) for s, p in attached if _SEP.join((_TREE, str(s), str(p), content)) in keys]
+        if places or (not attached and _SEP.join((_TREE, "", "", content)) in keys):
+            out.addN((s, p, o, out) for s, p, o in _tree(graph, root))
+            out.addN((s, p, root, out) for s, p in places)
+    return out
 
 
 def remove_keys(graph: Graph, keys: list[str]) -> int:

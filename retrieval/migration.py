@@ -77,9 +77,12 @@ def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", g
                 whole = kb.graph.rdf
                 write_graph(store, whole)
                 from retrieval.catalog import commit
+                from retrieval.store_sync import record
 
+                left = store.triples()  # the base an edit made in the store later is told apart from
                 with kb.store.transaction():  # the store holds this graph: the next commit need not push it
                     commit.set_state(kb.store.db, "store_graph", store_mark(graph_store, schema, kb.graph.digest))
+                    record(kb.store.db, left)
             else:
                 whole = _graph_back(kb, store, report)
             kb.linker  # noqa: B018 - teaches jieba the graph's labels and the synonyms, which the chunks were cut with

@@ -146,39 +146,18 @@ class Commits:
         """With a SPARQL store (KG_GRAPH_STORE=sparql+http://...), embedded or shared: the graph, when it changed
         since the last push, replaces the store's `ontology`, `default` and `pack:ID` graphs and drops those of
         packs that are gone, in one update request (`migration.write_graph`: the store takes it whole or not
-        at all). Returns why the push failed, None when the store holds this graph.
+        at all), unless the store was edited since the last push (`retrieval.store_sync`). Returns why the push
+        did not happen, None when the store holds this graph.
 
         A store that fails does not fail the commit (`strict`: it raises): by then the commit is written
         locally, and the store is a copy of graph.ttl that other tools read, so its outage should not stop
         ingesting. The failure is recorded (`store_push_failed`) beside what was pushed last (`store_graph`):
         the next commit, whatever it changes, pushes again, and `kg check` says the store is behind."""
-        kb = self.kb
-        if not kb.settings.graph_store.startswith("sparql+"):
+        if not self.kb.settings.graph_store.startswith("sparql+"):
             return None
-        from kg.stores import open_graph_store
-        from retrieval.migration import store_mark, write_graph
+        from retrieval.store_sync import push
 
-        mark = store_mark(kb.settings.graph_store, kb.settings.postgres_schema, kb.graph.digest)
-        if commit.get_state(kb.store.db, "store_graph") == mark:
-            return None
-        failure = None
-        try:
-            store = open_graph_store(kb.settings.graph_store, namespace=kb.settings.postgres_schema)
-            try:
-                write_graph(store, kb.graph.rdf)
-            finally:
-                store.close()
-        except Exception as exc:  # the commit is written: whatever failed, record it and let the next one retry
-            if strict:
-                raise
-            failure = str(exc)
-            logging.getLogger("kgrag").warning("committed, but the graph did not reach the SPARQL store (%s); the next "
-                                               "commit pushes it again, `kg check` says the store is behind", exc)
-        with kb.store.transaction():
-            if failure is None:
-                commit.set_state(kb.store.db, "store_graph", mark)
-            commit.set_state(kb.store.db, "store_push_failed", failure or "")
-        return failure
+        return push(self.kb, strict=strict)
 
     def _forget_shared_journal(self) -> None:
         try:

@@ -15,7 +15,7 @@ from conftest import CROSS_DOC_GOLD, CROSS_DOC_QUERY, HIT_KEYS, copy_fixture_cor
 from kg.cli import cli
 
 COMMANDS = {"init", "ingest", "import", "query", "entity", "stats", "serve", "demo", "eval", "export", "ontology", "mcp", "ask", "check",
-            "delete", "documents", "versions", "pack", "migrate", "llm", "embed"}
+            "delete", "documents", "versions", "pack", "migrate", "llm", "embed", "store"}
 
 
 def kg(*args: str, env: dict | None = None):

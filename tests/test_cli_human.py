@@ -28,6 +28,9 @@ EXEMPT = {
     "mcp": "JSON-RPC over stdio, no human output: tests/test_mcp.py drives it",
     "llm serve": "a model server that runs until stopped: the real-model tests start it",
     "migrate": "needs PostgreSQL and a SPARQL store: tests/test_backends_migrate.py runs it as the real CLI and reads its output",
+    "store status": "needs a SPARQL store: tests/test_backends_store_edits.py runs it and reads its human output",
+    "store pull": "needs a SPARQL store: tests/test_backends_store_edits.py runs it and reads its human output",
+    "store push": "needs a SPARQL store: tests/test_backends_store_edits.py runs it and reads its human output",
 }
 EXIT_CODES = {"llm check": 1}  # no model is configured here: it says what to set
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol, runtime_checkable
 
 from rdflib import Graph
+from rdflib.namespace import XSD
 from rdflib.term import Node
 
 from kg.errors import InputError
@@ -65,22 +66,27 @@ class GraphStore(Protocol):
     def close(self) -> None: ...
 
 
+_NUMERIC = frozenset(XSD[name] for name in ("decimal", "double", "float"))
+
+
 def canonical(graph: Graph) -> Graph:
     """The graph with numeric literals in their canonical form: SPARQL stores keep a literal's value, not
     always its spelling (Oxigraph stores "1.0"^^xsd:decimal as "1"), so round trips compare values."""
+    out = Graph()
+    out.addN((*canonical_triple(t), out) for t in graph)
+    return out
+
+
+def canonical_triple(triple: tuple) -> tuple:
+    """One triple as `canonical` writes it."""
     from decimal import Decimal, InvalidOperation
 
     from rdflib import Literal
-    from rdflib.namespace import XSD
 
-    numeric = {XSD.decimal, XSD.double, XSD.float}
-    out = Graph()
-    for s, p, o in graph:
-        if isinstance(o, Literal) and o.datatype in numeric:
-            try:
-                value = Decimal(str(o)).normalize()
-                o = Literal(format(value, "f"), datatype=o.datatype)
-            except InvalidOperation:
-                pass
-        out.add((s, p, o))
-    return out
+    s, p, o = triple
+    if isinstance(o, Literal) and o.datatype in _NUMERIC:
+        try:
+            return s, p, Literal(format(Decimal(str(o)).normalize(), "f"), datatype=o.datatype)
+        except InvalidOperation:
+            pass
+    return triple

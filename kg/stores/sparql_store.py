@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from urllib.error import HTTPError, URLError
 
-from rdflib import BNode, Graph
+from rdflib import BNode, Graph, Literal, URIRef
 
 from kg.errors import BusyError, InputError
 from kg.stores.base import DEFAULT, Triple, check_name
@@ -34,6 +34,7 @@ class SparqlGraphStore:
         if not _NAMESPACE.match(namespace):
             raise InputError(f"'{namespace}' cannot be part of a graph IRI: use letters, digits, '_' or '-'")
         self.url = url.rstrip("/")
+        self.timeout = timeout
         self.prefix = f"{GRAPH_PREFIX}{namespace}/"
         self._store = SPARQLUpdateStore(query_endpoint=self.url + "/query", update_endpoint=self.url + "/update",
                                         returnFormat="json", autocommit=True, method="POST_FORM", timeout=timeout)
@@ -60,14 +61,34 @@ class SparqlGraphStore:
         return sorted(str(row[0])[len(self.prefix):] for row in rows)
 
     def read(self, name: str | None = None) -> Graph:
-        names = [name] if name is not None else self.names()
         out = Graph()
-        if not names:
-            return out
-        rows = self._query("SELECT ?s ?p ?o " + self._from(names) + " WHERE { ?s ?p ?o }")
-        for s, p, o in rows:
-            out.add((s, p, o))
+        out.addN((s, p, o, out) for s, p, o in self.triples(name))
         return out
+
+    def triples(self, name: str | None = None) -> list[tuple]:
+        """The triples of graph `name`, or of all this knowledge base's graphs, as rows (no rdflib Graph: adding
+        80k triples to one is most of the time of reading them)."""
+        names = [name] if name is not None else self.names()
+        return self._rows("SELECT ?s ?p ?o " + self._from(names) + " WHERE { ?s ?p ?o }") if names else []
+
+    def _rows(self, query: str) -> list[tuple]:
+        """A SELECT's rows as rdflib terms, read from the store's JSON results directly: rdflib's result parser
+        took 3 of the 4 CPU-seconds of reading an 80k-triple graph."""
+        import json
+        from urllib.parse import urlencode
+        from urllib.request import Request, urlopen
+
+        request = Request(self.url + "/query", data=urlencode({"query": query}).encode("utf-8"),
+                          headers={"Accept": "application/sparql-results+json",
+                                   "Content-Type": "application/x-www-form-urlencoded"})
+        try:
+            with urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - the configured store's URL
+                results = json.load(response)
+        except Exception as exc:
+            raise _failure(exc, self.url, "start it (e.g. `oxigraph serve --location DIR --bind HOST:PORT`) "
+                                          "or fix KG_GRAPH_STORE") from exc
+        names = results["head"]["vars"]
+        return [tuple(_term(row.get(name)) for name in names) for row in results["results"]["bindings"]]
 
     def _from(self, names: list[str]) -> str:
         return " ".join(f"FROM <{self.iri(n)}>" for n in names)
@@ -132,6 +153,19 @@ def _failure(exc: Exception, url: str, fix: str) -> Exception:
     if cause is not None:
         return BusyError(f"the SPARQL store at {url} does not answer ({getattr(cause, 'reason', cause)}): {fix}")
     return exc
+
+
+def _term(value: dict | None):
+    """A SPARQL JSON results binding (https://www.w3.org/TR/sparql11-results-json/) as an rdflib term."""
+    if value is None:
+        return None
+    kind = value["type"]
+    if kind == "uri":
+        return URIRef(value["value"])
+    if kind == "bnode":
+        return BNode(value["value"])
+    datatype = value.get("datatype")
+    return Literal(value["value"], lang=value.get("xml:lang"), datatype=URIRef(datatype) if datatype else None)
 
 
 def _triples(triples: Iterable[Triple]) -> str:

@@ -1,0 +1,130 @@
+"""An edit made in the SPARQL store (by another tool, a SPARQL update) is never overwritten by kgrag's next push:
+the push is refused and `kg check` says why, `kg store pull` merges the store's edits into graph.ttl (keeping what
+graph.ttl gained meanwhile), `kg store push --force` overwrites them. Real `oxigraph serve`, the real CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from backends_servers import oxigraph_server
+from click.testing import CliRunner
+from rdflib import Graph
+
+from kg.cli import cli
+from kg.stores import open_graph_store
+from ontology import KG, entity_iri
+
+ROWS = Path(__file__).parent / "data" / "relations.csv"
+REDIS_PROM = (entity_iri("Redis"), KG.dependsOn, entity_iri("Prometheus"))  # added in the store
+ORDER_PG = (entity_iri("order-service"), KG.dependsOn, entity_iri("PostgreSQL"))  # removed in the store
+NOTIFY_KAFKA = (entity_iri("notification-service"), KG.dependsOn, entity_iri("Kafka"))  # a local commit's row
+
+
+@pytest.fixture
+def oxigraph():
+    with oxigraph_server() as server:
+        if isinstance(server, str):
+            pytest.skip(server)
+        yield server
+
+
+def kg(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def _store(url: str, namespace: str):
+    return open_graph_store("sparql+" + url, namespace=namespace)
+
+
+def held(url: str, namespace: str) -> Graph:
+    store = _store(url, namespace)
+    try:
+        return store.read()
+    finally:
+        store.close()
+
+
+def edit_in_store(url: str, namespace: str) -> None:
+    """What another tool does: one edge added, one removed, by SPARQL updates on the store."""
+    store = _store(url, namespace)
+    try:
+        store.add([REDIS_PROM])
+        (home,) = [name for name in store.names() if ORDER_PG in store.read(name)]
+        store.remove([ORDER_PG], home)
+    finally:
+        store.close()
+
+
+def graph_file(data_dir: Path) -> Graph:
+    return Graph().parse(data_dir / "graph.ttl", format="turtle")
+
+
+def a_local_commit(tmp_path: Path, data_dir: Path):
+    row = tmp_path / "more.csv"
+    row.write_text("source,relation,target\nnotification-service,dependsOn,Kafka\n", encoding="utf-8")
+    return kg("import", row, "--data-dir", data_dir)
+
+
+def test_an_edit_in_the_store_survives_a_commit_and_a_pull_merges_it(oxigraph, tmp_path, monkeypatch):
+    monkeypatch.setenv("KG_GRAPH_STORE", "sparql+" + oxigraph.url)
+    monkeypatch.setenv("KG_POSTGRES_SCHEMA", "edits")
+    data_dir = tmp_path / "kb"
+    assert kg("import", ROWS, "--data-dir", data_dir).exit_code == 0
+    status = kg("store", "status", "--data-dir", data_dir)
+    assert status.exit_code == 0 and "holds graph.ttl's graph" in status.output
+
+    edit_in_store(oxigraph.url, "edits")
+    done = a_local_commit(tmp_path, data_dir)
+    assert done.exit_code == 0, done.output  # the commit is kept locally ...
+    store = held(oxigraph.url, "edits")
+    assert REDIS_PROM in store and ORDER_PG not in store  # ... and the store keeps its edits
+    assert NOTIFY_KAFKA not in store and NOTIFY_KAFKA in graph_file(data_dir)
+
+    check = kg("check", "--data-dir", data_dir)
+    assert check.exit_code != 0 and "changed outside kgrag" in check.output and "kg store pull" in check.output
+    status = kg("store", "status", "--data-dir", data_dir)
+    assert status.exit_code == 1
+    # the store's one added edge; graph.ttl's removed edge and the local row (its edge, the new entity's type, label)
+    assert "1 triple(s) or structure(s) only in the store, 8 only in graph.ttl" in status.output, status.output
+    assert "changed outside kgrag" in status.output
+
+    assert "Prometheus" not in kg("entity", "Redis", "--data-dir", data_dir).output
+    pulled = kg("store", "pull", "--data-dir", data_dir)
+    assert pulled.exit_code == 0, pulled.output
+    assert pulled.output.startswith("1 triple(s) or structure(s) from the store, 1 removed")
+    local = graph_file(data_dir)
+    assert REDIS_PROM in local and ORDER_PG not in local and NOTIFY_KAFKA in local  # a merge, not a replace
+    store = held(oxigraph.url, "edits")
+    assert REDIS_PROM in store and ORDER_PG not in store and NOTIFY_KAFKA in store  # the pull's commit pushed
+    assert kg("store", "status", "--data-dir", data_dir).exit_code == 0
+    assert kg("check", "--data-dir", data_dir).exit_code == 0
+    # the knowledge base reads the pulled graph: Redis's edges now include Prometheus (human output)
+    shown = kg("entity", "Redis", "--data-dir", data_dir)
+    assert shown.exit_code == 0 and "Prometheus" in shown.output, shown.output
+
+
+def test_push_force_overwrites_the_store_and_a_plain_push_says_what_to_choose(oxigraph, tmp_path, monkeypatch):
+    monkeypatch.setenv("KG_GRAPH_STORE", "sparql+" + oxigraph.url)
+    monkeypatch.setenv("KG_POSTGRES_SCHEMA", "force")
+    data_dir = tmp_path / "kb"
+    assert kg("import", ROWS, "--data-dir", data_dir).exit_code == 0
+    edit_in_store(oxigraph.url, "force")
+    assert a_local_commit(tmp_path, data_dir).exit_code == 0
+
+    refused = kg("store", "push", "--data-dir", data_dir)
+    assert refused.exit_code != 0 and "kg store push --force" in refused.output
+    assert REDIS_PROM in held(oxigraph.url, "force")
+    repair = kg("check", "--repair", "--data-dir", data_dir)
+    assert repair.exit_code != 0 and REDIS_PROM in held(oxigraph.url, "force")  # a repair does not choose either
+
+    forced = kg("store", "push", "--force", "--data-dir", data_dir)
+    assert forced.exit_code == 0 and forced.output == "the store holds graph.ttl's graph\n", forced.output
+    store = held(oxigraph.url, "force")
+    assert REDIS_PROM not in store and ORDER_PG in store and NOTIFY_KAFKA in store
+    assert kg("check", "--data-dir", data_dir).exit_code == 0
+    # from then on, commits push as before
+    row = tmp_path / "again.csv"
+    row.write_text("source,relation,target\nuser-service,dependsOn,Kafka\n", encoding="utf-8")
+    assert kg("import", row, "--data-dir", data_dir).exit_code == 0
+    assert (entity_iri("user-service"), KG.dependsOn, entity_iri("Kafka")) in held(oxigraph.url, "force")
