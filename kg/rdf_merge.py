@@ -24,7 +24,8 @@ from rdflib.util import from_n3
 
 from kg.relations.ledger import edge_key, key_edge
 
-__all__ = ["file_trees", "new_triples", "parts", "rdf_keys", "record_keys", "remove_keys"]
+__all__ = ["file_trees", "is_tree_key", "key_triple", "new_triples", "parts", "rdf_keys", "record_keys", "remove_keys",
+           "triple_key"]
 
 _SEP = "\x1f"
 _N3 = "\x1en3"  # a triple whose literal has a language or a datatype, each term in N3
@@ -125,6 +126,18 @@ def record_keys(triples: Iterable[tuple]) -> set[str]:
     return keys
 
 
+def is_tree_key(key: str) -> bool:
+    return key.startswith(_TREE)
+
+
+def key_triple(key: str) -> tuple:
+    """The named triple a record key stands for (not a blank-node tree's key)."""
+    if key.startswith(_N3):
+        _, s, p, o = key.split(_SEP)
+        return from_n3(s), from_n3(p), from_n3(o)
+    return key_edge(key)
+
+
 def parts(graph: Graph, keys: set[str]) -> Graph:
     """What of `graph` the record keys `keys` name (as `rdf_keys` makes them): its named triples and its blank-node
     trees with where they hang; `new_triples` then adds it to another graph without doubling a tree."""
@@ -170,3 +183,6 @@ def remove_keys(graph: Graph, keys: list[str]) -> int:
 def _drop_tree(graph: Graph, root: BNode) -> None:
     for triple in list(_tree(graph, root)):
         graph.remove(triple)
+
+
+triple_key = _key  # a named triple's record key (`rdf_keys` of a graph holding only it)

@@ -79,7 +79,7 @@ def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", g
                 from retrieval.catalog import commit
                 from retrieval.store_sync import record
 
-                left = store.triples()  # the base an edit made in the store later is told apart from
+                left = store.quads()  # the base an edit made in the store later is told apart from
                 with kb.store.transaction():  # the store holds this graph: the next commit need not push it
                     commit.set_state(kb.store.db, "store_graph", store_mark(graph_store, schema, kb.graph.digest))
                     record(kb.store.db, left)
@@ -183,15 +183,19 @@ def store_mark(spec: str, namespace: str, digest: str) -> str:
     return f"{spec} {namespace} {digest}"
 
 
-def write_graph(store, whole: Graph) -> list[str]:
-    """The graph as the store's named graphs (`kg.stores.layout`: `ontology`, `default`, one `pack:ID` per
-    pack), all replaced in one request (a SPARQL store takes it whole or not at all); a pack's graph whose
-    pack is gone is dropped. Returns the names."""
+def store_graphs(whole: Graph) -> dict[str, Graph]:
+    """The graph as the store's named graphs (`kg.stores.layout`: `ontology`, `default`, one `pack:ID` per pack)."""
     from kg.stores.layout import named_graphs
     from ontology import BASE_ONTOLOGY_PATH, KG, load_rdf
     from retrieval.packs.shelf import PACK_CLASS
 
-    graphs = named_graphs(whole, load_rdf(BASE_ONTOLOGY_PATH), KG[PACK_CLASS])
+    return named_graphs(whole, load_rdf(BASE_ONTOLOGY_PATH), KG[PACK_CLASS])
+
+
+def write_graph(store, whole: Graph) -> list[str]:
+    """The graph as the store's named graphs (`store_graphs`), all replaced in one request (a SPARQL store takes it
+    whole or not at all); a pack's graph whose pack is gone is dropped. Returns the names."""
+    graphs = store_graphs(whole)
     gone = [name for name in store.names() if name.startswith("pack:") and name not in graphs]
     store.replace_graphs(graphs, drop=gone)
     return sorted(graphs)

@@ -3,15 +3,17 @@ graph pushes it there, unless the store was edited since kgrag last wrote it; `k
 
 The store is where other tools read the graph, and may edit it (a SPARQL update, a curation tool). A push replaces
 the store's graphs whole, so an edit made there would be lost at the next commit that changes graph.ttl. After each
-push the store's graph is read back and recorded in the catalog (`store_base`: its named triples and blank-node
-trees as the relation tables' record keys them); before the next push the store is read again, and when it no
-longer matches, the push is refused (recorded as a failed push, so `kg check` says the store is behind) until the
+push the store's graphs are read back and recorded in the catalog (`store_record`: per named graph, its triples and
+blank-node trees as the relation tables' record keys them); before the next push the store is read again, and when
+it no longer matches, the push is refused (recorded as a failed push, so `kg check` says the store is behind) until the
 user chooses: `kg store pull` applies the store's edits since the record to graph.ttl (a three-way merge: what
 graph.ttl gained or lost meanwhile stays), `kg store push --force` replaces them with graph.ttl's graph.
 
 The record is of the store's own reading, so how a store spells a value (Oxigraph keeps `"1.0"^^xsd:decimal` as
-`"1"`) never looks like an edit; blank-node structures (OWL restrictions, lists) count by content. It costs a
-reading of the store and ~100 bytes a triple in the catalog, only with a store configured.
+`"1"`) never looks like an edit; blank-node structures (OWL restrictions, lists) count by content. A push sends
+only what differs from the store's graphs as read (named triples by DELETE DATA / INSERT DATA; a graph whose blank-node
+structures changed, whole), in one update request. It costs two readings of the store a push and ~100 bytes a triple
+in the catalog, only with a store configured.
 """
 
 from __future__ import annotations
@@ -62,32 +64,40 @@ class StoreStatus:
         return "\n".join(lines)
 
 
-def _keys(graph) -> set[str]:
+def _keys(triples) -> set[str]:
     from kg.rdf_merge import record_keys
     from kg.stores.base import canonical_triple
 
-    return record_keys(canonical_triple(t) for t in graph)
+    return record_keys(canonical_triple(t) for t in triples)
 
 
-def record(db, graph) -> set[str]:
-    """Remember `graph` (the store's triples, as a push or a pull left them) as the base the next push compares
-    with; inside the caller's transaction. Returns its keys."""
-    keys = _keys(graph)
-    db.execute("CREATE TABLE IF NOT EXISTS store_base (key TEXT PRIMARY KEY) WITHOUT ROWID")
-    db.execute("DELETE FROM store_base")
-    db.executemany("INSERT INTO store_base VALUES (?)", ((k,) for k in keys))
-    return keys
+def _graph_keys(quads: dict[str, list]) -> dict[str, set[str]]:
+    return {name: _keys(triples) for name, triples in quads.items() if triples}
 
 
-def _base(db) -> set[str] | None:
-    """The store's graph as kgrag last left it; None when no push recorded it (a knowledge base pushed before)."""
+def record(db, quads: dict[str, list]) -> None:
+    """Remember the store's graphs (name -> triples, as a push or a pull left them) as the base the next push
+    compares with; inside the caller's transaction."""
+    db.execute("DROP TABLE IF EXISTS store_base")  # the first form of this record, one set of keys for all graphs
+    db.execute("CREATE TABLE IF NOT EXISTS store_record (graph TEXT NOT NULL, key TEXT NOT NULL, "
+               "PRIMARY KEY (graph, key)) WITHOUT ROWID")
+    db.execute("DELETE FROM store_record")
+    db.executemany("INSERT INTO store_record VALUES (?, ?)",
+                   ((name, key) for name, keys in _graph_keys(quads).items() for key in keys))
+
+
+def _base(db) -> dict[str, set[str]] | None:
+    """The store's graphs as kgrag last left them; None when no push recorded them (pushed by a kgrag before)."""
     import sqlite3
 
     try:
-        keys = {row[0] for row in db.execute("SELECT key FROM store_base")}
+        rows = db.execute("SELECT graph, key FROM store_record").fetchall()
     except sqlite3.OperationalError:  # no such table
         return None
-    return keys or None
+    out: dict[str, set[str]] = {}
+    for name, key in rows:
+        out.setdefault(name, set()).add(key)
+    return out or None
 
 
 def _open(kb):
@@ -100,7 +110,7 @@ def _open(kb):
     return store
 
 
-def _edited(kb, keys: set[str]) -> bool | None:
+def _edited(kb, keys: dict[str, set[str]]) -> bool | None:
     base = _base(kb.store.db)
     return None if base is None else keys != base
 
@@ -109,20 +119,42 @@ def status(kb) -> StoreStatus:
     """Reads the store (the whole graph: seconds for a graph of a 100k-row table)."""
     store = _open(kb)
     try:
-        held = store.triples()
+        held = store.quads()
     finally:
         store.close()
-    theirs, ours = _keys(held), _keys(kb.graph.rdf)
-    return StoreStatus(kb.settings.graph_store, len(set(held)), _edited(kb, theirs), len(theirs - ours), len(ours - theirs),
-                       commit.get_state(kb.store.db, "store_push_failed") or "")
+    keys = _graph_keys(held)
+    theirs, ours = set().union(*keys.values()), _keys(kb.graph.rdf)
+    return StoreStatus(kb.settings.graph_store, sum(len(set(t)) for t in held.values()), _edited(kb, keys),
+                       len(theirs - ours), len(ours - theirs), commit.get_state(kb.store.db, "store_push_failed") or "")
+
+
+def _send(store, whole, held: dict[str, list], now: dict[str, set[str]]) -> None:
+    """Make the store's graphs (`held`, keyed `now`) graph.ttl's in one update request: the named triples that
+    differ, a graph whose blank-node structures differ replaced whole, the graphs of packs that are gone dropped."""
+    from kg.rdf_merge import is_tree_key, key_triple, triple_key
+    from kg.stores.base import canonical_triple
+    from retrieval.migration import store_graphs
+
+    graphs = store_graphs(whole)
+    removed, added, replaced = {}, {}, {}
+    for name, graph in graphs.items():
+        mine, theirs = _keys(graph), now.get(name, set())
+        gone, new = theirs - mine, mine - theirs
+        if any(is_tree_key(k) for k in gone | new):
+            replaced[name] = graph
+            continue
+        removed[name] = [key_triple(k) for k in gone]
+        added[name] = [t for t in graph if triple_key(canonical_triple(t)) in new] if new else []
+    store.change_graphs(removed, added, replaced, drop=[name for name in held if name not in graphs])
 
 
 def push(kb, strict: bool = False, force: bool = False) -> str | None:
     """Push graph.ttl's graph when it changed since the last push (`Commits.push_graph`, after every commit), or
-    refuse when the store was edited since (unless `force`). Returns why it did not happen, None when the store
-    holds this graph. A store that fails or was edited does not fail the commit (`strict`: it raises)."""
+    refuse when the store was edited since (unless `force`). Only what differs is sent. Returns why the push
+    did not happen, None when the store holds this graph. A store that fails or was edited does not fail the
+    commit (`strict`: it raises)."""
     from kg.stores import configured_store
-    from retrieval.migration import store_mark, write_graph
+    from retrieval.migration import store_mark
 
     mark = store_mark(kb.settings.graph_store, kb.settings.postgres_schema, kb.graph.digest)
     if not force and commit.get_state(kb.store.db, "store_graph") == mark:
@@ -131,11 +163,13 @@ def push(kb, strict: bool = False, force: bool = False) -> str | None:
     try:
         store = configured_store(kb.settings)
         try:
-            if not force and _edited(kb, _keys(store.triples())):
+            held = store.quads()
+            now = _graph_keys(held)
+            if not force and _edited(kb, now):
                 edited = True
             else:
-                write_graph(store, kb.graph.rdf)
-                left = store.triples()
+                _send(store, kb.graph.rdf, held, now)
+                left = store.quads()
         finally:
             store.close()
     except Exception as exc:  # the commit is written: whatever failed, record it and let the next one retry
@@ -161,26 +195,32 @@ def pull(kb) -> dict:
     """The store's edits since the last push applied to graph.ttl (a commit: the chunks are linked again, as after an
     import); what graph.ttl gained or lost since stays. Without a record of the last push, graph.ttl becomes the
     store's graph. Call inside `kb.writing()` (`kg store pull`)."""
+    from rdflib import Graph
+
     from kg.rdf_merge import new_triples, parts, remove_keys
     from kg.stores import canonical
+    from kg.stores.base import canonical_triple
     from retrieval.indexing import sync_index_words
     from retrieval.migration import store_mark
     from retrieval.write_path import relink
 
     store = _open(kb)
     try:
-        held = canonical(store.read())
+        quads = store.quads()
     finally:
         store.close()
+    held = Graph()
+    held.addN((*canonical_triple(t), held) for triples in quads.values() for t in triples)
     if not len(held):
         raise InputError(f"the SPARQL store ({kb.settings.graph_store}) holds no graph for "
                          f"'{kb.settings.postgres_schema}': nothing to pull (`kg store push` copies graph.ttl there)")
     ours_graph = canonical(kb.graph.rdf)
-    theirs, ours, base = _keys(held), _keys(ours_graph), _base(kb.store.db)
-    merged = base is not None
-    base = ours if base is None else base
+    recorded = _base(kb.store.db)
+    theirs, ours = _keys(held), _keys(ours_graph)
+    base = ours if recorded is None else set().union(*recorded.values())
     gained, lost = theirs - base, base - theirs
-    result = {"added": len(gained - ours), "removed": len(lost & ours), "triples": len(held), "merged": merged}
+    result = {"added": len(gained - ours), "removed": len(lost & ours), "triples": len(held),
+              "merged": recorded is not None}
     if result["added"] or result["removed"]:
         kb.graph.view  # noqa: B018 - queries keep reading the view built before the triples change
         remove_keys(ours_graph, sorted(lost & ours))
@@ -197,13 +237,14 @@ def pull(kb) -> dict:
         result["chunks_reindexed"] = sync_index_words(kb)
     else:
         result["chunks_relinked"] = result["chunks_reindexed"] = 0
-    with kb.store.transaction():  # the store's graph as of now is the base; graph.ttl is pushed when it differs
-        record(kb.store.db, held)
+    with kb.store.transaction():  # the store's graphs as of now are the base; graph.ttl is pushed when it differs
+        record(kb.store.db, quads)
         commit.set_state(kb.store.db, "store_push_failed", "")
         if not (_keys(kb.graph.rdf) ^ theirs):  # the store holds graph.ttl's graph: nothing to push
             commit.set_state(kb.store.db, "store_graph",
                              store_mark(kb.settings.graph_store, kb.settings.postgres_schema, kb.graph.digest))
     result["summary"] = (f"{result['added']} triple(s) or structure(s) from the store, {result['removed']} removed as "
                          f"they were there; {result['chunks_relinked']} chunk(s) linked again"
-                         + ("" if merged else " (no record of the last push: graph.ttl now holds the store's graph)"))
+                         + ("" if result["merged"] else " (no record of the last push: graph.ttl now holds the store's graph)"))
     return result
+

@@ -128,3 +128,27 @@ def test_push_force_overwrites_the_store_and_a_plain_push_says_what_to_choose(ox
     row.write_text("source,relation,target\nuser-service,dependsOn,Kafka\n", encoding="utf-8")
     assert kg("import", row, "--data-dir", data_dir).exit_code == 0
     assert (entity_iri("user-service"), KG.dependsOn, entity_iri("Kafka")) in held(oxigraph.url, "force")
+
+
+def test_a_push_sends_what_changed_blank_node_structures_included(oxigraph, tmp_path, monkeypatch):
+    """A push sends the difference: named triples one by one, a graph whose blank-node structures changed whole."""
+    from rdflib import OWL, RDF
+
+    monkeypatch.setenv("KG_GRAPH_STORE", "sparql+" + oxigraph.url)
+    monkeypatch.setenv("KG_POSTGRES_SCHEMA", "trees")
+    data_dir = tmp_path / "kb"
+    assert kg("import", ROWS, "--data-dir", data_dir).exit_code == 0
+    ontology = tmp_path / "mine.ttl"
+    restriction = ("@prefix owl: <http://www.w3.org/2002/07/owl#> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+                   "@prefix kg: <https://kgrag.dev/ontology#> .\n"
+                   "kg:Gateway a owl:Class ; rdfs:subClassOf [ a owl:Restriction ; owl:onProperty kg:dependsOn ;"
+                   " owl:someValuesFrom kg:Database ] .\n")
+    ontology.write_text(restriction, encoding="utf-8")
+    assert kg("import", ontology, "--data-dir", data_dir).exit_code == 0
+    assert len(list(held(oxigraph.url, "trees").subjects(RDF.type, OWL.Restriction))) == 1
+    ontology.write_text(restriction.split("kg:Gateway")[0] + "kg:Gateway a owl:Class .\n", encoding="utf-8")
+    assert kg("import", ontology, "--data-dir", data_dir).exit_code == 0  # the restriction is gone from the file
+    store = held(oxigraph.url, "trees")
+    assert not list(store.subjects(RDF.type, OWL.Restriction)) and ORDER_PG in store
+    assert kg("store", "status", "--data-dir", data_dir).exit_code == 0
+    assert kg("check", "--data-dir", data_dir).exit_code == 0

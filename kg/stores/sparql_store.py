@@ -87,8 +87,17 @@ class SparqlGraphStore:
         except Exception as exc:
             raise _failure(exc, self.url, "start it (e.g. `oxigraph serve --location DIR --bind HOST:PORT`) "
                                           "or fix KG_GRAPH_STORE") from exc
-        names = results["head"]["vars"]
-        return [tuple(_term(row.get(name)) for name in names) for row in results["results"]["bindings"]]
+        names, iris = results["head"]["vars"], {}
+
+        def term(value: dict | None):
+            if value is not None and value["type"] == "uri":  # IRIs repeat (every predicate, every entity's edges)
+                iri = iris.get(value["value"])
+                if iri is None:
+                    iri = iris[value["value"]] = URIRef(value["value"])
+                return iri
+            return _term(value)
+
+        return [tuple(term(row.get(name)) for name in names) for row in results["results"]["bindings"]]
 
     def _from(self, names: list[str]) -> str:
         return " ".join(f"FROM <{self.iri(n)}>" for n in names)
@@ -107,6 +116,28 @@ class SparqlGraphStore:
                        for name, graph in graphs.items() if len(graph)]
         if operations:
             self._update(" ;\n".join(operations))
+
+    def change_graphs(self, removed: Mapping[str, list], added: Mapping[str, list], replaced: Mapping[str, Graph],
+                      drop: Iterable[str] = ()) -> None:
+        """Named triples out of and into some graphs, some graphs replaced whole and some dropped, in one update
+        request (whole or not at all, as `replace_graphs`). A triple with a blank node cannot be deleted by
+        DELETE DATA: a graph whose blank-node structures changed goes in `replaced`."""
+        operations = [f"DROP SILENT GRAPH <{self.iri(name)}>" for name in [*drop, *replaced]]
+        operations += [f"DELETE DATA {{ GRAPH <{self.iri(name)}> {{\n{_triples(triples)}\n}} }}"
+                       for name, triples in removed.items() if triples]
+        operations += [f"INSERT DATA {{ GRAPH <{self.iri(name)}> {{\n{_triples(triples)}\n}} }}"
+                       for name, triples in [*added.items(), *replaced.items()] if len(triples)]
+        if operations:
+            self._update(" ;\n".join(operations))
+
+    def quads(self) -> dict[str, list[tuple]]:
+        """Every graph of this knowledge base -> its triples, in one request."""
+        rows = self._rows("SELECT ?g ?s ?p ?o WHERE { GRAPH ?g { ?s ?p ?o } "
+                          f'FILTER(STRSTARTS(STR(?g), "{self.prefix}")) }}')
+        out: dict[str, list[tuple]] = {}
+        for g, s, p, o in rows:
+            out.setdefault(str(g)[len(self.prefix):], []).append((s, p, o))
+        return out
 
     def add(self, triples: Iterable[Triple], name: str = DEFAULT) -> int:
         triples = list(triples)
