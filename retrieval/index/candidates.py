@@ -10,8 +10,9 @@ __all__ = ["add_common_terms", "head_then_tail", "top_chunks"]
 
 
 def top_chunks(rare, fields: dict[str, float], limit: int, scope: set[int] | None,
-               term_scores, chunk_id) -> list[list]:
-    """[docnum, chunk id, score, matched terms] of the `limit` best chunks for the rare terms.
+               term_scores, chunk_id, ties: int = 0) -> list[list]:
+    """[docnum, chunk id, score, matched terms] of the `limit` best chunks for the rare terms, and up to `ties`
+    more that tie with the last of them (`head_then_tail` lets the common terms choose among a tie at the cut).
 
     The score is what whoosh's `Or` of boosted `Term`s gives (the sum of each term's BM25F score
     in each field, times the term's weight and the field's boost), added up here from the cached
@@ -53,7 +54,7 @@ def top_chunks(rare, fields: dict[str, float], limit: int, scope: set[int] | Non
         cut = np.partition(scores, len(scores) - limit)[len(scores) - limit]
         keep = scores >= cut
         docnums, scores = docnums[keep], scores[keep]
-    order = np.lexsort((docnums, -scores))[:limit]  # best first, ties by docnum
+    order = np.lexsort((docnums, -scores))[:limit + ties]  # best first, ties by docnum (past `limit`: all tied)
     docnums, scores = docnums[order], scores[order]
     matched: list[set[str]] = [set() for _ in range(len(docnums))]
     for term, ids, _ in lists:
@@ -106,11 +107,21 @@ def add_common_terms(found: list, common, fields: dict[str, float], term_scores,
         found[i][2] = total
 
 
-def head_then_tail(found: list[list], limit: int) -> list[list]:
+def head_then_tail(found: list[list], limit: int, rare: list[float] | None = None) -> list[list]:
     """Candidates (chosen best-first by their rarer words) ranked by their whole score: the first
     `limit` among themselves, then the rest among themselves, so reading deeper adds hits after
-    the ones a search of `limit` returns and never changes those."""
-    head, tail = found[:limit], found[limit:]
+    the ones a search of `limit` returns and never changes those.
+
+    `rare`: the candidates' scores from the rarer words alone (before the common words were added). Candidates
+    tied with the `limit`-th there are in the head too (up to `limit` more: `top_chunks(ties=limit)`), so the common
+    words, not the order the chunks were indexed in, choose among a tie at the cut: a title hundreds of chunks
+    share made the cut fall inside such a tie, and a chunk scoring 4th was left out (bench/RESULTS-backends.md)."""
+    end = min(limit, len(found))
+    if rare is not None and 0 < end < len(found):
+        # at most `limit` more (the callers' `ties=limit`), so a deeper read keeps the same head
+        while end < min(len(found), 2 * limit) and rare[end] == rare[limit - 1]:
+            end += 1
+    head, tail = found[:end], found[end:]
     head.sort(key=lambda f: -f[2])
     tail.sort(key=lambda f: -f[2])
     return head + tail

@@ -148,11 +148,13 @@ class PostgresIndex:
                 return []
             gram_fields = {"grams": 1.0}
             scope = None if doc_ids is None else cache.scope_docnums(doc_ids)
-            found = top_chunks(rare, fields, limit + beyond, scope, cache.term_scores, lambda d: "")
+            found = top_chunks(rare, fields, limit + beyond, scope, cache.term_scores, lambda d: "", ties=limit)
             if found and (common or grams):
+                rare_scores = [entry[2] for entry in found]
                 add_common_terms(found, common, fields, cache.term_scores)
                 add_common_terms(found, list(grams), gram_fields, cache.term_scores, report=False)
-                found = head_then_tail(found, limit)
+                found = head_then_tail(found, limit, rare_scores)
+            found = found[:limit + beyond]
             cache.name_chunks([entry[0] for entry in found])
             # a chunk deleted by a commit since the posting lists were read has no name: it is gone
             return [TextHit(chunk_id=cache.chunk_id_of[docnum], score=score, terms=tuple(sorted(matched)), docnum=docnum)

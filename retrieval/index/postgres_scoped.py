@@ -90,11 +90,13 @@ class PostgresScope:
             rare, common = ix.split_by_frequency(terms, self.n, df)
             if not rare or not fields or not self.n:
                 return []
-            found = top_chunks(rare, fields, limit + beyond, None, self._term_scores, lambda d: "")
+            found = top_chunks(rare, fields, limit + beyond, None, self._term_scores, lambda d: "", ties=limit)
             if found and (common or grams):
+                rare_scores = [entry[2] for entry in found]
                 add_common_terms(found, common, fields, self._term_scores)
                 add_common_terms(found, list(grams), {"grams": 1.0}, self._term_scores, report=False)
-                found = head_then_tail(found, limit)
+                found = head_then_tail(found, limit, rare_scores)
+            found = found[:limit + beyond]
             ix.cache.name_chunks([entry[0] for entry in found])
             return [TextHit(chunk_id=ix.cache.chunk_id_of[d], score=score, terms=tuple(sorted(matched)), docnum=d)
                     for d, _, score, matched in found]

@@ -97,14 +97,15 @@ class ScopedIndex:
                 return []
             # The same sums as whoosh's Or of boosted Terms under BM25F with the scope's idf and
             # average lengths (a test compares them).
-            found = ix._top_chunks(rare, fields, limit + beyond, None, scores)
+            found = ix._top_chunks(rare, fields, limit + beyond, None, scores, ties=limit)
             gram_common = list(grams) if ix._has_grams else []
             if found and (common or gram_common):
+                rare_scores = [entry[2] for entry in found]
                 ix._add_common_terms(found, common, fields, term_scores=scores)
                 ix._add_common_terms(found, gram_common, {"grams": 1.0}, report=False, term_scores=scores)
-                found = head_then_tail(found, limit)
+                found = head_then_tail(found, limit, rare_scores)
         return [TextHit(chunk_id=cid, score=score, terms=tuple(sorted(matched)), docnum=docnum)
-                for docnum, cid, score, matched in found]
+                for docnum, cid, score, matched in found[:limit + beyond]]
 
     def term_scores(self, terms: Sequence[tuple[str, float]], docnums: Sequence[int],
                     fields: dict[str, float] | None = None) -> dict[int, dict[str, float]]:

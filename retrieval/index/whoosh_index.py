@@ -206,18 +206,19 @@ class WhooshIndex:
             scope = self._scope[1].get(doc_ids)
             if scope is None:
                 scope = self._scope[1][doc_ids] = self._scope_docnums(doc_ids)
-        found = self._top_chunks(rare, fields, limit + beyond, scope)
+        found = self._top_chunks(rare, fields, limit + beyond, scope, ties=limit)
         if found and (common or gram_common):
+            rare_scores = [entry[2] for entry in found]
             self._add_common_terms(found, common, fields)
             self._add_common_terms(found, gram_common, {"grams": 1.0}, report=False)
-            found = head_then_tail(found, limit)
+            found = head_then_tail(found, limit, rare_scores)
         return [TextHit(chunk_id=cid, score=score, terms=tuple(sorted(matched)), docnum=docnum)
-                for docnum, cid, score, matched in found]
+                for docnum, cid, score, matched in found[:limit + beyond]]
 
     def _top_chunks(self, rare, fields: dict[str, float], limit: int, scope: set[int] | None,
-                    term_scores=None) -> list[list]:
+                    term_scores=None, ties: int = 0) -> list[list]:
         """`top_chunks` over this index's cached term scores (or a scoped search's `term_scores`)."""
-        return top_chunks(rare, fields, limit, scope, term_scores or self._term_scores, self._scores.chunk_id)
+        return top_chunks(rare, fields, limit, scope, term_scores or self._term_scores, self._scores.chunk_id, ties)
 
     def _term_scores(self, field: str, term: str) -> Postings:
         """docnum -> BM25F score of one term over the whole index (`PostingScores.term_scores`), until the next commit."""
