@@ -73,7 +73,7 @@ def test_a_bad_mode_falls_back_and_an_empty_query_renders_no_results(client):
     assert boot(empty)["result"] is None and '<ol class="hits">' not in empty
 
 
-def test_features_follow_the_routes_the_server_has(tmp_path):
+def test_features_follow_the_routes_the_server_has(tmp_path, monkeypatch):
     app = create_app(make_settings(tmp_path / "kb"))
     with TestClient(app) as test_client:
         page = test_client.get("/").text
@@ -81,14 +81,14 @@ def test_features_follow_the_routes_the_server_has(tmp_path):
         assert ('id="as-of"' in page) is features["as_of"]
         assert features["upload"] and features["import"] and features["ontology_check"]
         assert not features["token"]
-        # Whether this version has answers yet (the answers work adds POST /ask), by its OpenAPI schema.
-        assert features["ask"] is ("post" in app.openapi()["paths"].get("/ask", {}))
+        # The page offers answers where the server has POST /ask (by its OpenAPI schema) ...
+        assert "post" in app.openapi()["paths"]["/ask"] and features["ask"] is True
+    # ... and not where it has not: the same page asked for an endpoint this server lacks
+    from api.routes import web
 
-        @app.post("/ask")
-        def ask() -> dict:  # stands for the answers work's endpoint: only its presence matters here
-            return {}
-
-        assert boot(test_client.get("/").text)["features"]["ask"] is True
+    monkeypatch.setitem(web.FEATURES, "ask", ("/no-such-ask", "POST"))
+    with TestClient(create_app(make_settings(tmp_path / "bare"))) as test_client:
+        assert boot(test_client.get("/").text)["features"]["ask"] is False
     # The "in force on" date appears only where POST /query takes as_of.
     from api.schemas import QueryIn
 
