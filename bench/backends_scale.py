@@ -47,8 +47,8 @@ def _ms(values: list[float]) -> dict:
             "mean": round(statistics.fmean(values), 1)}
 
 
-def measure_queries(data_dir: Path, questions: list[str]) -> dict:
-    """Both modes over `questions` on the knowledge base `data_dir` opened with the environment's settings."""
+def measure_queries(data_dir: Path, questions: list[str], modes: tuple[str, ...] = ("full", "bm25")) -> dict:
+    """`modes` over `questions` on the knowledge base `data_dir` opened with the environment's settings."""
     from kg.settings import Settings
     from retrieval.pipeline import KnowledgeBase
 
@@ -57,7 +57,7 @@ def measure_queries(data_dir: Path, questions: list[str]) -> dict:
         out: dict = {"backend": type(kb.index).__name__}
         for q in questions[:3]:
             kb.query(q)
-        for mode in ("full", "bm25"):
+        for mode in modes:
             cpu, wall, top = [], [], []
             for q in questions:
                 c, w = time.process_time(), time.perf_counter()
@@ -73,14 +73,18 @@ def measure_queries(data_dir: Path, questions: list[str]) -> dict:
 
 
 def _in_own_process(data_dir: Path, env: dict, result: Path) -> dict:
-    """`measure_queries` in a fresh process, so neither side warms the other's caches."""
-    code = (f"import json, sys; sys.path[:0] = {[str(REPO_ROOT), str(REPO_ROOT / 'bench')]!r}\n"
-            "from backends_scale import measure_queries, questions_of\n"
-            f"json.dump(measure_queries({str(data_dir)!r}, questions_of()), open({str(result)!r}, 'w'))\n")
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    if done.returncode:
-        sys.exit(f"measuring {data_dir} failed:\n{done.stderr[-2000:]}")
-    return json.loads(result.read_text("utf-8"))
+    """`measure_queries` in a fresh process per mode, so neither side, nor one mode, warms the other's caches
+    (bm25 measured after full read posting lists full had already read)."""
+    out: dict = {}
+    for mode in ("full", "bm25"):
+        code = (f"import json, sys; sys.path[:0] = {[str(REPO_ROOT), str(REPO_ROOT / 'bench')]!r}\n"
+                "from backends_scale import measure_queries, questions_of\n"
+                f"json.dump(measure_queries({str(data_dir)!r}, questions_of(), ({mode!r},)), open({str(result)!r}, 'w'))\n")
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        if done.returncode:
+            sys.exit(f"measuring {data_dir} failed:\n{done.stderr[-2000:]}")
+        out.update(json.loads(result.read_text("utf-8")))
+    return out
 
 
 def questions_of() -> list[str]:
