@@ -303,3 +303,14 @@ def kg_serve(data_dir: Path, env: dict, log: Path) -> Iterator[tuple[subprocess.
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(5)
+
+
+def held(url: str, namespace: str):
+    """The graph a SPARQL store at `url` holds for the knowledge base `namespace` (all its named graphs)."""
+    from kg.stores import open_graph_store
+
+    store = open_graph_store("sparql+" + url, namespace=namespace)
+    try:
+        return store.read()
+    finally:
+        store.close()

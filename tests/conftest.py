@@ -192,3 +192,14 @@ def backends():
             if isinstance(server, str):
                 pytest.skip(server)
         yield pg, graph
+
+
+@pytest.fixture
+def oxigraph():
+    """A real `oxigraph serve` on loopback (tests/backends_servers.py); skipped with the reason where it cannot start."""
+    from backends_servers import oxigraph_server
+
+    with oxigraph_server() as server:
+        if isinstance(server, str):
+            pytest.skip(server)
+        yield server

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from backends_servers import oxigraph_server
+from backends_servers import held
 from click.testing import CliRunner
 from rdflib import Graph
 
@@ -21,14 +20,6 @@ ORDER_PG = (entity_iri("order-service"), KG.dependsOn, entity_iri("PostgreSQL"))
 NOTIFY_KAFKA = (entity_iri("notification-service"), KG.dependsOn, entity_iri("Kafka"))  # a local commit's row
 
 
-@pytest.fixture
-def oxigraph():
-    with oxigraph_server() as server:
-        if isinstance(server, str):
-            pytest.skip(server)
-        yield server
-
-
 def kg(*args):
     return CliRunner().invoke(cli, [str(a) for a in args])
 
@@ -37,12 +28,13 @@ def _store(url: str, namespace: str):
     return open_graph_store("sparql+" + url, namespace=namespace)
 
 
-def held(url: str, namespace: str) -> Graph:
-    store = _store(url, namespace)
-    try:
-        return store.read()
-    finally:
-        store.close()
+def on_a_store(oxigraph, tmp_path: Path, monkeypatch, schema: str) -> Path:
+    """A knowledge base pushing to the store as `schema`, the test relation table imported; its data dir."""
+    monkeypatch.setenv("KG_GRAPH_STORE", "sparql+" + oxigraph.url)
+    monkeypatch.setenv("KG_POSTGRES_SCHEMA", schema)
+    data_dir = tmp_path / "kb"
+    assert kg("import", ROWS, "--data-dir", data_dir).exit_code == 0
+    return data_dir
 
 
 def edit_in_store(url: str, namespace: str) -> None:
@@ -67,10 +59,7 @@ def a_local_commit(tmp_path: Path, data_dir: Path):
 
 
 def test_an_edit_in_the_store_survives_a_commit_and_a_pull_merges_it(oxigraph, tmp_path, monkeypatch):
-    monkeypatch.setenv("KG_GRAPH_STORE", "sparql+" + oxigraph.url)
-    monkeypatch.setenv("KG_POSTGRES_SCHEMA", "edits")
-    data_dir = tmp_path / "kb"
-    assert kg("import", ROWS, "--data-dir", data_dir).exit_code == 0
+    data_dir = on_a_store(oxigraph, tmp_path, monkeypatch, "edits")
     status = kg("store", "status", "--data-dir", data_dir)
     assert status.exit_code == 0 and "holds graph.ttl's graph" in status.output
 
@@ -105,10 +94,7 @@ def test_an_edit_in_the_store_survives_a_commit_and_a_pull_merges_it(oxigraph, t
 
 
 def test_push_force_overwrites_the_store_and_a_plain_push_says_what_to_choose(oxigraph, tmp_path, monkeypatch):
-    monkeypatch.setenv("KG_GRAPH_STORE", "sparql+" + oxigraph.url)
-    monkeypatch.setenv("KG_POSTGRES_SCHEMA", "force")
-    data_dir = tmp_path / "kb"
-    assert kg("import", ROWS, "--data-dir", data_dir).exit_code == 0
+    data_dir = on_a_store(oxigraph, tmp_path, monkeypatch, "force")
     edit_in_store(oxigraph.url, "force")
     assert a_local_commit(tmp_path, data_dir).exit_code == 0
 
@@ -134,10 +120,7 @@ def test_a_push_sends_what_changed_blank_node_structures_included(oxigraph, tmp_
     """A push sends the difference: named triples one by one, a graph whose blank-node structures changed whole."""
     from rdflib import OWL, RDF
 
-    monkeypatch.setenv("KG_GRAPH_STORE", "sparql+" + oxigraph.url)
-    monkeypatch.setenv("KG_POSTGRES_SCHEMA", "trees")
-    data_dir = tmp_path / "kb"
-    assert kg("import", ROWS, "--data-dir", data_dir).exit_code == 0
+    data_dir = on_a_store(oxigraph, tmp_path, monkeypatch, "trees")
     ontology = tmp_path / "mine.ttl"
     restriction = ("@prefix owl: <http://www.w3.org/2002/07/owl#> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
                    "@prefix kg: <https://kgrag.dev/ontology#> .\n"

@@ -10,35 +10,17 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-from backends_servers import ends_with_parent, oxigraph_server
+from backends_servers import ends_with_parent, held
 from click.testing import CliRunner
 
 from kg.cli import cli
-from kg.stores import open_graph_store
 from ontology import KG, entity_iri
 
 ROWS = Path(__file__).parent / "data" / "relations.csv"
 
 
-@pytest.fixture
-def oxigraph():
-    with oxigraph_server() as server:
-        if isinstance(server, str):
-            pytest.skip(server)
-        yield server
-
-
 def kg(*args):
     return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def held(url: str, namespace: str):
-    store = open_graph_store("sparql+" + url, namespace=namespace)
-    try:
-        return store.read()
-    finally:
-        store.close()
 
 
 def start_again(server) -> None:
