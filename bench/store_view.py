@@ -62,7 +62,7 @@ def main() -> None:
     from kg.stores import open_graph_store
     from kg.stores.store_view import StoreGraphView, store_vocabulary
     from retrieval.graph.expand import expand_neighbours
-    from retrieval.migration import write_graph
+    from retrieval.store_sync import write_graph
 
     questions = [json.loads(line)["question"] for line in
                  (DEMO_DIR / "questions.jsonl").read_text("utf-8").splitlines() if line.strip()]

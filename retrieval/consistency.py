@@ -169,7 +169,7 @@ def store_behind(kb) -> str | None:
     (what the commits recorded: `Commits.push_graph`; the store itself is not asked)."""
     if not kb.settings.graph_store.startswith("sparql+"):
         return None
-    from retrieval.migration import store_mark
+    from retrieval.store_sync import store_mark
 
     mark = store_mark(kb.settings.graph_store, kb.settings.postgres_schema, kb.graph.digest)
     if commit.get_state(kb.store.db, "store_graph") == mark:

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 from rdflib import Graph
 
-__all__ = ["MigrationReport", "migrate", "write_graph"]
+from retrieval.store_sync import record, store_mark, write_graph
+
+__all__ = ["MigrationReport", "migrate"]
 
 SAMPLE_QUERIES = 50
 # whoosh sums a field's lengths exactly when it writes a segment but from its one-byte rounded per-chunk lengths
@@ -77,8 +79,6 @@ def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", g
                 whole = kb.graph.rdf
                 write_graph(store, whole)
                 from retrieval.catalog import commit
-                from retrieval.store_sync import record
-
                 left = store.quads()  # the base an edit made in the store later is told apart from
                 with kb.store.transaction():  # the store holds this graph: the next commit need not push it
                     commit.set_state(kb.store.db, "store_graph", store_mark(graph_store, schema, kb.graph.digest))
@@ -175,30 +175,6 @@ def _publish_catalog(kb, dsn: str, schema: str) -> None:
     finally:
         lock.close()
         record.close()
-
-
-def store_mark(spec: str, namespace: str, digest: str) -> str:
-    """What the catalog records (`store_graph`) once a graph reached a store: which store, which knowledge
-    base in it, which graph; a store or schema set anew is behind until a push."""
-    return f"{spec} {namespace} {digest}"
-
-
-def store_graphs(whole: Graph) -> dict[str, Graph]:
-    """The graph as the store's named graphs (`kg.stores.layout`: `ontology`, `default`, one `pack:ID` per pack)."""
-    from kg.stores.layout import named_graphs
-    from ontology import BASE_ONTOLOGY_PATH, KG, load_rdf
-    from retrieval.packs.shelf import PACK_CLASS
-
-    return named_graphs(whole, load_rdf(BASE_ONTOLOGY_PATH), KG[PACK_CLASS])
-
-
-def write_graph(store, whole: Graph) -> list[str]:
-    """The graph as the store's named graphs (`store_graphs`), all replaced in one request (a SPARQL store takes it
-    whole or not at all); a pack's graph whose pack is gone is dropped. Returns the names."""
-    graphs = store_graphs(whole)
-    gone = [name for name in store.names() if name.startswith("pack:") and name not in graphs]
-    store.replace_graphs(graphs, drop=gone)
-    return sorted(graphs)
 
 
 def _verify(kb, old_index, new_index, whole: Graph, store, report: MigrationReport) -> None:

@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kg.errors import ConflictError, InputError
 from retrieval.catalog import commit
 
-__all__ = ["EDITED", "StoreStatus", "pull", "push", "record", "status"]
+if TYPE_CHECKING:
+    from rdflib import Graph
+
+__all__ = ["EDITED", "StoreStatus", "pull", "push", "record", "status", "store_graphs", "store_mark", "write_graph"]
 
 EDITED = "the store's graph was changed outside kgrag since kgrag last wrote it"
 CHOICE = "`kg store pull` merges its edits into graph.ttl, `kg store push --force` replaces them with graph.ttl's graph"
@@ -62,6 +66,30 @@ class StoreStatus:
         if self.push_failed and not self.edited:
             lines.append(f"the last push failed: {self.push_failed}")
         return "\n".join(lines)
+
+
+def store_mark(spec: str, namespace: str, digest: str) -> str:
+    """What the catalog records (`store_graph`) once a graph reached a store: which store, which knowledge
+    base in it, which graph; a store or schema set anew is behind until a push."""
+    return f"{spec} {namespace} {digest}"
+
+
+def store_graphs(whole: Graph) -> dict[str, Graph]:
+    """The graph as the store's named graphs (`kg.stores.layout`: `ontology`, `default`, one `pack:ID` per pack)."""
+    from kg.stores.layout import named_graphs
+    from ontology import BASE_ONTOLOGY_PATH, KG, load_rdf
+    from retrieval.packs.shelf import PACK_CLASS
+
+    return named_graphs(whole, load_rdf(BASE_ONTOLOGY_PATH), KG[PACK_CLASS])
+
+
+def write_graph(store, whole: Graph) -> list[str]:
+    """The graph as the store's named graphs (`store_graphs`), all replaced in one request (a SPARQL store takes it
+    whole or not at all); a pack's graph whose pack is gone is dropped. Returns the names."""
+    graphs = store_graphs(whole)
+    gone = [name for name in store.names() if name.startswith("pack:") and name not in graphs]
+    store.replace_graphs(graphs, drop=gone)
+    return sorted(graphs)
 
 
 def _keys(triples) -> set[str]:
@@ -133,7 +161,6 @@ def _send(store, whole, held: dict[str, list], now: dict[str, set[str]]) -> None
     differ, a graph whose blank-node structures differ replaced whole, the graphs of packs that are gone dropped."""
     from kg.rdf_merge import is_tree_key, key_triple, triple_key
     from kg.stores.base import canonical_triple
-    from retrieval.migration import store_graphs
 
     graphs = store_graphs(whole)
     removed, added, replaced = {}, {}, {}
@@ -154,7 +181,6 @@ def push(kb, strict: bool = False, force: bool = False) -> str | None:
     did not happen, None when the store holds this graph. A store that fails or was edited does not fail the
     commit (`strict`: it raises)."""
     from kg.stores import configured_store
-    from retrieval.migration import store_mark
 
     mark = store_mark(kb.settings.graph_store, kb.settings.postgres_schema, kb.graph.digest)
     if not force and commit.get_state(kb.store.db, "store_graph") == mark:
@@ -201,7 +227,6 @@ def pull(kb) -> dict:
     from kg.stores import canonical
     from kg.stores.base import canonical_triple
     from retrieval.indexing import sync_index_words
-    from retrieval.migration import store_mark
     from retrieval.write_path import relink
 
     store = _open(kb)

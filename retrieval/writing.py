@@ -145,7 +145,7 @@ class Commits:
     def push_graph(self, strict: bool = False) -> str | None:
         """With a SPARQL store (KG_GRAPH_STORE=sparql+http://...), embedded or shared: the graph, when it changed
         since the last push, replaces the store's `ontology`, `default` and `pack:ID` graphs and drops those of
-        packs that are gone, in one update request (`migration.write_graph`: the store takes it whole or not
+        packs that are gone, in one update request (`store_sync.write_graph`: the store takes it whole or not
         at all), unless the store was edited since the last push (`retrieval.store_sync`). Returns why the push
         did not happen, None when the store holds this graph.
 

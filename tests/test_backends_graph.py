@@ -216,7 +216,7 @@ def test_kg_export_reads_the_store_with_what_other_tools_changed(oxigraph_url, t
     from kg.cli import cli
     from kg.stores.sparql_store import GRAPH_PREFIX
     from ontology import entity_iri, load_rdf
-    from retrieval.migration import write_graph
+    from retrieval.store_sync import write_graph
 
     def kg(*args):
         return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
@@ -266,7 +266,7 @@ def test_the_store_view_walks_the_demo_as_the_in_memory_view(oxigraph_url, tmp_p
     from kg.store import KnowledgeGraph
     from kg.stores.store_view import StoreGraphView
     from retrieval.graph.expand import ExpansionSettings, expand_neighbours
-    from retrieval.migration import write_graph
+    from retrieval.store_sync import write_graph
 
     kg = KnowledgeGraph(tmp_path / "kb")
     kg.import_relations(DEMO_DIR / "relations.csv")
