@@ -156,9 +156,10 @@ def status(kb) -> StoreStatus:
                        len(theirs - ours), len(ours - theirs), commit.get_state(kb.store.db, "store_push_failed") or "")
 
 
-def _send(store, whole, held: dict[str, list], now: dict[str, set[str]]) -> None:
+def _send(store, whole, held: dict[str, list], now: dict[str, set[str]]) -> dict[str, list]:
     """Make the store's graphs (`held`, keyed `now`) graph.ttl's in one update request: the named triples that
-    differ, a graph whose blank-node structures differ replaced whole, the graphs of packs that are gone dropped."""
+    differ, a graph whose blank-node structures differ replaced whole, the graphs of packs that are gone dropped.
+    Returns the graphs sent (name -> triples)."""
     from kg.rdf_merge import is_tree_key, key_triple, triple_key
     from kg.stores.base import canonical_triple
 
@@ -173,6 +174,7 @@ def _send(store, whole, held: dict[str, list], now: dict[str, set[str]]) -> None
         removed[name] = [key_triple(k) for k in gone]
         added[name] = [t for t in graph if triple_key(canonical_triple(t)) in new] if new else []
     store.change_graphs(removed, added, replaced, drop=[name for name in held if name not in graphs])
+    return {name: list(graph) for name, graph in graphs.items()}
 
 
 def push(kb, strict: bool = False, force: bool = False) -> str | None:
@@ -194,8 +196,11 @@ def push(kb, strict: bool = False, force: bool = False) -> str | None:
             if not force and _edited(kb, now):
                 edited = True
             else:
-                _send(store, kb.graph.rdf, held, now)
-                left = store.quads()
+                sent = _send(store, kb.graph.rdf, held, now)
+                try:
+                    left = store.quads()
+                except Exception:  # noqa: BLE001 - sent whole, not read back: what was sent is the record
+                    left = sent
         finally:
             store.close()
     except Exception as exc:  # the commit is written: whatever failed, record it and let the next one retry
