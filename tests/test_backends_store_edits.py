@@ -135,3 +135,24 @@ def test_a_push_sends_what_changed_blank_node_structures_included(oxigraph, tmp_
     assert not list(store.subjects(RDF.type, OWL.Restriction)) and ORDER_PG in store
     assert kg("store", "status", "--data-dir", data_dir).exit_code == 0
     assert kg("check", "--data-dir", data_dir).exit_code == 0
+
+
+def test_a_pull_takes_a_blank_node_structure_made_in_the_store(oxigraph, tmp_path, monkeypatch):
+    """An OWL restriction added in the store (a blank-node tree) comes into graph.ttl whole, once."""
+    from rdflib import OWL, RDF, RDFS, BNode, URIRef
+
+    data_dir = on_a_store(oxigraph, tmp_path, monkeypatch, "pulltree")
+    restriction, gateway = BNode(), URIRef("https://kgrag.dev/ontology#Gateway")
+    store = _store(oxigraph.url, "pulltree")
+    try:
+        store.add([(gateway, RDF.type, OWL.Class), (gateway, RDFS.subClassOf, restriction),
+                   (restriction, RDF.type, OWL.Restriction), (restriction, OWL.onProperty, KG.dependsOn)])
+    finally:
+        store.close()
+    pulled = kg("store", "pull", "--data-dir", data_dir)
+    assert pulled.exit_code == 0, pulled.output
+    local = graph_file(data_dir)
+    (tree,) = local.objects(gateway, RDFS.subClassOf)
+    assert (tree, RDF.type, OWL.Restriction) in local and (tree, OWL.onProperty, KG.dependsOn) in local
+    assert kg("store", "pull", "--data-dir", data_dir).output.startswith("0 triple(s)")  # nothing new the second time
+    assert kg("store", "status", "--data-dir", data_dir).exit_code == 0
