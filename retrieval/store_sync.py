@@ -273,8 +273,8 @@ def pull(kb) -> dict:
         if not (_keys(kb.graph.rdf) ^ theirs):  # the store holds graph.ttl's graph: nothing to push
             commit.set_state(kb.store.db, "store_graph",
                              store_mark(kb.settings.graph_store, kb.settings.postgres_schema, kb.graph.digest))
-    result["summary"] = (f"{result['added']} triple(s) or structure(s) from the store, {result['removed']} removed as "
-                         f"they were there; {result['chunks_relinked']} chunk(s) linked again"
+    result["summary"] = (f"graph.ttl took the store's edits: {result['added']} triple(s) or structure(s) added there, "
+                         f"{result['removed']} removed there; {result['chunks_relinked']} chunk(s) linked again"
                          + ("" if result["merged"] else " (no record of the last push: graph.ttl now holds the store's graph)"))
     return result
 
