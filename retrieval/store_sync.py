@@ -177,15 +177,15 @@ def _send(store, whole, held: dict[str, list], now: dict[str, set[str]]) -> dict
     return {name: list(graph) for name, graph in graphs.items()}
 
 
-def push(kb, strict: bool = False, force: bool = False) -> str | None:
-    """Push graph.ttl's graph when it changed since the last push (`Commits.push_graph`, after every commit), or
-    refuse when the store was edited since (unless `force`). Only what differs is sent. Returns why the push
-    did not happen, None when the store holds this graph. A store that fails or was edited does not fail the
-    commit (`strict`: it raises)."""
+def push(kb, strict: bool = False, force: bool = False, always: bool = False) -> str | None:
+    """Push graph.ttl's graph when it changed since the last push (`Commits.push_graph`, after every commit; `always`:
+    whether or not, as `kg store push`), or refuse when the store was edited since (unless `force`). Only what differs
+    is sent. Returns why the push did not happen, None when the store holds this graph. A store that fails or was
+    edited does not fail the commit (`strict`: it raises)."""
     from kg.stores import configured_store
 
     mark = store_mark(kb.settings.graph_store, kb.settings.postgres_schema, kb.graph.digest)
-    if not force and commit.get_state(kb.store.db, "store_graph") == mark:
+    if not (force or always) and commit.get_state(kb.store.db, "store_graph") == mark:
         return None
     failure, edited, left = None, False, None
     try:

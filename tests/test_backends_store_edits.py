@@ -114,6 +114,14 @@ def test_push_force_overwrites_the_store_and_a_plain_push_says_what_to_choose(ox
     row.write_text("source,relation,target\nuser-service,dependsOn,Kafka\n", encoding="utf-8")
     assert kg("import", row, "--data-dir", data_dir).exit_code == 0
     assert (entity_iri("user-service"), KG.dependsOn, entity_iri("Kafka")) in held(oxigraph.url, "force")
+    # an edit in the store with no commit since: a plain push still refuses (it reads the store, not only the record)
+    edit_in_store_again = _store(oxigraph.url, "force")
+    try:
+        edit_in_store_again.add([REDIS_PROM])
+    finally:
+        edit_in_store_again.close()
+    assert kg("store", "push", "--data-dir", data_dir).exit_code != 0
+    assert REDIS_PROM in held(oxigraph.url, "force") and kg("store", "status", "--data-dir", data_dir).exit_code == 1
 
 
 def test_a_push_sends_what_changed_blank_node_structures_included(oxigraph, tmp_path, monkeypatch):

@@ -178,5 +178,5 @@ def store_push(force: bool, data_dir: Path | None) -> None:
     from retrieval.store_sync import push
 
     with open_kb(data_dir) as kb, kb.writing("store-push"):
-        push(kb, strict=True, force=force)
+        push(kb, strict=True, force=force, always=True)  # the store is read even when no commit changed graph.ttl
     click.echo("the store holds graph.ttl's graph")
