@@ -182,14 +182,12 @@ def push(kb, strict: bool = False, force: bool = False, always: bool = False) ->
     whether or not, as `kg store push`), or refuse when the store was edited since (unless `force`). Only what differs
     is sent. Returns why the push did not happen, None when the store holds this graph. A store that fails or was
     edited does not fail the commit (`strict`: it raises)."""
-    from kg.stores import configured_store
-
     mark = store_mark(kb.settings.graph_store, kb.settings.postgres_schema, kb.graph.digest)
     if not (force or always) and commit.get_state(kb.store.db, "store_graph") == mark:
         return None
     failure, edited, left = None, False, None
     try:
-        store = configured_store(kb.settings)
+        store = _open(kb)  # `kg store push` with no store configured: an error saying what to set (strict)
         try:
             held = store.quads()
             now = _graph_keys(held)

@@ -165,3 +165,11 @@ def test_a_pull_takes_a_blank_node_structure_made_in_the_store(oxigraph, tmp_pat
     again = kg("store", "pull", "--data-dir", data_dir).output  # nothing new the second time
     assert again.startswith("graph.ttl took the store's edits: 0 triple(s) or structure(s) added there, 0 removed")
     assert kg("store", "status", "--data-dir", data_dir).exit_code == 0
+
+
+def test_the_store_commands_without_a_store_say_what_to_set(tmp_path, monkeypatch):
+    monkeypatch.delenv("KG_GRAPH_STORE", raising=False)
+    assert kg("init", "--data-dir", tmp_path / "kb").exit_code == 0
+    for command in ("status", "pull", "push"):
+        done = kg("store", command, "--data-dir", tmp_path / "kb")
+        assert done.exit_code == 2 and "no SPARQL store is configured: set KG_GRAPH_STORE" in done.output, done.output
