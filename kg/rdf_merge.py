@@ -108,8 +108,13 @@ def rdf_keys(incoming: Graph, trees: list | None = None) -> list[str]:
     """What an RDF file holds, as record keys: its named triples, and its blank-node trees by place and content."""
     keys = [_key(t) for t in incoming if not any(isinstance(x, BNode) for x in t)]
     for _root, content, attached in file_trees(incoming) if trees is None else trees:
-        keys += [_SEP.join((_TREE, str(s), str(p), content)) for s, p in attached] or [_SEP.join((_TREE, "", "", content))]
+        keys += [_tree_key(s, p, content) for s, p in attached] or [_tree_key("", "", content)]
     return list(dict.fromkeys(keys))
+
+
+def _tree_key(s, p, content: str) -> str:
+    """A blank-node tree's key: where it hangs (subject, predicate; "" for a root of its own) and its content."""
+    return _SEP.join((_TREE, str(s), str(p), content))
 
 
 def record_keys(triples: Iterable[tuple]) -> set[str]:
@@ -145,8 +150,8 @@ def parts(graph: Graph, keys: set[str]) -> Graph:
     out.addN((s, p, o, out) for s, p, o in graph if not any(isinstance(x, BNode) for x in (s, p, o))
              and _key((s, p, o)) in keys)
     for root, content, attached in file_trees(graph):
-        places = [(s, p) for s, p in attached if _SEP.join((_TREE, str(s), str(p), content)) in keys]
-        if places or (not attached and _SEP.join((_TREE, "", "", content)) in keys):
+        places = [(s, p) for s, p in attached if _tree_key(s, p, content) in keys]
+        if places or (not attached and _tree_key("", "", content) in keys):
             out.addN((s, p, o, out) for s, p, o in _tree(graph, root))
             out.addN((s, p, root, out) for s, p in places)
     return out
@@ -172,11 +177,8 @@ def remove_keys(graph: Graph, keys: list[str]) -> int:
             found = roots.get(content)
             if found:
                 _drop_tree(graph, found.pop())
-        elif key.startswith(_N3):
-            _, s, p, o = key.split(_SEP)
-            graph.remove((from_n3(s), from_n3(p), from_n3(o)))
         else:
-            graph.remove(key_edge(key))
+            graph.remove(key_triple(key))
     return before - len(graph)
 
 

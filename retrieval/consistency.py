@@ -169,14 +169,12 @@ def store_behind(kb) -> str | None:
     (what the commits recorded: `Commits.push_graph`; the store itself is not asked)."""
     if not kb.settings.graph_store.startswith("sparql+"):
         return None
-    from retrieval.store_sync import store_mark
+    from retrieval.store_sync import EDITED, store_mark
 
     mark = store_mark(kb.settings.graph_store, kb.settings.postgres_schema, kb.graph.digest)
     if commit.get_state(kb.store.db, "store_graph") == mark:
         return None
     failed = commit.get_state(kb.store.db, "store_push_failed") or ""
-    from retrieval.store_sync import EDITED
-
     if failed.startswith(EDITED):  # not a failure a retry mends: the user chooses (`kg store pull` or `push --force`)
         return f"the SPARQL store ({kb.settings.graph_store}) is behind graph.ttl, not pushed: {failed}"
     why = f"the last push failed: {failed}" if failed else "no commit has pushed this graph to it yet"

@@ -106,7 +106,6 @@ def _graph_keys(quads: dict[str, list]) -> dict[str, set[str]]:
 def record(db, quads: dict[str, list]) -> None:
     """Remember the store's graphs (name -> triples, as a push or a pull left them) as the base the next push
     compares with; inside the caller's transaction."""
-    db.execute("DROP TABLE IF EXISTS store_base")  # the first form of this record, one set of keys for all graphs
     db.execute("CREATE TABLE IF NOT EXISTS store_record (graph TEXT NOT NULL, key TEXT NOT NULL, "
                "PRIMARY KEY (graph, key)) WITHOUT ROWID")
     db.execute("DELETE FROM store_record")
@@ -268,7 +267,8 @@ def pull(kb) -> dict:
     with kb.store.transaction():  # the store's graphs as of now are the base; graph.ttl is pushed when it differs
         record(kb.store.db, quads)
         commit.set_state(kb.store.db, "store_push_failed", "")
-        if not (_keys(kb.graph.rdf) ^ theirs):  # the store holds graph.ttl's graph: nothing to push
+        local = _keys(kb.graph.rdf) if result["added"] or result["removed"] else ours  # graph.ttl unchanged: its keys
+        if not (local ^ theirs):  # the store holds graph.ttl's graph: nothing to push
             commit.set_state(kb.store.db, "store_graph",
                              store_mark(kb.settings.graph_store, kb.settings.postgres_schema, kb.graph.digest))
     result["summary"] = (f"graph.ttl took the store's edits: {result['added']} triple(s) or structure(s) added there, "

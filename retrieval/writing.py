@@ -144,10 +144,9 @@ class Commits:
 
     def push_graph(self, strict: bool = False) -> str | None:
         """With a SPARQL store (KG_GRAPH_STORE=sparql+http://...), embedded or shared: the graph, when it changed
-        since the last push, replaces the store's `ontology`, `default` and `pack:ID` graphs and drops those of
-        packs that are gone, in one update request (`store_sync.write_graph`: the store takes it whole or not
-        at all), unless the store was edited since the last push (`retrieval.store_sync`). Returns why the push
-        did not happen, None when the store holds this graph.
+        since the last push, goes to the store's `ontology`, `default` and `pack:ID` graphs (what differs, in one
+        update request the store takes whole or not at all), unless the store was edited since the last push
+        (`retrieval.store_sync.push`). Returns why the push did not happen, None when the store holds this graph.
 
         A store that fails does not fail the commit (`strict`: it raises): by then the commit is written
         locally, and the store is a copy of graph.ttl that other tools read, so its outage should not stop

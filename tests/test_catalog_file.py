@@ -94,7 +94,9 @@ def test_a_checkpoint_leaves_the_committed_state_in_the_file_alone(tmp_path):
     reader.execute("BEGIN")
     assert _count(reader) == 4  # a read transaction holds the WAL
     db.execute("INSERT INTO t (text) VALUES ('y')")
-    assert not cf.checkpointed(db, wait_ms=0)  # it cannot finish while the reader is on an older snapshot
+    # wait_ms=0: one attempt, no waiting, so the outcome is the reader's snapshot, not time: it cannot finish while
+    # the reader is on an older snapshot, and it does once the reader is done
+    assert not cf.checkpointed(db, wait_ms=0)
     reader.execute("COMMIT")
     assert cf.checkpointed(db, wait_ms=0)
     assert db.execute("PRAGMA busy_timeout").fetchone()[0] == 5000  # sqlite3's default (timeout=5.0), put back

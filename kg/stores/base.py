@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from decimal import Decimal, InvalidOperation
 from typing import Protocol, runtime_checkable
 
-from rdflib import Graph
+from rdflib import Graph, Literal
 from rdflib.namespace import XSD
 from rdflib.term import Node
 
@@ -79,10 +80,6 @@ def canonical(graph: Graph) -> Graph:
 
 def canonical_triple(triple: tuple) -> tuple:
     """One triple as `canonical` writes it."""
-    from decimal import Decimal, InvalidOperation
-
-    from rdflib import Literal
-
     s, p, o = triple
     if isinstance(o, Literal) and o.datatype in _NUMERIC:
         try:

@@ -1,4 +1,4 @@
-"""A SPARQL 1.1 store as the graph store (`KG_GRAPH_STORE=sparql+http://HOST:PORT`): named graphs written by SPARQL Update, read by SELECT, through rdflib's `SPARQLUpdateStore`.
+"""A SPARQL 1.1 store as the graph store (`KG_GRAPH_STORE=sparql+http://HOST:PORT`): named graphs written by SPARQL Update (rdflib's `SPARQLUpdateStore`), read by a CONSTRUCT a graph as N-Triples.
 
 Tested against `oxigraph serve` (its endpoints are URL/query and URL/update); the same requests are
 standard SPARQL 1.1 (Protocol, Query, Update), which Jena Fuseki, GraphDB and Virtuoso answer too.
@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from urllib.error import HTTPError, URLError
 
-from rdflib import BNode, Graph, Literal, URIRef
+from rdflib import BNode, Graph
 
 from kg.errors import BusyError, InputError
 from kg.stores.base import DEFAULT, Triple, check_name
@@ -68,54 +68,21 @@ class SparqlGraphStore:
     def triples(self, name: str | None = None) -> list[tuple]:
         """The triples of graph `name`, or of all this knowledge base's graphs, as rows (no rdflib Graph: adding
         80k triples to one is most of the time of reading them)."""
-        names = [name] if name is not None else self.names()
-        return self._rows("SELECT ?s ?p ?o " + self._from(names) + " WHERE { ?s ?p ?o }") if names else []
-
-    def _rows(self, query: str) -> list[tuple]:
-        """A SELECT's rows as rdflib terms, read from the store's JSON results directly: rdflib's result parser
-        took 3 of the 4 CPU-seconds of reading an 80k-triple graph."""
-        import json
-        from urllib.parse import urlencode
-        from urllib.request import Request, urlopen
-
-        request = Request(self.url + "/query", data=urlencode({"query": query}).encode("utf-8"),
-                          headers={"Accept": "application/sparql-results+json",
-                                   "Content-Type": "application/x-www-form-urlencoded"})
-        try:
-            with urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - the configured store's URL
-                results = json.load(response)
-        except Exception as exc:
-            raise _failure(exc, self.url, "start it (e.g. `oxigraph serve --location DIR --bind HOST:PORT`) "
-                                          "or fix KG_GRAPH_STORE") from exc
-        names, iris = results["head"]["vars"], {}
-
-        def term(value: dict | None):
-            if value is not None and value["type"] == "uri":  # IRIs repeat (every predicate, every entity's edges)
-                iri = iris.get(value["value"])
-                if iri is None:
-                    iri = iris[value["value"]] = URIRef(value["value"])
-                return iri
-            return _term(value)
-
-        return [tuple(term(row.get(name)) for name in names) for row in results["results"]["bindings"]]
+        if name is not None:
+            return self._construct(name)
+        return [triple for rows in self.quads().values() for triple in rows]
 
     def _from(self, names: list[str]) -> str:
         return " ".join(f"FROM <{self.iri(n)}>" for n in names)
 
     def replace(self, graph: Graph, name: str = DEFAULT) -> None:
         """DROP and INSERT DATA in one request: SPARQL stores apply one update request atomically."""
-        target = self.iri(name)
-        body = _triples(graph)
-        self._update(f"DROP SILENT GRAPH <{target}> ;\nINSERT DATA {{ GRAPH <{target}> {{\n{body}\n}} }}")
+        self.change_graphs({}, {}, {name: graph})
 
     def replace_graphs(self, graphs: Mapping[str, Graph], drop: Iterable[str] = ()) -> None:
         """One update request of DROP / INSERT DATA operations: the store applies it whole or not at all, so a
         push cut short (a store that stops, a refused triple) leaves every graph as it was."""
-        operations = [f"DROP SILENT GRAPH <{self.iri(name)}>" for name in [*drop, *graphs]]
-        operations += [f"INSERT DATA {{ GRAPH <{self.iri(name)}> {{\n{_triples(graph)}\n}} }}"
-                       for name, graph in graphs.items() if len(graph)]
-        if operations:
-            self._update(" ;\n".join(operations))
+        self.change_graphs({}, {}, graphs, drop)
 
     def change_graphs(self, removed: Mapping[str, list], added: Mapping[str, list], replaced: Mapping[str, Graph],
                       drop: Iterable[str] = ()) -> None:
@@ -131,29 +98,29 @@ class SparqlGraphStore:
             self._update(" ;\n".join(operations))
 
     def quads(self) -> dict[str, list[tuple]]:
-        """Every graph of this knowledge base -> its triples: one CONSTRUCT a graph, read as N-Triples a line at a
-        time (a SELECT's JSON results for an 80k-triple graph peaked at 184 MB in this process, this at 59 MB)."""
+        """Every graph of this knowledge base -> its triples (graphs without any left out)."""
+        return {name: rows for name in self.names() if (rows := self._construct(name))}
+
+    def _construct(self, name: str) -> list[tuple]:
+        """One graph's triples: a CONSTRUCT read as N-Triples a line at a time (a SELECT's JSON results for an
+        80k-triple graph peaked at 184 MB in this process, this at 59 MB; rdflib's own result parser took 3 of the 4
+        CPU-seconds of that reading)."""
         from urllib.parse import urlencode
         from urllib.request import Request, urlopen
 
         from rdflib.plugins.parsers.ntriples import W3CNTriplesParser
 
-        out: dict[str, list[tuple]] = {}
-        for name in self.names():
-            rows: list[tuple] = []
-            query = f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ GRAPH <{self.iri(name)}> {{ ?s ?p ?o }} }}"
-            request = Request(self.url + "/query", data=urlencode({"query": query}).encode("utf-8"),
-                              headers={"Accept": "application/n-triples",
-                                       "Content-Type": "application/x-www-form-urlencoded"})
-            try:
-                with urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - the configured store's URL
-                    W3CNTriplesParser(_Rows(rows)).parse(response)
-            except Exception as exc:
-                raise _failure(exc, self.url, "start it (e.g. `oxigraph serve --location DIR --bind HOST:PORT`) "
-                                              "or fix KG_GRAPH_STORE") from exc
-            if rows:
-                out[name] = rows
-        return out
+        rows: list[tuple] = []
+        query = f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ GRAPH <{self.iri(name)}> {{ ?s ?p ?o }} }}"
+        request = Request(self.url + "/query", data=urlencode({"query": query}).encode("utf-8"),
+                          headers={"Accept": "application/n-triples", "Content-Type": "application/x-www-form-urlencoded"})
+        try:
+            with urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - the configured store's URL
+                W3CNTriplesParser(_Rows(rows)).parse(response)
+        except Exception as exc:
+            raise _failure(exc, self.url, "start it (e.g. `oxigraph serve --location DIR --bind HOST:PORT`) "
+                                          "or fix KG_GRAPH_STORE") from exc
+        return rows
 
     def add(self, triples: Iterable[Triple], name: str = DEFAULT) -> int:
         triples = list(triples)
@@ -210,19 +177,6 @@ class _Rows:
 
     def triple(self, s, p, o) -> None:
         self.rows.append((s, p, o))
-
-
-def _term(value: dict | None):
-    """A SPARQL JSON results binding (https://www.w3.org/TR/sparql11-results-json/) as an rdflib term."""
-    if value is None:
-        return None
-    kind = value["type"]
-    if kind == "uri":
-        return URIRef(value["value"])
-    if kind == "bnode":
-        return BNode(value["value"])
-    datatype = value.get("datatype")
-    return Literal(value["value"], lang=value.get("xml:lang"), datatype=URIRef(datatype) if datatype else None)
 
 
 def _triples(triples: Iterable[Triple]) -> str:
