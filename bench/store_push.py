@@ -1,7 +1,8 @@
 """What a SPARQL store costs a commit that changes the graph: a relation table of ROWS rows (`svc-i relation svc-j`)
 imported into a knowledge base without a store and into one pushing to a throw-away `oxigraph serve`, then one more
-row imported into each (the commit a user makes every day), then `kg store status`. Each step is the real CLI in a
-process of its own: wall seconds, CPU seconds of kgrag (user + system of the child) and of the Oxigraph server
+row imported into each (the commit a user makes every day), then `kg store status`; last, what a server following
+the store (KG_STORE_FOLLOW) spends a round: with the store unchanged (every interval) and after one edge was added
+there (the round that pulls it), in this process. Each CLI step is the real CLI in a process of its own: wall seconds, CPU seconds of kgrag (user + system of the child) and of the Oxigraph server
 (from /proc), peak RSS. A push reads the store's graphs before it writes (an edit made there is never overwritten)
 and after (the record the next push compares with), and sends only what differs (`retrieval/store_sync.py`).
 
@@ -53,6 +54,38 @@ def step(args: list[str], env: dict, server_pid: int | None) -> dict:
             "children_peak_rss_mb_so_far": round(after.ru_maxrss / 1024), "output": done.stdout.strip()[-300:]}
 
 
+def follow_rounds(data_dir: Path, env: dict, server_pid: int) -> dict:
+    """`follow_round` on the knowledge base pushing to the store: wall, CPU of this process and of the server."""
+    saved = dict(os.environ)
+    os.environ.update(env)  # the knowledge base's settings, as `kg serve` would read them
+    try:
+        from kg.settings import Settings
+        from kg.stores import open_graph_store
+        from ontology import KG, entity_iri
+        from retrieval.pipeline import KnowledgeBase
+        from retrieval.store_sync import follow_round
+
+        rounds = {}
+        with KnowledgeBase(Settings(data_dir=data_dir)) as kb:
+            for label in ("store unchanged", "one edge added there"):
+                if label != "store unchanged":
+                    store = open_graph_store(env["KG_GRAPH_STORE"], namespace=env["KG_POSTGRES_SCHEMA"])
+                    try:
+                        store.add([(entity_iri("svc-1"), KG.partOf, entity_iri("svc-3"))])
+                    finally:
+                        store.close()
+                server, cpu, started = server_cpu_ms(server_pid), time.process_time(), time.perf_counter()
+                result = follow_round(kb)
+                rounds[label] = {"wall_s": round(time.perf_counter() - started, 2),
+                                 "cpu_s": round(time.process_time() - cpu, 2),
+                                 "server_cpu_s": round((server_cpu_ms(server_pid) - server) / 1000, 2),
+                                 "pulled": None if result is None else result["summary"]}
+        return rounds
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=20000)
@@ -76,6 +109,7 @@ def main() -> int:
             out[label] = {"import": step(["import", str(work / "rows.csv"), "--data-dir", kb, "-q"], env, server_pid),
                           "one row": step(["import", str(work / "one.csv"), "--data-dir", kb, "-q"], env, server_pid)}
         out["store"]["status"] = step(["store", "status", "--data-dir", str(work / "store")], stored, pid)
+        out["store"]["follow"] = follow_rounds(work / "store", stored, pid)
     print(json.dumps(out, indent=2, ensure_ascii=False))
     return 0
 

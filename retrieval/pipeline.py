@@ -79,6 +79,7 @@ class KnowledgeBase(QueryPath):
         self._index_words_synced: tuple | None = None  # (jieba vocabulary, graph) state of the last sync
         self._packs: PackShelf | None = None
         self._vectors = None
+        self._store_follower = None
         self.commits = Commits(self)
         if graph_missing and self.commits.shared is not None:
             # Shared (KG_TEXT_BACKEND=postgres): a data dir without graph.ttl (new, or emptied) starts from the
@@ -87,6 +88,8 @@ class KnowledgeBase(QueryPath):
         self.commits.catch_up()  # finish a commit a killed process left; relink after an outside edit
 
     def close(self) -> None:
+        if self._store_follower is not None:
+            self._store_follower.stop()
         if self.commits.follower is not None:
             self.commits.follower.stop()
         self.index.close()
@@ -109,9 +112,14 @@ class KnowledgeBase(QueryPath):
             yield
 
     def follow(self) -> Follower:
-        """Keep this (long-running) process on other processes' commits with a background thread."""
+        """Keep this (long-running) process on other processes' commits with a background thread (and, with
+        KG_STORE_FOLLOW, on the edits made in the SPARQL store with another)."""
         if self.commits.follower is None:
             self.commits.follower = Follower(self.commits, self.settings.follow_interval).start()
+        if self._store_follower is None and self.settings.store_follow > 0 and self.settings.graph_store != "file":
+            from retrieval.store_sync import StoreFollower
+
+            self._store_follower = StoreFollower(self, self.settings.store_follow).start()
         return self.commits.follower
 
     def check(self, repair: bool = False, progress=None):

@@ -14,11 +14,16 @@ The record is of the store's own reading, so how a store spells a value (Oxigrap
 only what differs from the store's graphs as read (named triples by DELETE DATA / INSERT DATA; a graph whose blank-node
 structures changed, whole), in one update request. It costs two readings of the store a push and ~100 bytes a triple
 in the catalog, only with a store configured.
+
+A server can follow the store (KG_STORE_FOLLOW seconds): it reads the store's graphs at that interval and, when they
+changed since the record, pulls them under the write lock as `kg store pull` would. SPARQL 1.1 has no change counter,
+so each round reads the whole graph (~1.5 CPU-seconds for the 80k triples of a 20,000-row table).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,7 +33,8 @@ from retrieval.catalog import commit
 if TYPE_CHECKING:
     from rdflib import Graph
 
-__all__ = ["EDITED", "StoreStatus", "pull", "push", "record", "status", "store_graphs", "store_mark", "write_graph"]
+__all__ = ["EDITED", "StoreFollower", "StoreStatus", "follow_round", "pull", "push", "record", "status", "store_graphs",
+           "store_mark", "write_graph"]
 
 EDITED = "the store's graph was changed outside kgrag since kgrag last wrote it"
 CHOICE = "`kg store pull` merges its edits into graph.ttl, `kg store push --force` replaces them with graph.ttl's graph"
@@ -276,3 +282,53 @@ def pull(kb) -> dict:
                          + ("" if result["merged"] else " (no record of the last push: graph.ttl now holds the store's graph)"))
     return result
 
+
+
+def follow_round(kb) -> dict | None:
+    """One reading of the store by a server following it: when its graphs changed since kgrag last wrote or read
+    them, the edits are pulled into graph.ttl (a commit, under the write lock; `pull` reads the store again there, so a
+    push under way is finished first). None when the store is as recorded, or holds no record to compare with (no push
+    since the record was kept: the next commit's push makes one)."""
+    store = _open(kb)
+    try:
+        quads = store.quads()
+    finally:
+        store.close()
+    keys = _graph_keys(quads)
+    with kb.reading():
+        if not _edited(kb, keys):
+            return None
+    with kb.writing("store-pull"):  # caught up with the other servers' commits: one of them may have pulled it
+        return pull(kb) if _edited(kb, keys) else None
+
+
+class StoreFollower:
+    """A daemon thread running `follow_round` every `interval` seconds (KG_STORE_FOLLOW) in a long-running process."""
+
+    def __init__(self, kb, interval: float) -> None:
+        self.kb, self.interval = kb, interval
+        self.rounds = self.pulls = self.errors = 0
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="kg-store-follower", daemon=True)
+
+    def start(self) -> StoreFollower:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(timeout=30)
+
+    def _run(self) -> None:
+        log = logging.getLogger("kgrag")
+        while not self._stop.wait(self.interval):
+            try:
+                result = follow_round(self.kb)
+            except Exception as exc:  # noqa: BLE001 - the store down, a lock held: the server keeps serving; next round
+                self.errors += 1
+                log.warning("could not follow the SPARQL store this round: %s", exc)
+                continue
+            self.rounds += 1
+            if result is not None:
+                self.pulls += 1
+                log.info("followed the SPARQL store: %s", result["summary"])

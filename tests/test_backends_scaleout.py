@@ -146,6 +146,39 @@ def test_two_servers_share_documents_writes_and_the_graph(backends, tmp_path):
         assert "Traceback" not in (tmp_path / log).read_text()
 
 
+def test_servers_following_the_store_answer_with_an_edit_made_there(backends, tmp_path):
+    """KG_STORE_FOLLOW on both servers: an edge added in the store by another tool reaches both servers' answers and
+    both data dirs' graph.ttl, with no command run; the store and graph.ttl agree afterwards."""
+    pg, graph = backends
+    from kg.stores import open_graph_store
+    from ontology import KG, entity_iri
+
+    env = {**backend_env(pg, graph, "storefollow"), "KG_STORE_FOLLOW": "0.3"}
+    a_dir, b_dir = two_data_dirs(tmp_path, env)
+    kg(env, "import", str(Path(__file__).parent / "data" / "relations.csv"), "--data-dir", str(a_dir), cwd=tmp_path)
+    edge = (entity_iri("Redis"), KG.dependsOn, entity_iri("Prometheus"))
+
+    def redis_neighbours(base: str) -> str:
+        return json.dumps(http_json("GET", base + "/entities/Redis")[1], ensure_ascii=False)
+
+    with kg_serve(a_dir, env, tmp_path / "a.log") as (_, a), kg_serve(b_dir, env, tmp_path / "b.log") as (_, b):
+        assert wait_until(lambda: "缓存集群" in redis_neighbours(b)), redis_neighbours(b)
+        assert "Prometheus" not in redis_neighbours(a)
+        store = open_graph_store(f"sparql+{graph.url}", namespace="storefollow")
+        try:
+            store.add([edge])
+        finally:
+            store.close()
+        for base in (a, b):
+            assert wait_until(lambda base=base: "Prometheus" in redis_neighbours(base)), redis_neighbours(base)
+    for folder in (a_dir, b_dir):
+        assert "Prometheus" in kg(env, "entity", "Redis", "--data-dir", str(folder), cwd=tmp_path)
+    assert "holds graph.ttl's graph" in kg(env, "store", "status", "--data-dir", str(b_dir), cwd=tmp_path)
+    kg(env, "check", "--data-dir", str(a_dir), cwd=tmp_path)
+    for log in ("a.log", "b.log"):
+        assert "Traceback" not in (tmp_path / log).read_text()
+
+
 def test_a_client_that_retries_once_on_the_other_server_loses_nothing_when_one_is_killed(backends, tmp_path):
     pg, graph = backends
     env = backend_env(pg, graph, "killed")

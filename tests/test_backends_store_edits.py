@@ -8,6 +8,7 @@ from pathlib import Path
 
 from backends_servers import held
 from click.testing import CliRunner
+from conftest import make_settings
 from rdflib import Graph
 
 from kg.cli import cli
@@ -173,3 +174,56 @@ def test_the_store_commands_without_a_store_say_what_to_set(tmp_path, monkeypatc
     for command in ("status", "pull", "push"):
         done = kg("store", command, "--data-dir", tmp_path / "kb")
         assert done.exit_code == 2 and "no SPARQL store is configured: set KG_GRAPH_STORE" in done.output, done.output
+
+
+def test_a_round_of_following_the_store_pulls_its_edits_and_only_them(oxigraph, tmp_path, monkeypatch):
+    from retrieval.pipeline import KnowledgeBase
+    from retrieval.store_sync import follow_round
+
+    data_dir = on_a_store(oxigraph, tmp_path, monkeypatch, "followed")
+    with KnowledgeBase(make_settings(data_dir)) as kb:
+        before = (data_dir / "graph.ttl").read_bytes()
+        assert follow_round(kb) is None  # the store is as kgrag left it: nothing pulled, graph.ttl untouched
+        assert (data_dir / "graph.ttl").read_bytes() == before
+        edit_in_store(oxigraph.url, "followed")
+        result = follow_round(kb)
+        assert result is not None and (result["added"], result["removed"], result["merged"]) == (1, 1, True)
+        assert REDIS_PROM in kb.graph.rdf and ORDER_PG not in kb.graph.rdf
+        assert follow_round(kb) is None  # taken once
+    assert REDIS_PROM in graph_file(data_dir)
+    assert kg("store", "status", "--data-dir", data_dir).exit_code == 0
+
+
+def test_a_server_following_the_store_answers_with_an_edit_made_there(oxigraph, tmp_path, monkeypatch):
+    """KG_STORE_FOLLOW: the real app's server reads the store on its own and its answers change, no command run."""
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+
+    data_dir = on_a_store(oxigraph, tmp_path, monkeypatch, "serving")
+    with TestClient(create_app(make_settings(data_dir, store_follow=0.2))) as client:
+        def neighbours() -> list[str]:
+            found = client.get("/entities/Redis")
+            assert found.status_code == 200
+            return [n["label"] for ns in found.json()["neighbours"].values() for n in ns]
+
+        assert "Prometheus" not in neighbours()
+        follower = client.app.state.kb._store_follower
+        edit_in_store(oxigraph.url, "serving")
+        deadline = time.monotonic() + 120  # a bound on waiting for the follower, not a timing assertion
+        while (follower.pulls < 1 or "Prometheus" not in neighbours()) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the pull's commit is served before the follower counts it
+        assert "Prometheus" in neighbours()
+        assert follower.pulls == 1 and follower.errors == 0
+    assert REDIS_PROM in graph_file(data_dir) and ORDER_PG not in graph_file(data_dir)
+
+
+def test_no_store_follower_unless_asked(oxigraph, tmp_path, monkeypatch):
+    from retrieval.pipeline import KnowledgeBase
+
+    data_dir = on_a_store(oxigraph, tmp_path, monkeypatch, "unfollowed")
+    with KnowledgeBase(make_settings(data_dir)) as kb:
+        kb.follow()
+        assert kb._store_follower is None  # KG_STORE_FOLLOW unset: the store is read on `kg store pull` only

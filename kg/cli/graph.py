@@ -127,7 +127,8 @@ def store() -> None:
     Every commit that changes the graph pushes it to the store, unless the store was
     edited since kgrag last wrote it (by a SPARQL update or another tool): then graph.ttl
     keeps the commit, the store keeps its edits, and `kg check` says the store is behind
-    until you choose: `kg store pull` or `kg store push --force`.
+    until you choose: `kg store pull` or `kg store push --force`. A server started with
+    KG_STORE_FOLLOW=SECONDS pulls such edits itself.
     """
 
 
