@@ -319,3 +319,51 @@ def test_an_embed_run_never_prunes_what_another_run_embedded_meanwhile(fresh_kb,
     assert report.embedded == 1 and report.pruned >= 1  # the nginx chunks' vectors went
     status = fresh_kb.vectors.status()
     assert status["chunks_with_vectors"] == status["chunks"]  # the late note's vector stayed
+
+
+# -- kg embed --workers ----------------------------------------------------------------------------
+def _all_vectors(data_dir: Path) -> dict:
+    from retrieval.vectors.store import VectorStore
+
+    store = VectorStore(data_dir)
+    try:
+        keys = sorted(store.keys())
+        return {key: vector.tobytes() for key, vector in store.each(keys)}
+    finally:
+        store.close()
+
+
+def test_kg_embed_with_worker_processes_stores_what_one_process_stores(kb_on_disk, tmp_path):
+    import shutil
+
+    alone, pooled = tmp_path / "alone", tmp_path / "pooled"
+    shutil.copytree(kb_on_disk, alone)
+    shutil.copytree(kb_on_disk, pooled)
+    env = {"KG_EMBED_MODEL": "hash"}
+    one = _kg("embed", "--json", "--batch", "3", "--data-dir", str(alone), cwd=tmp_path, env=env)
+    two = _kg("embed", "--batch", "3", "--workers", "2", "--data-dir", str(pooled), cwd=tmp_path, env=env)
+    assert one.returncode == 0 and two.returncode == 0, two.stderr
+    report = json.loads(one.stdout)
+    assert report["workers"] == 0 and report["embedded"] > 6  # several batches to share out
+    assert f"{report['embedded']} embedded, 0 reused" in two.stdout and "2 worker processes" in two.stdout
+    assert _all_vectors(pooled) == _all_vectors(alone) and len(_all_vectors(alone)) == report["embedded"]
+
+
+def test_embedding_workers_are_other_processes_and_a_dead_one_is_said(tmp_path):
+    import signal
+
+    from conftest import make_settings
+
+    from retrieval.vectors.embedders import EmbedUnavailable
+    from retrieval.vectors.workers import EmbedWorkers
+
+    batches = [[f"第 {i} 段：备份窗口 {j} 分钟" for j in range(3)] for i in range(7)]
+    with EmbedWorkers(make_settings(tmp_path / "kb", embed_model="hash"), 2) as pool:
+        got = list(pool.embedded(batches))
+        assert [v.tobytes() for v in got] == [HashEmbedder().embed_passages(b).tobytes() for b in batches]
+        worker = pool._pool.submit(os.getpid).result()
+        assert worker != os.getpid()
+        os.kill(worker, signal.SIGKILL)
+        with pytest.raises(EmbedUnavailable, match="an embedding worker process died"):
+            for _ in pool.embedded(batches):
+                pass

