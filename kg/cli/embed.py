@@ -45,22 +45,31 @@ def embed(model: str | None, batch: int, workers: int, status: bool, data_dir: P
                            f"{info['chunks_with_vectors']} of {info['chunks']} chunks have one; "
                            f"{info['disk_bytes'] / 1e6:.1f} MB in {info['where']}")
             return
-        bar: list = []
-
-        def total(n: int) -> None:
-            bar.append(Progress(n, f"embedding with {kb.vectors.embedder().model_id}", quiet or as_json or n == 0).__enter__())
-
-        try:
-            report = kb.vectors.embed_missing(lambda n: bar[0](n) if bar else None, total=total, batch=batch,
-                                              workers=workers)
-        finally:
-            if bar:
-                bar[0].__exit__(None, None, None)
+        report = embed_with_progress(kb, quiet or as_json, batch=batch, workers=workers)
     if as_json:
         echo_json(report.to_json())
-        return
-    if report.model_changed:
-        click.echo(f"the vectors of {report.model_changed} were dropped: {report.model} embedded everything again")
+    else:
+        click.echo(summary(report))
+
+
+def embed_with_progress(kb, quiet: bool, batch: int = 16, workers: int = 0):
+    """`kb.vectors.embed_missing` with a progress bar (none when `quiet` or nothing to embed): what `kg embed` and
+    `kg ingest --embed` run."""
+    bar: list = []
+
+    def total(n: int) -> None:
+        bar.append(Progress(n, f"embedding with {kb.vectors.embedder().model_id}", quiet or n == 0).__enter__())
+
+    try:
+        return kb.vectors.embed_missing(lambda n: bar[0](n) if bar else None, total=total, batch=batch, workers=workers)
+    finally:
+        if bar:
+            bar[0].__exit__(None, None, None)
+
+
+def summary(report) -> str:
+    dropped = (f"the vectors of {report.model_changed} were dropped: {report.model} embedded everything again\n"
+               if report.model_changed else "")
     processes = f", {report.workers} worker processes" if report.workers else ""
-    click.echo(f"{report.embedded} embedded, {report.reused} reused, {report.pruned} no longer needed removed "
-               f"({report.model}{processes}, {report.seconds} s, {report.cpu_seconds} CPU s)")
+    return (f"{dropped}{report.embedded} embedded, {report.reused} reused, {report.pruned} no longer needed removed "
+            f"({report.model}{processes}, {report.seconds} s, {report.cpu_seconds} CPU s)")
