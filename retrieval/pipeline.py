@@ -80,6 +80,7 @@ class KnowledgeBase(QueryPath):
         self._packs: PackShelf | None = None
         self._vectors = None
         self._store_follower = None
+        self._background_embedder = None
         self.commits = Commits(self)
         if graph_missing and self.commits.shared is not None:
             # Shared (KG_TEXT_BACKEND=postgres): a data dir without graph.ttl (new, or emptied) starts from the
@@ -88,6 +89,8 @@ class KnowledgeBase(QueryPath):
         self.commits.catch_up()  # finish a commit a killed process left; relink after an outside edit
 
     def close(self) -> None:
+        if self._background_embedder is not None:
+            self._background_embedder.stop()
         if self._store_follower is not None:
             self._store_follower.stop()
         if self.commits.follower is not None:
@@ -113,13 +116,18 @@ class KnowledgeBase(QueryPath):
 
     def follow(self) -> Follower:
         """Keep this (long-running) process on other processes' commits with a background thread (and, with
-        KG_STORE_FOLLOW, on the edits made in the SPARQL store with another)."""
+        KG_STORE_FOLLOW, on the edits made in the SPARQL store with another; with KG_EMBED_MODEL, the chunks the
+        commits add get their vectors with a third)."""
         if self.commits.follower is None:
             self.commits.follower = Follower(self.commits, self.settings.follow_interval).start()
         if self._store_follower is None and self.settings.store_follow > 0 and self.settings.graph_store != "file":
             from retrieval.store_sync import StoreFollower
 
             self._store_follower = StoreFollower(self, self.settings.store_follow).start()
+        if self._background_embedder is None and self.settings.embed_model and self.settings.embed_background:
+            from retrieval.vectors.background import BackgroundEmbedder
+
+            self._background_embedder = BackgroundEmbedder(self, max(self.settings.follow_interval, 1.0)).start()
         return self.commits.follower
 
     def check(self, repair: bool = False, progress=None):

