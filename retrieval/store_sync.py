@@ -23,12 +23,12 @@ so each round reads the whole graph (~1.5 CPU-seconds for the 80k triples of a 2
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kg.errors import ConflictError, InputError
 from retrieval.catalog import commit
+from retrieval.periodic import Periodic
 
 if TYPE_CHECKING:
     from rdflib import Graph
@@ -143,6 +143,15 @@ def _open(kb):
     return store
 
 
+def _read(kb) -> dict[str, list]:
+    """The store's graphs as they are now (name -> triples): the whole graph, seconds for a 100k-row table's."""
+    store = _open(kb)
+    try:
+        return store.quads()
+    finally:
+        store.close()
+
+
 def _edited(kb, keys: dict[str, set[str]]) -> bool | None:
     base = _base(kb.store.db)
     return None if base is None else keys != base
@@ -150,11 +159,7 @@ def _edited(kb, keys: dict[str, set[str]]) -> bool | None:
 
 def status(kb) -> StoreStatus:
     """Reads the store (the whole graph: seconds for a graph of a 100k-row table)."""
-    store = _open(kb)
-    try:
-        held = store.quads()
-    finally:
-        store.close()
+    held = _read(kb)
     keys = _graph_keys(held)
     theirs, ours = set().union(*keys.values()), _keys(kb.graph.rdf)
     return StoreStatus(kb.settings.graph_store, sum(len(set(t)) for t in held.values()), _edited(kb, keys),
@@ -237,11 +242,7 @@ def pull(kb) -> dict:
     from retrieval.indexing import sync_index_words
     from retrieval.write_path import relink
 
-    store = _open(kb)
-    try:
-        quads = store.quads()
-    finally:
-        store.close()
+    quads = _read(kb)
     held = Graph()
     held.addN((*canonical_triple(t), held) for triples in quads.values() for t in triples)
     if not len(held):
@@ -289,12 +290,7 @@ def follow_round(kb) -> dict | None:
     them, the edits are pulled into graph.ttl (a commit, under the write lock; `pull` reads the store again there, so a
     push under way is finished first). None when the store is as recorded, or holds no record to compare with (no push
     since the record was kept: the next commit's push makes one)."""
-    store = _open(kb)
-    try:
-        quads = store.quads()
-    finally:
-        store.close()
-    keys = _graph_keys(quads)
+    keys = _graph_keys(_read(kb))
     with kb.reading():
         if not _edited(kb, keys):
             return None
@@ -302,33 +298,24 @@ def follow_round(kb) -> dict | None:
         return pull(kb) if _edited(kb, keys) else None
 
 
-class StoreFollower:
-    """A daemon thread running `follow_round` every `interval` seconds (KG_STORE_FOLLOW) in a long-running process."""
+class StoreFollower(Periodic):
+    """`follow_round` every `interval` seconds (KG_STORE_FOLLOW) in a long-running process."""
+
+    name = "kg-store-follower"
 
     def __init__(self, kb, interval: float) -> None:
-        self.kb, self.interval = kb, interval
-        self.rounds = self.pulls = self.errors = 0
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="kg-store-follower", daemon=True)
+        super().__init__(kb, interval)
+        self.pulls = 0
 
-    def start(self) -> StoreFollower:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self.thread.join(timeout=30)
-
-    def _run(self) -> None:
+    def round(self) -> None:
         log = logging.getLogger("kgrag")
-        while not self._stop.wait(self.interval):
-            try:
-                result = follow_round(self.kb)
-            except Exception as exc:  # noqa: BLE001 - the store down, a lock held: the server keeps serving; next round
-                self.errors += 1
-                log.warning("could not follow the SPARQL store this round: %s", exc)
-                continue
-            self.rounds += 1
-            if result is not None:
-                self.pulls += 1
-                log.info("followed the SPARQL store: %s", result["summary"])
+        try:
+            result = follow_round(self.kb)
+        except Exception as exc:  # noqa: BLE001 - the store down, a lock held: the server keeps serving; next round
+            self.errors += 1
+            log.warning("could not follow the SPARQL store this round: %s", exc)
+            return
+        self.rounds += 1
+        if result is not None:
+            self.pulls += 1
+            log.info("followed the SPARQL store: %s", result["summary"])

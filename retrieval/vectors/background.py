@@ -11,43 +11,31 @@ progress bar, and so does re-embedding everything for another model.
 from __future__ import annotations
 
 import logging
-import threading
 
 from retrieval.catalog import commit
+from retrieval.periodic import Periodic
 
 __all__ = ["BackgroundEmbedder"]
 
 NICE = 10  # the worker's niceness: questions before embeddings
 
 
-class BackgroundEmbedder:
-    """A daemon thread: every `interval` seconds, when the catalog's generation moved, `embed_missing` in a worker."""
+class BackgroundEmbedder(Periodic):
+    """Every `interval` seconds, when the catalog's generation moved, `embed_missing` in a worker process."""
+
+    name = "kg-embedder"
 
     def __init__(self, kb, interval: float) -> None:
-        self.kb, self.interval = kb, interval
-        self.rounds = self.embedded = self.errors = 0
+        super().__init__(kb, interval)
+        self.embedded = 0
         self._seen: int | None = None
         self._pool = None
         self._said: set[str] = set()
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="kg-embedder", daemon=True)
 
-    def start(self) -> BackgroundEmbedder:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self.thread.join(timeout=60)
-
-    def _run(self) -> None:
-        try:
-            while not self._stop.wait(self.interval):
-                self.round()
-        finally:
-            if self._pool is not None:
-                self._pool.close()
-            self.kb.vectors.store.close()  # this thread's connection
+    def finish(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+        self.kb.vectors.store.close()  # this thread's connection
 
     def round(self) -> int:
         """One look: the vectors the commits since the last look need, embedded. Returns how many were."""
