@@ -18,6 +18,9 @@ from retrieval.periodic import Periodic
 __all__ = ["BackgroundEmbedder"]
 
 NICE = 10  # the worker's niceness: questions before embeddings
+# Chunks stored together: each store makes the next query rebuild its matrix of vectors (0.13 CPU-s at 10k chunks,
+# 1.6 at 100k: bench/RESULTS-vectors.md), so a long backlog is stored a minute or two of embedding at a time.
+BATCH = 128
 
 
 class BackgroundEmbedder(Periodic):
@@ -52,7 +55,7 @@ class BackgroundEmbedder(Periodic):
                 self._seen = generation
                 return 0
             self._seen = generation  # a commit during the round moves it again: another round follows
-            report = vectors.embed_missing(pool=self._workers)
+            report = vectors.embed_missing(pool=self._workers, batch=BATCH)
         except Exception as exc:  # noqa: BLE001 - the server keeps serving (by words where vectors lack); next round
             self.errors += 1
             self._seen = None
