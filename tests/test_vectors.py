@@ -446,3 +446,51 @@ def test_a_server_leaves_a_knowledge_base_never_embedded_to_kg_embed(kb_on_disk,
         assert kb.vectors.status()["vectors"] == 0 and background.embedded == 0 and background._pool is None
     with TestClient(create_app(make_settings(kb_on_disk, embed_model="hash", embed_background=False))) as client:
         assert client.app.state.kb._background_embedder is None
+
+
+# -- the matrix of vectors follows what is stored, without being built anew --------------------------------
+def test_a_matrix_extended_with_new_vectors_is_the_matrix_built_anew(tmp_path):
+    from retrieval.vectors.dense import ChunkMatrix
+    from retrieval.vectors.store import VectorStore
+
+    rng = np.random.default_rng(3)
+    store = VectorStore(tmp_path)
+    store.start_model("random-8")
+    # 40 chunks over 30 keys: some chunks share a text (and so a vector), as copies of a paragraph do
+    keyed = {f"c{i:02d}": (f"k{i % 30:02d}", "") for i in range(40)}
+    keys = sorted({key for key, _ in keyed.values()})
+    vectors = {key: rng.standard_normal(8).astype(np.float32) for key in keys}
+    store.put(keys[::3], np.stack([vectors[k] for k in keys[::3]]))
+    first = ChunkMatrix.build(keyed, store)
+    assert 0 < len(first.ids) < 40
+    assert first.extended({cid: key for cid, (key, _) in keyed.items()}, store) is first  # nothing stored since
+    later = [k for k in keys if k not in keys[::3]][:12]
+    store.put(later, np.stack([vectors[k] for k in later]))
+    grown = first.extended({cid: key for cid, (key, _) in keyed.items()}, store)
+    anew = ChunkMatrix.build(keyed, store)
+    assert grown.ids == anew.ids and len(grown.ids) > len(first.ids)
+    assert np.array_equal(grown.matrix, anew.matrix) and grown.total == anew.total
+    store.close()
+
+
+def test_vectors_stored_beside_a_server_reach_its_queries_without_a_whole_rebuild(fresh_kb, monkeypatch):
+    from retrieval.pipeline import KnowledgeBase
+    from retrieval.vectors import channel
+
+    _embedded(fresh_kb, HashEmbedder())
+    store = fresh_kb.vectors.store
+    gone = sorted(store.keys())[::2]
+    store.delete(set(gone))  # as if `kg embed` were still running
+    question = "订单服务依赖哪些组件？"
+    before = fresh_kb.query(question, mode="dense", k=5)
+    fresh_kb.vectors.embed_missing(embedder=HashEmbedder())  # the rest stored: the store's version moves
+    builds = []  # a matrix built anew reads every chunk's key from the catalog first
+    real = channel.chunk_keys
+    monkeypatch.setattr(channel, "chunk_keys", lambda store: builds.append(1) or real(store))
+    after = fresh_kb.query(question, mode="dense", k=5)
+    assert builds == []  # extended, not built anew
+    with KnowledgeBase(fresh_kb.settings) as other:  # a process that builds its matrix from scratch
+        other.vectors.use(HashEmbedder())
+        anew = other.query(question, mode="dense", k=5)
+    assert [(h.chunk_id, round(h.score, 6)) for h in after.hits] == [(h.chunk_id, round(h.score, 6)) for h in anew.hits]
+    assert [h.chunk_id for h in after.hits] != [h.chunk_id for h in before.hits]

@@ -18,8 +18,8 @@ from retrieval.periodic import Periodic
 __all__ = ["BackgroundEmbedder"]
 
 NICE = 10  # the worker's niceness: questions before embeddings
-# Chunks stored together: each store makes the next query rebuild its matrix of vectors (0.13 CPU-s at 10k chunks,
-# 1.6 at 100k: bench/RESULTS-vectors.md), so a long backlog is stored a minute or two of embedding at a time.
+# Chunks stored together: each store makes the next query extend its matrix of vectors (0.015 CPU-s at 10k chunks,
+# 0.13 at 100k: bench/RESULTS-vectors.md), so a long backlog is stored a minute or two of embedding at a time.
 BATCH = 128
 
 

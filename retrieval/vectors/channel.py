@@ -78,7 +78,7 @@ class Vectors:
     def __init__(self, kb) -> None:
         self.kb = kb
         self._store = None
-        self._matrix: tuple | None = None  # (state key, ChunkMatrix, LabelMatrix)
+        self._matrix: tuple | None = None  # (state key, ChunkMatrix, LabelMatrix, chunk id -> vector key)
         self._said: set[str] = set()
         self._embedder = None
 
@@ -194,10 +194,18 @@ class Vectors:
         if self._matrix is None or self._matrix[0] != state:
             # A store that searches itself (pgvector) keeps the vectors; the embedded one gives its matrix.
             search_in_store = getattr(self.store, "chunk_search", None)
-            keyed = chunk_keys(self.kb.store)
-            chunks = search_in_store(keyed) if search_in_store else ChunkMatrix.build(keyed, self.store)
+            old, chunks = self._matrix, None
+            if old is not None and not search_in_store and (old[0][0], old[0][2]) == (state[0], model):
+                # The same catalog, vectors stored since (`kg embed`, a server's background embedding): only the
+                # new rows are read (a whole build costs 1.6 CPU-s at 100k chunks, each stored batch)
+                keys = old[3]
+                chunks = old[1].extended(keys, self.store)
+            if chunks is None:
+                keyed = chunk_keys(self.kb.store)
+                keys = {cid: key for cid, (key, _) in keyed.items()}
+                chunks = search_in_store(keyed) if search_in_store else ChunkMatrix.build(keyed, self.store)
             labels = LabelMatrix.build(label_keys(self.kb.graph.view), self.store)
-            self._matrix = (state, chunks, labels)
+            self._matrix = (state, chunks, labels, keys)
         return self._matrix[1], self._matrix[2]
 
     def for_query(self, text: str, *, depth: int, hidden: set[str] = frozenset(), keep=None,

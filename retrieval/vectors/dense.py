@@ -61,6 +61,38 @@ class ChunkMatrix:
             matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-6)
         return cls(ids, matrix, len(keyed))
 
+    def extended(self, keys: dict[str, str], vectors: VectorStore) -> ChunkMatrix | None:
+        """This matrix with rows for the chunks whose vectors were stored since it was built, from the same catalog
+        (`keys`: chunk id -> vector key, as then): within one catalog generation vectors of its chunks are only added
+        (`kg embed` prunes only keys no chunk uses; a repair is a commit). Only the new rows are read; every row is
+        where `build` puts it, so ties rank as in a matrix built anew. None where a new vector cannot be read."""
+        have = set(self.ids)
+        waiting = [cid for cid in keys if cid not in have]
+        absent = set(vectors.missing(list({keys[cid] for cid in waiting})))
+        added = {cid for cid in waiting if keys[cid] not in absent}
+        if not added:
+            return self
+        ids = [cid for cid in keys if cid in have or cid in added]
+        at = {cid: row for row, cid in enumerate(ids)}
+        rows: dict[str, list[int]] = {}
+        for cid in added:
+            rows.setdefault(keys[cid], []).append(at[cid])
+        block = np.empty((len(rows), vectors.dim()), dtype=np.float32)
+        places, got = [], 0
+        for key, vector in vectors.each(list(rows)):
+            block[got] = vector
+            places.append(rows[key])
+            got += 1
+        if got != len(rows) or (self.ids and block.shape[1] != self.dim):
+            return None
+        block /= np.maximum(np.linalg.norm(block, axis=1, keepdims=True), 1e-6)
+        matrix = np.empty((len(ids), block.shape[1]), dtype=np.float32)
+        if self.ids:
+            matrix[np.fromiter((at[cid] for cid in self.ids), dtype=np.intp, count=len(self.ids))] = self.matrix
+        for i, targets in enumerate(places):
+            matrix[targets] = block[i]
+        return ChunkMatrix(ids, matrix, len(keys))
+
     @property
     def dim(self) -> int:
         return self.matrix.shape[1] if self.matrix.ndim == 2 else 0
