@@ -416,6 +416,9 @@ def test_a_server_embeds_the_chunks_a_posted_document_adds(kb_on_disk, tmp_path)
     assert embedded.returncode == 0, embedded.stderr
     with TestClient(create_app(make_settings(kb_on_disk, embed_model="hash", follow_interval=0.2))) as client:
         kb = client.app.state.kb
+        background = kb._background_embedder
+        assert _wait(lambda: background.rounds >= 1)  # its first round looks at every chunk: all have a vector
+        assert background.last.needed == kb.vectors.status()["chunks"] and background.last.embedded == 0
         posted = client.post("/documents", json={"source": "late.md",
                                                  "text": "# Late note\n\nThe snapshot window of the late note is 40 minutes.\n"})
         assert posted.status_code == 201, posted.text
@@ -425,8 +428,9 @@ def test_a_server_embeds_the_chunks_a_posted_document_adds(kb_on_disk, tmp_path)
             return status["chunks_with_vectors"] == status["chunks"]
 
         assert _wait(complete), kb.vectors.status()
-        background = kb._background_embedder
-        assert background.embedded >= 1 and background.errors == 0
+        assert _wait(lambda: background.embedded >= 1)
+        assert background.last.needed == background.last.embedded == 1  # the next looks at the new chunk alone
+        assert background.errors == 0
         found = client.post("/query", json={"query": "snapshot window of the late note", "mode": "dense", "k": 3})
         assert found.status_code == 200 and found.json()["hits"][0]["source"].endswith("late.md")
 

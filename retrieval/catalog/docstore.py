@@ -177,6 +177,9 @@ class DocStore:
             ))
         return out
 
+    def chunk_ids(self) -> set[str]:
+        return {row[0] for row in self.db.execute("SELECT chunk_id FROM chunks")}
+
     def iter_chunks(self):
         yield from (
             Chunk(*row)

