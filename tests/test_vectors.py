@@ -431,6 +431,15 @@ def test_a_server_embeds_the_chunks_a_posted_document_adds(kb_on_disk, tmp_path)
         assert _wait(lambda: background.embedded >= 1)
         assert background.last.needed == background.last.embedded == 1  # the next looks at the new chunk alone
         assert background.errors == 0
+        # its worker killed: the round after fails once, says so, and the next starts another worker
+        import signal
+
+        os.kill(background._pool._pool.submit(os.getpid).result(), signal.SIGKILL)
+        again = client.post("/documents", json={"source": "later.md",
+                                                "text": "# Later note\n\nThe retention of the later note is 9 days.\n"})
+        assert again.status_code == 201, again.text
+        assert _wait(complete), kb.vectors.status()
+        assert background.errors >= 1 and background.embedded >= 2
         found = client.post("/query", json={"query": "snapshot window of the late note", "mode": "dense", "k": 3})
         assert found.status_code == 200 and found.json()["hits"][0]["source"].endswith("late.md")
 

@@ -23,8 +23,8 @@ NICE = 10  # the worker's niceness: questions before embeddings
 # 0.13 at 100k: bench/RESULTS-vectors.md), so a long backlog is stored a minute or two of embedding at a time.
 BATCH = 128
 # A round looks at the chunks new since the last one (their ids: ~50 ms at 100k chunks), not at every chunk's text
-# (hashing all of them: ~1 s at 100k, in the server's process); every FULL_EVERY seconds it looks at all, which also
-# catches a chunk whose vector's text changed under the same id (a document's new title).
+# (hashing all of them: ~1 s at 100k, in the server's process); the first round after FULL_EVERY seconds looks at all,
+# which also catches a chunk whose vector's text changed under the same id (a document's new title).
 FULL_EVERY = 600.0
 
 
@@ -73,6 +73,9 @@ class BackgroundEmbedder(Periodic):
         except Exception as exc:  # noqa: BLE001 - the server keeps serving (by words where vectors lack); next round
             self.errors += 1
             self._seen = self._ids = None
+            if self._pool is not None:  # a worker that died leaves its pool broken: the next round starts another
+                self._pool.close()
+                self._pool = None
             log.warning("could not embed the new chunks in the background this round: %s", exc)
             return 0
         self.rounds += 1
