@@ -124,11 +124,13 @@ class WriteLock:
 
 
 class DataDirLock(WriteLock):
-    """The cross-process write lock of one data dir: `fcntl.flock` on `<data dir>/write.lock`, the holder's pid in it."""
+    """The cross-process write lock of one data dir: `fcntl.flock` on `<data dir>/write.lock` (or the file `name`, for
+    another job one process of a data dir does at a time), the holder's pid in it."""
 
-    def __init__(self, root: Path, wait: float, on_wait: Callable[[str], None] = say_waiting) -> None:
+    def __init__(self, root: Path, wait: float, on_wait: Callable[[str], None] = say_waiting,
+                 name: str = LOCK_FILE) -> None:
         super().__init__(wait, on_wait)
-        self.path = Path(root) / LOCK_FILE
+        self.path = Path(root) / name
         self.where = str(self.path.parent)
         self._fd: int | None = None
 

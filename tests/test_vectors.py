@@ -419,8 +419,8 @@ def test_a_server_embeds_the_chunks_a_posted_document_adds(kb_on_disk, tmp_path)
         background = kb._background_embedder
         assert _wait(lambda: background.rounds >= 1)  # its first round looks at every chunk: all have a vector
         assert background.last.needed == kb.vectors.status()["chunks"] and background.last.embedded == 0
-        posted = client.post("/documents", json={"source": "late.md",
-                                                 "text": "# Late note\n\nThe snapshot window of the late note is 40 minutes.\n"})
+        late = "# Late note\n\nThe snapshot window of the late note is 40 minutes.\n"
+        posted = client.post("/documents", json={"source": "late.md", "text": late})
         assert posted.status_code == 201, posted.text
 
         def complete() -> bool:
@@ -507,3 +507,35 @@ def test_vectors_stored_beside_a_server_reach_its_queries_without_a_whole_rebuil
         anew = other.query(question, mode="dense", k=5)
     assert [(h.chunk_id, round(h.score, 6)) for h in after.hits] == [(h.chunk_id, round(h.score, 6)) for h in anew.hits]
     assert [h.chunk_id for h in after.hits] != [h.chunk_id for h in before.hits]
+
+
+def test_one_process_of_a_data_dir_embeds_at_a_time(kb_on_disk, tmp_path):
+    """`kg serve --workers 2`: each process follows the commits, one embeds what they add, the other waits for it."""
+    from conftest import make_settings
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+    from kg.lock import DataDirLock
+    from retrieval.vectors.background import LOCK_FILE
+
+    embedded = _kg("embed", "--quiet", "--data-dir", str(kb_on_disk), cwd=tmp_path, env={"KG_EMBED_MODEL": "hash"})
+    assert embedded.returncode == 0, embedded.stderr
+    other = DataDirLock(kb_on_disk, 0, name=LOCK_FILE)  # as the other process's round holds it
+    assert other.try_acquire()
+    try:
+        with TestClient(create_app(make_settings(kb_on_disk, embed_model="hash", follow_interval=0.2))) as client:
+            kb = client.app.state.kb
+            background = kb._background_embedder
+            posted = client.post("/documents", json={"source": "late.md", "text": "# Late\n\nA late note.\n"})
+            assert posted.status_code == 201, posted.text
+            assert _wait(lambda: background.deferred >= 2)
+            status = kb.vectors.status()
+            assert status["chunks_with_vectors"] == status["chunks"] - 1 and background.embedded == 0
+            other.release()
+            assert _wait(lambda: kb.vectors.status()["chunks_with_vectors"] == status["chunks"])
+            assert background.embedded == 1
+    finally:
+        if other.held:
+            other.release()
+    done = _kg("check", "--data-dir", str(kb_on_disk), cwd=tmp_path, env={"KG_EMBED_MODEL": "hash"})
+    assert done.returncode == 0, done.stdout + done.stderr  # the lock file is no stray file to the check

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 
+from kg.lock import DataDirLock
 from retrieval.catalog import commit
 from retrieval.periodic import Periodic
 
@@ -26,6 +27,7 @@ BATCH = 128
 # (hashing all of them: ~1 s at 100k, in the server's process); the first round after FULL_EVERY seconds looks at all,
 # which also catches a chunk whose vector's text changed under the same id (a document's new title).
 FULL_EVERY = 600.0
+LOCK_FILE = "embedding.lock"  # held by the process of the data dir whose round is embedding
 
 
 class BackgroundEmbedder(Periodic):
@@ -35,17 +37,19 @@ class BackgroundEmbedder(Periodic):
 
     def __init__(self, kb, interval: float) -> None:
         super().__init__(kb, interval)
-        self.embedded = 0
+        self.embedded = self.deferred = 0  # deferred: rounds another process of the data dir was embedding through
         self.last = None  # the last round's EmbedReport
         self._ids: set[str] | None = None  # the chunks of the last round
         self._full_at = 0.0
         self._seen: int | None = None
         self._pool = None
         self._said: set[str] = set()
+        self._lock = DataDirLock(kb.root, 0, name=LOCK_FILE)
 
     def finish(self) -> None:
         if self._pool is not None:
             self._pool.close()
+        self._lock.close()
         self.kb.vectors.store.close()  # this thread's connection
 
     def round(self) -> int:
@@ -62,14 +66,21 @@ class BackgroundEmbedder(Periodic):
                           f"{'none yet' if recorded is None else 'vectors of ' + recorded}; run `kg embed` once")
                 self._seen = generation
                 return 0
-            self._seen = generation  # a commit during the round moves it again: another round follows
-            with self.kb.reading():
-                ids = self.kb.store.chunk_ids()
-            full = self._ids is None or time.monotonic() - self._full_at > FULL_EVERY
-            report = vectors.embed_missing(pool=self._workers, batch=BATCH, chunk_ids=None if full else ids - self._ids)
-            self._ids = ids
-            if full:
-                self._full_at = time.monotonic()
+            if not self._lock.try_acquire():  # another process of this data dir (`kg serve --workers N`) embeds:
+                self.deferred += 1            # its vectors are this one's too; the next round looks again
+                return 0
+            try:
+                self._seen = generation  # a commit during the round moves it again: another round follows
+                with self.kb.reading():
+                    ids = self.kb.store.chunk_ids()
+                full = self._ids is None or time.monotonic() - self._full_at > FULL_EVERY
+                report = vectors.embed_missing(pool=self._workers, batch=BATCH,
+                                               chunk_ids=None if full else ids - self._ids)
+                self._ids = ids
+                if full:
+                    self._full_at = time.monotonic()
+            finally:
+                self._lock.release()
         except Exception as exc:  # noqa: BLE001 - the server keeps serving (by words where vectors lack); next round
             self.errors += 1
             self._seen = self._ids = None
