@@ -539,3 +539,32 @@ def test_one_process_of_a_data_dir_embeds_at_a_time(kb_on_disk, tmp_path):
             other.release()
     done = _kg("check", "--data-dir", str(kb_on_disk), cwd=tmp_path, env={"KG_EMBED_MODEL": "hash"})
     assert done.returncode == 0, done.stdout + done.stderr  # the lock file is no stray file to the check
+
+
+def test_failed_background_rounds_are_tried_again_later_and_later(fresh_kb, monkeypatch):
+    """A model that is not installed or an endpoint that is down: one warning a round, the rounds spaced out (2, 4, ...
+    60 s), not one a second; a round that works again resets the spacing."""
+    from retrieval.vectors import background as bg
+    from retrieval.vectors.embedders import EmbedUnavailable
+
+    _embedded(fresh_kb, HashEmbedder())
+    tries = []
+
+    def failing(**_):
+        tries.append(1)
+        raise EmbedUnavailable("embedding model x failed: down")
+
+    monkeypatch.setattr(fresh_kb.vectors, "embed_missing", failing)
+    chores = bg.BackgroundEmbedder(fresh_kb, 1.0)  # its rounds called here, no thread started
+    waits = []
+    for _ in range(7):
+        assert chores.round() == 0
+        waits.append(round(chores._retry_at - bg.time.monotonic()))
+        assert chores.round() == 0  # right after: not tried again
+        chores._retry_at = 0.0  # as if the wait were over
+    assert len(tries) == 7 and chores.errors == 7
+    assert waits == [2, 4, 8, 16, 32, 60, 60]
+    monkeypatch.setattr(fresh_kb.vectors, "embed_missing", lambda **_: type("R", (), {"embedded": 0, "seconds": 0})())
+    chores.round()
+    assert chores._failures == 0 and chores.rounds == 1
+    chores.finish()

@@ -28,6 +28,7 @@ BATCH = 128
 # which also catches a chunk whose vector's text changed under the same id (a document's new title).
 FULL_EVERY = 600.0
 LOCK_FILE = "embedding.lock"  # held by the process of the data dir whose round is embedding
+RETRY_MAX = 60.0  # after failed rounds (a model not installed, an endpoint down) the next waits 2, 4, ... this many s
 
 
 class BackgroundEmbedder(Periodic):
@@ -45,6 +46,7 @@ class BackgroundEmbedder(Periodic):
         self._pool = None
         self._said: set[str] = set()
         self._lock = DataDirLock(kb.root, 0, name=LOCK_FILE)
+        self._failures, self._retry_at = 0, 0.0  # failed rounds in a row; no round before then
 
     def finish(self) -> None:
         if self._pool is not None:
@@ -55,6 +57,8 @@ class BackgroundEmbedder(Periodic):
     def round(self) -> int:
         """One look: the vectors the commits since the last look need, embedded. Returns how many were."""
         log = logging.getLogger("kgrag")
+        if time.monotonic() < self._retry_at:
+            return 0
         try:
             generation = commit.generation(self.kb.store.db)
             if generation == self._seen:
@@ -83,12 +87,16 @@ class BackgroundEmbedder(Periodic):
                 self._lock.release()
         except Exception as exc:  # noqa: BLE001 - the server keeps serving (by words where vectors lack); next round
             self.errors += 1
+            self._failures += 1
+            self._retry_at = time.monotonic() + min(RETRY_MAX, 2.0 ** self._failures)
             self._seen = self._ids = None
             if self._pool is not None:  # a worker that died leaves its pool broken: the next round starts another
                 self._pool.close()
                 self._pool = None
-            log.warning("could not embed the new chunks in the background this round: %s", exc)
+            log.warning("could not embed the new chunks in the background (tried again in %.0f s): %s",
+                        self._retry_at - time.monotonic(), exc)
             return 0
+        self._failures = 0
         self.rounds += 1
         self.embedded += report.embedded
         self.last = report
