@@ -364,6 +364,8 @@ def test_embedding_workers_are_other_processes_and_a_dead_one_is_said(tmp_path):
         worker = pool._pool.submit(os.getpid).result()
         assert worker != os.getpid()
         os.kill(worker, signal.SIGKILL)
+        # the pool learns of the death from its own thread: until then the other worker could do every batch alone
+        assert _wait(lambda: bool(pool._pool._broken))
         with pytest.raises(EmbedUnavailable, match="an embedding worker process died"):
             for _ in pool.embedded(batches):
                 pass
