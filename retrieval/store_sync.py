@@ -304,8 +304,8 @@ class StoreFollower(Periodic):
     name = "kg-store-follower"
 
     def __init__(self, kb, interval: float) -> None:
-        super().__init__(kb, interval)
-        self.pulls = 0
+        super().__init__(interval)
+        self.kb, self.pulls = kb, 0
 
     def round(self) -> None:
         log = logging.getLogger("kgrag")

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
@@ -35,6 +34,7 @@ from retrieval.catalog.postgres_lock import PostgresWriteLock
 from retrieval.catalog.shared import open_shared_record
 from retrieval.graph.seeds import GraphEvidence
 from retrieval.index.synonyms import SynonymTable
+from retrieval.periodic import Periodic
 
 __all__ = ["Commits", "writes"]
 
@@ -280,44 +280,28 @@ class Commits:
             self.catch_up()
 
 
-class Follower:
+class Follower(Periodic):
     """A daemon thread that keeps a long-running process on the latest commit."""
 
+    name = "kg-follower"
+
     def __init__(self, commits: Commits, interval: float) -> None:
+        super().__init__(interval)
         self.commits = commits
-        self.interval = interval
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self.errors = 0
-        self.thread = threading.Thread(target=self._run, name="kg-follower", daemon=True)
 
-    def start(self) -> Follower:
-        self.thread.start()
-        return self
+    def stop(self, timeout: float = 30.0) -> None:
+        super().stop(timeout)
 
-    def poke(self) -> None:
-        self._wake.set()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        self.thread.join(timeout=30)
-
-    def _run(self) -> None:
+    def round(self) -> None:
         log = logging.getLogger("kgrag")
-        while not self._stop.is_set():
-            self._wake.wait(self.interval)
-            self._wake.clear()
-            if self._stop.is_set():
-                return
-            try:
-                commits = self.commits
-                if commits.behind() or commits.needs_relink():
-                    commits.catch_up()
-            except BusyError as exc:  # PostgreSQL down, a lock held: one line, no traceback; next round tries again
-                self.errors += 1
-                log.warning("could not follow other processes' commits this round: %s", exc)
-            except Exception:  # the server keeps serving its snapshot; the next round tries again
-                self.errors += 1
-                log.exception("reloading the knowledge base after another process's commit failed")
+        try:
+            commits = self.commits
+            if commits.behind() or commits.needs_relink():
+                commits.catch_up()
+        except BusyError as exc:  # PostgreSQL down, a lock held: one line, no traceback; next round tries again
+            self.errors += 1
+            log.warning("could not follow other processes' commits this round: %s", exc)
+        except Exception:  # the server keeps serving its snapshot; the next round tries again
+            self.errors += 1
+            log.exception("reloading the knowledge base after another process's commit failed")
 

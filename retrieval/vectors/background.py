@@ -37,7 +37,8 @@ class BackgroundEmbedder(Periodic):
     name = "kg-embedder"
 
     def __init__(self, kb, interval: float) -> None:
-        super().__init__(kb, interval)
+        super().__init__(interval)
+        self.kb = kb
         self.embedded = self.deferred = 0  # deferred: rounds another process of the data dir was embedding through
         self.last = None  # the last round's EmbedReport
         self._ids: set[str] | None = None  # the chunks of the last round
