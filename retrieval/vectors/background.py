@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import time
 
-from kg.lock import DataDirLock
 from retrieval.catalog import commit
 from retrieval.periodic import Periodic
 
@@ -27,7 +26,10 @@ BATCH = 128
 # (hashing all of them: ~1 s at 100k, in the server's process); the first round after FULL_EVERY seconds looks at all,
 # which also catches a chunk whose vector's text changed under the same id (a document's new title).
 FULL_EVERY = 600.0
-LOCK_FILE = "embedding.lock"  # held by the process of the data dir whose round is embedding
+# Held by the process whose round is embedding: of the data dir (`embedding.lock`), or with pgvector of every machine
+# sharing the vectors (an advisory lock of the schema): machines that share vectors would otherwise embed alike.
+JOB = "embedding"
+LOCK_FILE = f"{JOB}.lock"
 RETRY_MAX = 60.0  # after failed rounds (a model not installed, an endpoint down) the next waits 2, 4, ... this many s
 
 
@@ -46,13 +48,14 @@ class BackgroundEmbedder(Periodic):
         self._seen: int | None = None
         self._pool = None
         self._said: set[str] = set()
-        self._lock = DataDirLock(kb.root, 0, name=LOCK_FILE)
+        self._lock = None  # the vector store's `job_lock(JOB)`, taken at the first round that would embed
         self._failures, self._retry_at = 0, 0.0  # failed rounds in a row; no round before then
 
     def finish(self) -> None:
         if self._pool is not None:
             self._pool.close()
-        self._lock.close()
+        if self._lock is not None:
+            self._lock.close()
         self.kb.vectors.store.close()  # this thread's connection
 
     def round(self) -> int:
@@ -71,7 +74,9 @@ class BackgroundEmbedder(Periodic):
                           f"{'none yet' if recorded is None else 'vectors of ' + recorded}; run `kg embed` once")
                 self._seen = generation
                 return 0
-            if not self._lock.try_acquire():  # another process of this data dir (`kg serve --workers N`) embeds:
+            if self._lock is None:
+                self._lock = vectors.store.job_lock(JOB)
+            if not self._lock.try_acquire():  # another process (`kg serve --workers N`, another machine) embeds:
                 self.deferred += 1            # its vectors are this one's too; the next round looks again
                 return 0
             try:

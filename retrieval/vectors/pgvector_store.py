@@ -107,6 +107,13 @@ class PgVectorStore:
     def close(self) -> None:
         self._db.close()
 
+    def job_lock(self, job: str):
+        """The lock of a job one process at a time does on these vectors (`retrieval.vectors.background`'s embedding):
+        an advisory lock of the schema, so every process of every machine sharing the vectors takes its turn."""
+        from retrieval.catalog.postgres_lock import PostgresWriteLock
+
+        return PostgresWriteLock(self.dsn, self.ns, 0, job=job)
+
     # -- the model and the version readers follow -------------------------------------------------
     def exists(self) -> bool:
         """Vectors were ever written (a model is recorded): the tables alone say nothing."""

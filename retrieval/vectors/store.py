@@ -95,6 +95,13 @@ class VectorStore:
             conn.close()
             self._local.conn = None
 
+    def job_lock(self, job: str):
+        """The lock of a job one process at a time does on these vectors (`retrieval.vectors.background`'s embedding):
+        the file `<job>.lock` of the data dir, which only this data dir's processes share, as they share the vectors."""
+        from kg.lock import DataDirLock
+
+        return DataDirLock(self.path.parent, 0, name=f"{job}.lock")
+
     # -- the model and the version readers follow -------------------------------------------------
     def state(self, key: str, default: str | None = None) -> str | None:
         if not self.exists():
