@@ -109,6 +109,37 @@ def kg_in_new_process(*args: str, cwd: Path) -> str:
     return done.stdout
 
 
+def wait_until(condition, seconds: float = 120.0) -> bool:
+    """Poll `condition` until true or `seconds` passed: a bound on waiting for a server's thread, not a timing assertion."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return condition()
+
+
+def background_embedding_waits_for(other_lock, settings) -> None:
+    """With `other_lock` held (another process's turn to embed), a server's background embedding defers its rounds and
+    leaves the chunk a post adds without a vector; once it is let go, the next round embeds that chunk. `settings`: a
+    knowledge base `kg embed` has embedded (the background keeps only such a one up to date); the lock is released."""
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+
+    with TestClient(create_app(settings)) as client:
+        kb = client.app.state.kb
+        background = kb._background_embedder
+        posted = client.post("/documents", json={"source": "late.md", "text": "# Late\n\nA late note.\n"})
+        assert posted.status_code == 201, posted.text
+        assert wait_until(lambda: background.deferred >= 2)
+        status = kb.vectors.status()
+        assert status["chunks_with_vectors"] == status["chunks"] - 1 and background.embedded == 0
+        other_lock.release()
+        assert wait_until(lambda: kb.vectors.status()["chunks_with_vectors"] == status["chunks"])
+        assert background.embedded == 1
+
+
 def relative_source(source: str, root: Path) -> str:
     """A document's source (an absolute path) relative to the corpus root, e.g. 'docs/infra/nginx.md'."""
     return Path(source).relative_to(root.resolve()).as_posix()

@@ -238,19 +238,10 @@ def test_kg_migrate_takes_the_vectors_along_and_back(pgvector_dsn, tmp_path):
 def test_servers_sharing_pgvector_take_turns_at_background_embedding(pgvector_dsn, tmp_path):
     """Servers on several machines (data dirs of their own) share the vectors: a server's background round embeds only
     while no process anywhere holds the schema's embedding lock, so two machines never embed the same chunks."""
-    import time
+    from conftest import background_embedding_waits_for
 
-    from fastapi.testclient import TestClient
-
-    from api.app import create_app
     from retrieval.catalog.postgres_lock import PostgresWriteLock
     from retrieval.vectors.background import JOB
-
-    def wait(condition, seconds: float = 120.0) -> bool:  # a bound on the server's thread, not a timing assertion
-        deadline = time.monotonic() + seconds
-        while not condition() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        return condition()
 
     shared = {"text_backend": "postgres", "postgres_dsn": pgvector_dsn, "postgres_schema": "bg_turns",
               "embed_model": "hash"}
@@ -262,19 +253,8 @@ def test_servers_sharing_pgvector_take_turns_at_background_embedding(pgvector_ds
     other = PostgresWriteLock(pgvector_dsn, "bg_turns", 0, job=JOB)  # as another machine's round holds it
     assert other.try_acquire()
     try:
-        settings = make_settings(tmp_path / "a" / "kb", **shared, follow_interval=0.2)
-        with TestClient(create_app(settings)) as client:
-            kb = client.app.state.kb
-            background = kb._background_embedder
-            posted = client.post("/documents", json={"source": "late.md", "text": "# Late\n\nA late note.\n"})
-            assert posted.status_code == 201, posted.text
-            assert wait(lambda: background.deferred >= 2)
-            status = kb.vectors.status()
-            assert status["chunks_with_vectors"] == status["chunks"] - 1 and background.embedded == 0
-            assert not (tmp_path / "a" / "kb" / "embedding.lock").exists()  # not the data dir's lock
-            other.release()
-            assert wait(lambda: kb.vectors.status()["chunks_with_vectors"] == status["chunks"])
-            assert background.embedded == 1
+        background_embedding_waits_for(other, make_settings(tmp_path / "a" / "kb", **shared, follow_interval=0.2))
+        assert not (tmp_path / "a" / "kb" / "embedding.lock").exists()  # not the data dir's lock
     finally:
         if other.held:
             other.release()

@@ -513,10 +513,8 @@ def test_vectors_stored_beside_a_server_reach_its_queries_without_a_whole_rebuil
 
 def test_one_process_of_a_data_dir_embeds_at_a_time(kb_on_disk, tmp_path):
     """`kg serve --workers 2`: each process follows the commits, one embeds what they add, the other waits for it."""
-    from conftest import make_settings
-    from fastapi.testclient import TestClient
+    from conftest import background_embedding_waits_for, make_settings
 
-    from api.app import create_app
     from kg.lock import DataDirLock
     from retrieval.vectors.background import LOCK_FILE
 
@@ -525,17 +523,7 @@ def test_one_process_of_a_data_dir_embeds_at_a_time(kb_on_disk, tmp_path):
     other = DataDirLock(kb_on_disk, 0, name=LOCK_FILE)  # as the other process's round holds it
     assert other.try_acquire()
     try:
-        with TestClient(create_app(make_settings(kb_on_disk, embed_model="hash", follow_interval=0.2))) as client:
-            kb = client.app.state.kb
-            background = kb._background_embedder
-            posted = client.post("/documents", json={"source": "late.md", "text": "# Late\n\nA late note.\n"})
-            assert posted.status_code == 201, posted.text
-            assert _wait(lambda: background.deferred >= 2)
-            status = kb.vectors.status()
-            assert status["chunks_with_vectors"] == status["chunks"] - 1 and background.embedded == 0
-            other.release()
-            assert _wait(lambda: kb.vectors.status()["chunks_with_vectors"] == status["chunks"])
-            assert background.embedded == 1
+        background_embedding_waits_for(other, make_settings(kb_on_disk, embed_model="hash", follow_interval=0.2))
     finally:
         if other.held:
             other.release()
