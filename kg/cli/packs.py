@@ -1,4 +1,4 @@
-"""Knowledge packs: `kg pack add | list | update | remove` (a folder or git repository, its PACK.md card, its REGISTRY.md row)."""
+"""Knowledge packs: `kg pack add | list | update | remove` (a folder or git repository, its PACK.md card, its REGISTRY.md row, its own relation table)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,10 @@ def pack() -> None:
 @json_option
 @quiet_option
 def add(pack_id: str, origin: str, data_dir: Path | None, as_json: bool, quiet: bool) -> None:
-    """Copy or clone a pack into the data dir, ingest it and add its row to REGISTRY.md."""
+    """Copy or clone a pack into the data dir, ingest it and add its row to REGISTRY.md.
+
+    A relations.csv and an aliases.csv at the pack's root are imported too (as `kg import` does); `kg pack update`
+    follows their edits and `kg pack remove` takes their edges out."""
     with open_kb(data_dir, create=True) as kb, Progress(None, "ingesting", quiet or as_json) as bar:
         report = kb.packs.add(pack_id, origin, progress=bar)
     _show(report, as_json)
@@ -48,7 +51,7 @@ def add(pack_id: str, origin: str, data_dir: Path | None, as_json: bool, quiet: 
 @json_option
 @quiet_option
 def update(pack_id: str, data_dir: Path | None, as_json: bool, quiet: bool) -> None:
-    """Fetch a pack again (git pull, or a fresh copy of its folder) and re-ingest what changed."""
+    """Fetch a pack again (git pull, or a fresh copy of its folder), re-ingest what changed and import its tables again."""
     with open_kb(data_dir) as kb, Progress(None, "ingesting", quiet or as_json) as bar:
         report = kb.packs.update(pack_id, progress=bar)
     _show(report, as_json)
@@ -59,7 +62,7 @@ def update(pack_id: str, data_dir: Path | None, as_json: bool, quiet: bool) -> N
 @data_dir_option
 @json_option
 def remove(pack_id: str, data_dir: Path | None, as_json: bool) -> None:
-    """Drop a pack: its documents, its files in the data dir, its registry rows and its graph entity."""
+    """Drop a pack: its documents, its files in the data dir, its registry rows, its graph entity and its tables' edges."""
     with open_kb(data_dir) as kb:
         report = kb.packs.remove(pack_id)
     _show(report, as_json)

@@ -1,4 +1,4 @@
-"""The packs of one knowledge base: `kg pack add | list | remove | update` (a folder or git repository -> DATA_DIR/packs/ID, ingested, a registry row, a `Pack` entity) and the evidence routing reads.
+"""The packs of one knowledge base: `kg pack add | list | remove | update` (a folder or git repository -> DATA_DIR/packs/ID, ingested, its relation and alias tables imported (`retrieval.packs.tables`), a registry row, a `Pack` entity) and the evidence routing reads.
 
 `packs.json` in the data dir records each pack's origin (for `update`); DATA_DIR/packs/ID holds its
 files (private packs stay out of any public repository: they live in the data dir). The knowledge
@@ -39,6 +39,7 @@ from retrieval.packs.routing import (
     RoutingRules,
     route,
 )
+from retrieval.packs.tables import retract_tables, sync_tables
 
 __all__ = ["PACK_CLASS", "PackInfo", "PackReport", "PackShelf", "pack_label"]
 
@@ -62,10 +63,12 @@ class PackReport:
     registry_row: bool = False
     origin: str = ""
     notes: list[str] = field(default_factory=list)
+    tables: list[dict] = field(default_factory=list)  # the pack's relations.csv / aliases.csv (`retrieval.packs.tables`)
 
     def summary(self) -> str:
         if self.action == "removed":
-            return f"pack '{self.id}' removed: {self.removed_documents} document(s) out of the index, registry row(s) dropped"
+            return (f"pack '{self.id}' removed: {self.removed_documents} document(s) out of the index, registry row(s) "
+                    "dropped" + "".join(f"\n  {t['file']}: {t['summary']}" for t in self.tables))
         parts = [f"pack '{self.id}' {self.action}: {self.documents} document(s)"]
         if self.ingest:
             parts.append(f"{self.ingest.get('added', 0)} new, {self.ingest.get('updated', 0)} updated, "
@@ -74,7 +77,8 @@ class PackReport:
             parts.append(f"{self.removed_documents} gone from the pack")
         if self.registry_row:
             parts.append("a row added to REGISTRY.md (edit its intent and example questions)")
-        return "; ".join(parts) + "".join(f"\n  note: {n}" for n in self.notes)
+        tables = "".join(f"\n  {t['file']}: {t['summary']}" for t in self.tables)
+        return "; ".join(parts) + tables + "".join(f"\n  note: {n}" for n in self.notes)
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -239,6 +243,8 @@ class PackShelf:
         card = self.card(pack_id)
         self._ensure_pack_class()
         self.kb.add_entities([pack_label(pack_id)], PACK_CLASS)
+        report.tables, notes = sync_tables(self.kb, target)
+        report.notes += notes
         intent = card.title + (": " + "; ".join(card.covers) if card.covers else "")
         report.registry_row = self.registry.add_row(pack_id, intent)
         # A folder is kept by its absolute path: `kg pack update` may run from another working directory.
@@ -267,12 +273,15 @@ class PackShelf:
         report.notes += _left_out_notes(left_out)
         gone = sorted(before - set(report.ingest.pop("doc_ids", [])))
         report.removed_documents = self._delete_documents(gone)
+        report.tables, notes = sync_tables(self.kb, target)
+        report.notes += notes
         report.origin = entry["origin"]
         return report
 
     def _remove(self, pack_id: str) -> PackReport:
         self._entry(pack_id)
         removed = self._delete_documents(sorted(self.documents([pack_id])))
+        tables = retract_tables(self.kb, self.folder / pack_id)
         self.registry.remove_pack(pack_id)
         self._remove_entity(pack_id)
         shutil.rmtree(self.folder / pack_id, ignore_errors=True)
@@ -280,7 +289,7 @@ class PackShelf:
         manifest.pop(pack_id, None)
         self._write_manifest(manifest)
         self._cards.pop(pack_id, None)
-        return PackReport(id=pack_id, action="removed", removed_documents=removed)
+        return PackReport(id=pack_id, action="removed", removed_documents=removed, tables=tables)
 
     def _entry(self, pack_id: str) -> dict:
         manifest = self.manifest()

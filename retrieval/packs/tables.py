@@ -1,0 +1,71 @@
+"""A pack's own relation and alias tables: `relations.csv` and `aliases.csv` at the root of its folder in, the edges and
+aliases they state in the knowledge base's graph out; imported with the pack (`kg pack add`, `kg pack update`) and
+taken out with it (`kg pack remove`, or an update whose folder no longer has the file).
+
+They are imported as `kg import` imports a table, and the relation-table record (kg/relations/ledger.py) knows them by
+their path in DATA_DIR/packs/ID: a row deleted from a pack's table takes its edge or alias with it at the next
+`kg pack update`, and a pack removed takes all of them, unless another table still states them (the knowledge base's
+own relations.csv, another pack's). The entities a pack's table made stay when it goes, as they do when a row is
+deleted from any table; only its edges and aliases go. Rows that do not validate are skipped and said in the pack's
+report, and so is a table that cannot be read at all: a pack is often someone else's work, and one bad row should not
+keep its documents out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kg.errors import KgError
+from kg.relations.ledger import TableLedger
+
+__all__ = ["TABLES", "retract_tables", "sync_tables"]
+
+# File name -> the header of an empty table of its kind. Relations first: an alias names an entity a relation row made.
+TABLES = {"relations.csv": "source,relation,target\n", "aliases.csv": "entity,alias\n"}
+
+
+def sync_tables(kb, folder: Path) -> tuple[list[dict], list[str]]:
+    """Each table the pack's folder has, imported; each it had at the last import and has no more, taken out.
+    Returns ({"file", "summary"} a table, notes on what was skipped)."""
+    done: list[dict] = []
+    notes: list[str] = []
+    for name in TABLES:
+        path = folder / name
+        if path.is_file():
+            try:
+                result = kb.import_file(path, skip_invalid=True)
+            except KgError as exc:
+                notes.append(f"{name} not imported: {exc}")
+                continue
+            rejected = result.get("report", {}).get("rejected") or []
+            count = rejected if isinstance(rejected, int) else len(rejected)
+            if count:
+                notes.append(f"{name}: {count} row(s) not imported (`kg import --dry-run` on the file says why)")
+        elif _recorded(kb, path):
+            result = _retract(kb, path)
+        else:
+            continue
+        done.append({"file": name, "summary": result["summary"]})
+    return done, notes
+
+
+def retract_tables(kb, folder: Path) -> list[dict]:
+    """The edges and aliases of every table of the pack taken out of the graph (before its folder goes)."""
+    return [{"file": name, "summary": _retract(kb, folder / name)["summary"]}
+            for name in TABLES if _recorded(kb, folder / name)]
+
+
+def _recorded(kb, path: Path) -> bool:
+    """Did the table at `path` state anything at its last import?"""
+    ledger = TableLedger(kb.root)
+    return bool(ledger.tables.get(ledger.key(path)))
+
+
+def _retract(kb, path: Path) -> dict:
+    """Import the table empty: the record's rule removes what it stated and nothing another table states."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(TABLES[path.name], encoding="utf-8")
+    try:
+        return kb.import_file(path)
+    finally:
+        path.unlink(missing_ok=True)

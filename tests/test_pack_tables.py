@@ -1,0 +1,109 @@
+"""A pack's own relation and alias tables (`retrieval.packs.tables`): `kg pack add` imports the `relations.csv` and
+`aliases.csv` at the root of its folder, `kg pack update` follows their edits (a deleted row's edge goes, a table no
+longer there takes its edges along), `kg pack remove` takes them out, and an edge another table also states stays.
+Through the real CLI (its human output too), with `kg check` after each step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from conftest import make_settings
+
+from kg.cli import cli
+from retrieval.pipeline import KnowledgeBase
+
+DOCS = {
+    "gateway.md": "# edge-gateway\n\nThe edge-gateway forwards requests to the quota-service. 它的超时是 3 秒。\n",
+    "quota.md": "# quota-service\n\nThe quota-service keeps per-tenant limits in the limits-db.\n",
+}
+RELATIONS = """source,relation,target,source_type,target_type
+edge-gateway,dependsOn,quota-service,Service,Service
+quota-service,dependsOn,limits-db,Service,Database
+quota-service,ownedBy,team-quota,Service,Team
+"""
+ALIASES = "entity,alias\nquota-service,配额服务\n"
+
+
+def kg(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def write_pack(folder: Path, relations: str | None = RELATIONS, aliases: str | None = ALIASES) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in DOCS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    for name, text in (("relations.csv", relations), ("aliases.csv", aliases)):
+        if text is None:
+            (folder / name).unlink(missing_ok=True)
+        else:
+            (folder / name).write_text(text, encoding="utf-8")
+    (folder / "PACK.md").write_text("# Quota platform\n\n## Covers\n- edge-gateway, quota-service\n", encoding="utf-8")
+    return folder
+
+
+def neighbours(root: Path, label: str) -> dict[str, list[str]]:
+    with KnowledgeBase(make_settings(root)) as kb:
+        found = kb.entity(label)
+        return {rel: sorted(n["label"] for n in ns) for rel, ns in found["neighbours"].items()} | {
+            "aliases": sorted(found["aliases"])}
+
+
+def checked(root: Path) -> None:
+    out = kg("check", "--data-dir", root)
+    assert out.exit_code == 0, out.output
+
+
+def test_a_packs_tables_come_and_go_with_it(tmp_path):
+    root = tmp_path / "kb"
+    source = write_pack(tmp_path / "src" / "quota")
+    added = kg("pack", "add", "quota", source, "--data-dir", root, "-q")
+    assert added.exit_code == 0, added.output
+    lines = added.stdout.splitlines()
+    assert lines[0].startswith("pack 'quota' added: 2 document(s)")
+    assert "  relations.csv: imported 3 rows: 4 new entities, 3 new edges, 0 already present" in lines
+    assert any(line.startswith("  aliases.csv: ") for line in lines)
+    assert neighbours(root, "quota-service") == {"dependsOn": ["limits-db"], "ownedBy": ["team-quota"],
+                                                 "requiredBy": ["edge-gateway"], "aliases": ["配额服务"]}
+    with KnowledgeBase(make_settings(root)) as kb:  # the pack's alias links questions; its tables are no documents
+        assert "quota-service" in [e["label"] for e in kb.query("配额服务 的限额存在哪里？").to_json()["entities"]]
+        assert sorted(Path(d.source).name for d in kb.store.documents()) == ["gateway.md", "quota.md"]
+    checked(root)
+
+    # The team's own table states one of the pack's edges too: that one stays when the pack's goes.
+    own = tmp_path / "relations.csv"
+    own.write_text("source,relation,target\nedge-gateway,dependsOn,quota-service\n", encoding="utf-8")
+    assert kg("import", own, "--data-dir", root, "-q").exit_code == 0
+
+    # An update: a row deleted from the pack's table, its alias table gone from the pack.
+    write_pack(source, RELATIONS.replace("quota-service,ownedBy,team-quota,Service,Team\n", ""), aliases=None)
+    updated = json.loads(kg("pack", "update", "quota", "--data-dir", root, "--json").stdout)
+    assert [t["file"] for t in updated["tables"]] == ["relations.csv", "aliases.csv"]
+    assert neighbours(root, "quota-service") == {"dependsOn": ["limits-db"], "requiredBy": ["edge-gateway"],
+                                                 "aliases": []}
+    checked(root)
+
+    removed = kg("pack", "remove", "quota", "--data-dir", root)
+    assert removed.exit_code == 0, removed.output
+    assert "  relations.csv: " in removed.stdout
+    # The entities stay; the pack's edges are gone but the one the team's table states too.
+    assert neighbours(root, "quota-service") == {"requiredBy": ["edge-gateway"], "aliases": []}
+    assert neighbours(root, "limits-db") == {"aliases": []}
+    assert not (root / "packs" / "quota").exists()
+    checked(root)
+
+
+def test_a_bad_row_or_table_is_said_and_the_pack_still_comes_in(tmp_path):
+    root = tmp_path / "kb"
+    bad_row = RELATIONS + "quota-service,dependsOn\n"  # a row without a target
+    source = write_pack(tmp_path / "src" / "quota", bad_row, aliases="name,other name\nx,y\n")
+    added = kg("pack", "add", "quota", source, "--data-dir", root, "--json")
+    assert added.exit_code == 0, added.output
+    report = json.loads(added.stdout)
+    assert report["documents"] == 2 and [t["file"] for t in report["tables"]] == ["relations.csv"]
+    notes = " | ".join(report["notes"])
+    assert "relations.csv: 1 row(s) not imported" in notes
+    assert "aliases.csv not imported: " in notes
+    assert neighbours(root, "quota-service")["dependsOn"] == ["limits-db"]
+    checked(root)
