@@ -77,7 +77,7 @@ def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", g
         with kb.writing("migrate"):
             if target == "postgres+sparql":
                 whole = kb.graph.rdf
-                write_graph(store, whole)
+                write_graph(store, whole, kb.root)
                 from retrieval.catalog import commit
                 left = store.quads()  # the base an edit made in the store later is told apart from
                 with kb.store.transaction():  # the store holds this graph: the next commit need not push it

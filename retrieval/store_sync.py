@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kg.errors import ConflictError, InputError
@@ -33,7 +34,7 @@ from retrieval.periodic import Periodic
 if TYPE_CHECKING:
     from rdflib import Graph
 
-__all__ = ["EDITED", "StoreFollower", "StoreStatus", "follow_round", "pull", "push", "record", "status", "store_graphs",
+__all__ = ["EDITED", "StoreFollower", "StoreStatus", "follow_round", "pack_owned", "pull", "push", "record", "status", "store_graphs",
            "store_mark", "write_graph"]
 
 EDITED = "the store's graph was changed outside kgrag since kgrag last wrote it"
@@ -80,19 +81,39 @@ def store_mark(spec: str, namespace: str, digest: str) -> str:
     return f"{spec} {namespace} {digest}"
 
 
-def store_graphs(whole: Graph) -> dict[str, Graph]:
-    """The graph as the store's named graphs (`kg.stores.layout`: `ontology`, `default`, one `pack:ID` per pack)."""
+def store_graphs(whole: Graph, root: Path | None = None) -> dict[str, Graph]:
+    """The graph as the store's named graphs (`kg.stores.layout`: `ontology`, `default`, one `pack:ID` per pack, with
+    the edges of the pack's own tables when `root`, the data dir, is given)."""
     from kg.stores.layout import named_graphs
     from ontology import BASE_ONTOLOGY_PATH, KG, load_rdf
     from retrieval.packs.shelf import PACK_CLASS
 
-    return named_graphs(whole, load_rdf(BASE_ONTOLOGY_PATH), KG[PACK_CLASS])
+    owned = pack_owned(root) if root is not None else None
+    return named_graphs(whole, load_rdf(BASE_ONTOLOGY_PATH), KG[PACK_CLASS], owned)
 
 
-def write_graph(store, whole: Graph) -> list[str]:
+def pack_owned(root: Path) -> dict[tuple, str]:
+    """Triple -> `pack:ID`, for the edges and aliases a pack's own tables (`retrieval.packs.tables`, in
+    DATA_DIR/packs/ID) state and no other table does: the relation-table record's."""
+    from kg.relations.ledger import TableLedger, key_edge
+    from kg.stores.base import pack_graph
+    from retrieval.packs.shelf import PACKS_DIR
+
+    ledger = TableLedger(root)
+    packs = (Path(root) / PACKS_DIR).resolve()
+    out: dict[tuple, str] = {}
+    for table in ledger.tables:
+        path = Path(table)
+        if path.parent.parent == packs:
+            name = pack_graph(path.parent.name)
+            out.update((key_edge(key), name) for key in ledger.only_in(table))
+    return out
+
+
+def write_graph(store, whole: Graph, root: Path | None = None) -> list[str]:
     """The graph as the store's named graphs (`store_graphs`), all replaced in one request (a SPARQL store takes it
     whole or not at all); a pack's graph whose pack is gone is dropped. Returns the names."""
-    graphs = store_graphs(whole)
+    graphs = store_graphs(whole, root)
     gone = [name for name in store.names() if name.startswith("pack:") and name not in graphs]
     store.replace_graphs(graphs, drop=gone)
     return sorted(graphs)
@@ -166,14 +187,14 @@ def status(kb) -> StoreStatus:
                        len(theirs - ours), len(ours - theirs), commit.get_state(kb.store.db, "store_push_failed") or "")
 
 
-def _send(store, whole, held: dict[str, list], now: dict[str, set[str]]) -> dict[str, list]:
+def _send(store, whole, held: dict[str, list], now: dict[str, set[str]], root: Path) -> dict[str, list]:
     """Make the store's graphs (`held`, keyed `now`) graph.ttl's in one update request: the named triples that
     differ, a graph whose blank-node structures differ replaced whole, the graphs of packs that are gone dropped.
     Returns the graphs sent (name -> triples)."""
     from kg.rdf_merge import is_tree_key, key_triple, triple_key
     from kg.stores.base import canonical_triple
 
-    graphs = store_graphs(whole)
+    graphs = store_graphs(whole, root)
     removed, added, replaced = {}, {}, {}
     for name, graph in graphs.items():
         mine, theirs = _keys(graph), now.get(name, set())
@@ -204,7 +225,7 @@ def push(kb, strict: bool = False, force: bool = False, always: bool = False) ->
             if not force and _edited(kb, now):
                 edited = True
             else:
-                sent = _send(store, kb.graph.rdf, held, now)
+                sent = _send(store, kb.graph.rdf, held, now, kb.root)
                 try:
                     left = store.quads()
                 except Exception:  # noqa: BLE001 - sent whole, not read back: what was sent is the record
