@@ -112,6 +112,19 @@ def test_mock_model_asking_for_more_gets_two_rounds(kb):
     assert llm.tasks.count("judge") == 1 and len(llm.tasks) <= 3
 
 
+def test_a_judge_reply_that_copies_the_prompt_searches_the_rules_followup(kb):
+    """The 1.5B model's judge wrote its follow-up as the prompt's own words for the field (ops_dev_zh, 2026-12-05): that
+    is no query; round two searches the rules' follow-up, as with an empty one."""
+    echo = ('{"sufficient": false, "missing": ["what the passages lack"], '
+            '"followup_query": "one short search query for what is missing; empty if suffici"}')
+    short = "LORA-02 的心跳间隔和固件签名算法是什么？"  # the rules find its passages short: the model judges
+    answer = kb.ask(short, llm=_mock(rewrite="", judge=echo, answer="好的[1]。"))
+    verdict = answer.rounds[0].verdict
+    assert (verdict["by"], verdict["sufficient"], verdict["missing"], verdict["followup"]) == ("llm", False, [], "")
+    assert len(answer.rounds) == 2  # an empty follow-up of its own: the rules wrote round two's
+    assert answer.rounds[1].query.strip() and "search query" not in answer.rounds[1].query
+
+
 # ---------------------------------------------------------------- the pieces
 
 @pytest.mark.parametrize(("reply", "expected"), [
@@ -120,6 +133,11 @@ def test_mock_model_asking_for_more_gets_two_rounds(kb):
     ("{'sufficient': False, 'followup_query': 'more'}", (False, [], "more")),
     ('{"Sufficient": "yes"}', (True, [], "")),
     ('sufficient: false (need more)', (False, [], "")),
+    # a small model copying the prompt's words for a field: no query, nothing missing
+    ('{"sufficient": false, "missing": ["what the passages lack; empty if nothing"], '
+     '"followup_query": "one short search query for what is missing; empty if suffici"}', (False, [], "")),
+    ('{"sufficient": false, "missing": ["TLS 端口"], "followup_query": "search query for the TLS port"}',
+     (False, ["TLS 端口"], "search query for the TLS port")),
 ])
 def test_verdicts_are_parsed_robustly(reply, expected):
     verdict = parse_verdict(reply)

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from retrieval.answer.terms import Units, contains_name, coverage, identifiers, key_terms, units
 
-__all__ = ["VERDICT_SCHEMA", "Evidence", "Verdict", "evidence_of", "parse_verdict", "rules_verdict"]
+__all__ = ["FOLLOWUP_HINT", "MISSING_HINT", "VERDICT_SCHEMA", "Evidence", "Verdict", "evidence_of", "parse_verdict",
+           "rules_verdict"]
 
 SUFFICIENT_COVERAGE = 0.75  # share of the question's weighted key words the passages must hold
 FOUND_COVERAGE = 0.5  # below this (or with a named identifier absent) nothing relevant was found
@@ -109,6 +110,11 @@ VERDICT_SCHEMA = {
     "required": ["sufficient", "missing", "followup_query"],
     "additionalProperties": False,
 }
+# What the verdict's fields are asked to hold, in the judge's prompt (`prompts.JUDGE_TASK`). A small model sometimes
+# copies these words into its reply (the 1.5B model's follow-up "one short search query for what is missing; empty if
+# suffici"): a copy is no query and nothing missing, and the rules' follow-up is searched instead.
+MISSING_HINT = "what the passages lack; empty if nothing"
+FOLLOWUP_HINT = "one short search query for what is missing; empty if sufficient"
 # What a model writes to mean "nothing is missing": an empty list, not a missing item called "none".
 _NOTHING = {"none", "null", "nil", "n/a", "na", "nothing", "empty", "no", "-", "—", "无", "没有", "暂无", "空", "无缺失", "不缺"}
 
@@ -165,7 +171,17 @@ def _as_list(value) -> list[str]:
         items = [value.strip()[:300]]
     else:
         items = []
-    return [v for v in items if v.strip(" .。").lower() not in _NOTHING][:10]
+    return [v for v in items if v.strip(" .。").lower() not in _NOTHING and not _echoes(v)][:10]
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def _echoes(text: str) -> bool:
+    """Is `text` (three words or more) a piece of the prompt's own description of the fields?"""
+    plain = _plain(text)
+    return len(plain.split()) >= 3 and any(plain in _plain(hint) for hint in (FOLLOWUP_HINT, MISSING_HINT))
 
 
 def parse_verdict(reply: str) -> Verdict | None:
@@ -191,5 +207,6 @@ def parse_verdict(reply: str) -> Verdict | None:
     for key in ("followup_query", "follow_up_query", "followup", "follow_up", "query", "next_query"):
         if isinstance(lowered.get(key), str):
             followup = " ".join(lowered[key].split())[:MAX_FOLLOWUP_CHARS]
+            followup = "" if _echoes(followup) else followup
             break
     return Verdict(ok, _as_list(lowered.get("missing")), "" if ok else followup, "llm")

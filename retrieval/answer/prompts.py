@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 
 from retrieval.answer.cite import check_units
+from retrieval.answer.judge import FOLLOWUP_HINT, MISSING_HINT
 from retrieval.answer.llm import estimate_tokens
 from retrieval.answer.record import Citation
 from retrieval.answer.terms import has_term, key_terms, units
@@ -118,8 +119,8 @@ def _context(question: str, citations: Sequence[Citation], facts: str) -> str:
 
 
 JUDGE_TASK = ("Task: decide whether the passages contain enough to answer the question. Reply with one JSON "
-              'object and nothing else: {"sufficient": true or false, "missing": [what the passages lack; '
-              'empty if nothing], "followup_query": "one short search query for what is missing; empty if sufficient"}.')
+              f'object and nothing else: {{"sufficient": true or false, "missing": [{MISSING_HINT}], '
+              f'"followup_query": "{FOLLOWUP_HINT}"}}.')
 ANSWER_TASK = {
     "zh": ("任务：用中文回答问题，简短，几句话，照抄材料里的名称、参数名、数值和单位。每句话末尾用方括号写出它所依据的材料编号，如 [1] 或 [R1]；"
            "材料里没有依据的话标 [未知]。材料不足以回答时直说，不要用你自己的知识补充。"),
