@@ -98,15 +98,21 @@ def pack_owned(root: Path) -> dict[tuple, str]:
     from kg.relations.ledger import TableLedger, key_edge
     from kg.stores.base import pack_graph
     from retrieval.packs.shelf import PACKS_DIR
+    from retrieval.packs.tables import TABLES
 
     ledger = TableLedger(root)
-    packs = (Path(root) / PACKS_DIR).resolve()
     out: dict[tuple, str] = {}
     for table in ledger.tables:
+        # Known by the path .../packs/ID/relations.csv on the machine that imported it: the data dir of another
+        # machine sharing the knowledge base (whose commit may push next) lies elsewhere.
         path = Path(table)
-        if path.parent.parent == packs:
+        if path.name not in TABLES or path.parent.parent.name != PACKS_DIR:
+            continue
+        try:
             name = pack_graph(path.parent.name)
-            out.update((key_edge(key), name) for key in ledger.only_in(table))
+        except InputError:  # no pack's name: its edges stay in `default`
+            continue
+        out.update((key_edge(key), name) for key in ledger.only_in(table))
     return out
 
 

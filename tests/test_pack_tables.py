@@ -107,3 +107,21 @@ def test_a_bad_row_or_table_is_said_and_the_pack_still_comes_in(tmp_path):
     assert "aliases.csv not imported: " in notes
     assert neighbours(root, "quota-service")["dependsOn"] == ["limits-db"]
     checked(root)
+
+
+def test_a_packs_table_is_known_by_its_place_in_any_data_dir(tmp_path):
+    """The relation-table record names a table by its path on the machine that imported it; the store's layout
+    (`store_sync.pack_owned`) must find a pack's table in the record another machine's data dir wrote."""
+    from kg.relations.ledger import TableLedger, edge_key
+    from ontology import KG, entity_iri
+    from retrieval.store_sync import pack_owned
+
+    edge = (entity_iri("quota-service"), KG.dependsOn, entity_iri("limits-db"))
+    other = (entity_iri("quota-service"), KG.dependsOn, entity_iri("redis-cluster"))
+    third = (entity_iri("quota-service"), KG.ownedBy, entity_iri("team-quota"))
+    ledger = TableLedger(tmp_path)
+    ledger.record("/srv/elsewhere/kb/packs/quota/relations.csv", [edge_key(edge), edge_key(other)])
+    ledger.record("/srv/elsewhere/kb/packs/quota/notes.csv", [edge_key(third)])  # not a pack table's name
+    ledger.record(str(tmp_path / "relations.csv"), [edge_key(other)])  # the team's table states this one too
+    (tmp_path / "relations.csv").write_text("source,relation,target\n", encoding="utf-8")
+    assert pack_owned(tmp_path) == {edge: "pack:quota"}
