@@ -40,7 +40,7 @@ def sync_tables(kb, folder: Path) -> tuple[list[dict], list[str]]:
             rejected = result.get("report", {}).get("rejected") or []
             count = rejected if isinstance(rejected, int) else len(rejected)
             if count:
-                notes.append(f"{name}: {count} row(s) not imported (`kg import --dry-run` on the file says why)")
+                notes.append(f"{name}: {count} row(s) not imported (`kg import --dry-run {path}` says why)")
         elif _recorded(kb, path):
             result = _retract(kb, path)
         else:
