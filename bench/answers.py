@@ -288,6 +288,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.model_run:
         args.sets = args.sets if args.sets != ",".join(SETS) else "demo,ops_dev_zh"
+        # Before any model call: a run of the demo's 40 questions costs a 1.5B model on a CPU half an hour, and a
+        # set missing after it would end the run before its summary is saved.
+        missing = [n for n in args.sets.split(",") if n != "demo" and not (args.bench_dir / n).is_dir()]
+        if missing:
+            parser.error(f"no benchmark folder for {', '.join(missing)} in {args.bench_dir} (--bench-dir)")
         model_run(args)
         return
     summaries, extras = {}, {}
