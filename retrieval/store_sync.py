@@ -84,11 +84,13 @@ def store_mark(spec: str, namespace: str, digest: str) -> str:
 def store_graphs(whole: Graph, root: Path | None = None) -> dict[str, Graph]:
     """The graph as the store's named graphs (`kg.stores.layout`: `ontology`, `default`, one `pack:ID` per pack, with
     the edges of the pack's own tables when `root`, the data dir, is given)."""
-    from kg.stores.layout import named_graphs
+    from kg.stores.layout import named_graphs, pack_entities
     from ontology import BASE_ONTOLOGY_PATH, KG, load_rdf
     from retrieval.packs.shelf import PACK_CLASS
 
-    owned = pack_owned(root) if root is not None else None
+    # The record (every table's edges: megabytes for a 100k-row table) is read only when there are packs to own them.
+    has_packs = root is not None and bool(pack_entities(whole, KG[PACK_CLASS]))
+    owned = pack_owned(root) if has_packs else None
     return named_graphs(whole, load_rdf(BASE_ONTOLOGY_PATH), KG[PACK_CLASS], owned)
 
 

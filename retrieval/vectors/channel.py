@@ -206,7 +206,10 @@ class Vectors:
                 keyed = chunk_keys(self.kb.store)
                 keys = {cid: key for cid, (key, _) in keyed.items()}
                 chunks = search_in_store(keyed) if search_in_store else ChunkMatrix.build(keyed, self.store)
-            labels = LabelMatrix.build(label_keys(self.kb.graph.view), self.store)
+            if self.kb.settings.label_expansion > 0:
+                labels = LabelMatrix.build(label_keys(self.kb.graph.view), self.store)
+            else:  # no question asks for labels (`for_query`'s label_k is 0): hashing every label (0.27 CPU-s at
+                labels = LabelMatrix([], [], np.zeros((0, 0), np.float32))  # 67k) at each stored batch is spared
             self._matrix = (state, chunks, labels, keys)
         return self._matrix[1], self._matrix[2]
 
