@@ -68,11 +68,7 @@ def ingest(paths: tuple[Path, ...], strict: bool, sync_: bool, doc_id: str | Non
                                      workers=workers)
         if sync_ or watch:
             _merge_sync(report, kb.sync(list(paths)))
-        if not as_json:
-            _print_report(report, as_json)
-        embedded = _embed(kb, embed, quiet, as_json)
-        if as_json:
-            echo_json({**report.to_json(), **({"embedding": embedded.to_json()} if embedded else {})})
+        _show(kb, report, embed, quiet, as_json)
         if report.chunks_indexed and not as_json:
             _segments_note(kb)
         if not (sync_ or watch or as_json):
@@ -81,16 +77,20 @@ def ingest(paths: tuple[Path, ...], strict: bool, sync_: bool, doc_id: str | Non
             _watch(kb, list(paths), interval, strict, as_json, embed)
 
 
-def _embed(kb, embed: bool, quiet: bool, as_json: bool):
-    """`--embed`: the chunks without a vector get one now (as `kg embed`); None without --embed."""
-    if not embed:
-        return None
-    from kg.cli.embed import embed_with_progress, summary
-
-    report = embed_with_progress(kb, quiet or as_json)
+def _show(kb, report, embed: bool, quiet: bool, as_json: bool) -> None:
+    """The ingest's report, then, with `--embed`, the chunks without a vector get one (as `kg embed`) and that is said
+    too (with --json, one object holding both)."""
     if not as_json:
-        click.echo(summary(report))
-    return report
+        _print_report(report, as_json)
+    embedded = None
+    if embed:
+        from kg.cli.embed import embed_with_progress, summary
+
+        embedded = embed_with_progress(kb, quiet or as_json)
+        if not as_json:
+            click.echo(summary(embedded))
+    if as_json:
+        echo_json({**report.to_json(), **({"embedding": embedded.to_json()} if embedded else {})})
 
 
 def _nothing_changed(data_dir: Path | None, files: list[Path]) -> bool:
@@ -184,11 +184,7 @@ def _watch(kb, paths: list[Path], interval: float, strict: bool, as_json: bool, 
                 report = synced
             else:
                 _merge_sync(report, synced)
-            if not as_json:
-                _print_report(report, as_json)
-            embedded = _embed(kb, embed, True, as_json)
-            if as_json:
-                echo_json({**report.to_json(), **({"embedding": embedded.to_json()} if embedded else {})})
+            _show(kb, report, embed, True, as_json)
     except KeyboardInterrupt:
         click.echo("stopped watching", err=True)
     finally:
