@@ -99,19 +99,16 @@ def pack_owned(root: Path) -> dict[tuple, str]:
     DATA_DIR/packs/ID) state and no other table does: the relation-table record's."""
     from kg.relations.ledger import TableLedger, key_edge
     from kg.stores.base import pack_graph
-    from retrieval.packs.shelf import PACKS_DIR
-    from retrieval.packs.tables import TABLES
+    from retrieval.packs.tables import pack_of_table
 
     ledger = TableLedger(root)
     out: dict[tuple, str] = {}
     for table in ledger.tables:
-        # Known by the path .../packs/ID/relations.csv on the machine that imported it: the data dir of another
-        # machine sharing the knowledge base (whose commit may push next) lies elsewhere.
-        path = Path(table)
-        if path.name not in TABLES or path.parent.parent.name != PACKS_DIR:
+        pack = pack_of_table(table)
+        if pack is None:
             continue
         try:
-            name = pack_graph(path.parent.name)
+            name = pack_graph(pack)
         except InputError:  # no pack's name: its edges stay in `default`
             continue
         out.update((key_edge(key), name) for key in ledger.only_in(table))

@@ -32,8 +32,18 @@ def test_a_relation_question_is_answered_from_the_table_with_its_source(shared):
     assert all(t.startswith("order-service dependsOn ") for t in fact.triples)
     first = answer.sentences[0]
     assert first.facts == [fact.key] and first.text.startswith("order-service 依赖：") and not first.flagged
-    assert f"[{fact.key}] relation table: order-service dependsOn" in answer.sources_text()
+    # the source names the table that states the rows (by file name, not the importing machine's path)
+    assert f"[{fact.key}] relations.csv: order-service dependsOn" in answer.sources_text()
     assert answer.to_json()["facts"][0]["key"] == fact.key
+
+
+def test_a_facts_source_names_each_triples_table_and_the_graph_for_an_edge_no_table_states():
+    fact = Fact("R1", "redis-cluster", "requiredBy", ("a", "b", "c"),
+                ("a dependsOn redis-cluster", "b dependsOn redis-cluster", "c dependsOn redis-cluster"),
+                origins=("relations.csv", "pack ops's relations.csv", ""))
+    assert fact.source == ("relations.csv: a dependsOn redis-cluster; pack ops's relations.csv: b dependsOn "
+                           "redis-cluster; graph.ttl: c dependsOn redis-cluster")
+    assert Fact("R1", "x", "dependsOn", ("y",), ("x dependsOn y",)).source == "relation table: x dependsOn y"
 
 
 def test_a_question_along_no_relation_has_no_facts(shared):

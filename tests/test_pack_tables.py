@@ -125,3 +125,30 @@ def test_a_packs_table_is_known_by_its_place_in_any_data_dir(tmp_path):
     ledger.record(str(tmp_path / "relations.csv"), [edge_key(other)])  # the team's table states this one too
     (tmp_path / "relations.csv").write_text("source,relation,target\n", encoding="utf-8")
     assert pack_owned(tmp_path) == {edge: "pack:quota"}
+
+
+def test_an_entity_only_a_packs_table_names_routes_there_and_its_facts_cite_that_table(tmp_path):
+    """billing-gw is in the pack's relations.csv and in none of its documents: the question about it goes to that
+    pack (not "no basis"), reaches the section about what the table says it depends on, and the answer's fact names
+    the pack's table. When the row goes, so does the routing it gave."""
+    root = tmp_path / "kb"
+    source = write_pack(tmp_path / "src" / "quota", RELATIONS + "billing-gw,dependsOn,quota-service,Service,Service\n")
+    assert kg("pack", "add", "quota", source, "--data-dir", root, "-q").exit_code == 0
+    other = tmp_path / "src" / "duty"
+    other.mkdir()
+    (other / "duty.md").write_text("# 排班\n\n值班表每周一更新，负责人是运维组。\n", encoding="utf-8")
+    assert kg("pack", "add", "duty", other, "--data-dir", root, "-q").exit_code == 0
+    question = "billing-gw 依赖什么？"
+
+    found = kg("query", question, "--data-dir", root)
+    assert found.exit_code == 0, found.output
+    assert "pack: quota (its relation table states billing-gw)" in found.stdout
+    assert "no basis" not in found.stdout and "quota.md" in found.stdout
+    answer = kg("ask", question, "--data-dir", root)
+    assert "billing-gw 依赖：quota-service。[R1]" in answer.stdout
+    assert "[R1] pack quota's relations.csv: billing-gw dependsOn quota-service" in answer.stdout
+
+    write_pack(source)  # the row deleted: the entity stays, nothing states it any more
+    assert kg("pack", "update", "quota", "--data-dir", root, "-q").exit_code == 0
+    assert "no basis" in kg("query", question, "--data-dir", root).stdout
+    checked(root)

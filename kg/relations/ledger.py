@@ -26,7 +26,7 @@ from rdflib import Literal, URIRef
 
 from kg.files import replace_file
 
-__all__ = ["LEDGER_FILE", "TableLedger", "edge_key", "key_edge"]
+__all__ = ["LEDGER_FILE", "Statements", "TableLedger", "edge_key", "key_edge", "statements"]
 
 LEDGER_FILE = "relation-tables.json"
 _FORMAT = 1
@@ -124,3 +124,40 @@ class TableLedger:
     def _write(self) -> None:
         data = json.dumps({"format": _FORMAT, "tables": self.tables}, ensure_ascii=False).encode("utf-8")
         replace_file(self.path, data, TEMP_PREFIX, ".json")
+
+
+class Statements:
+    """Which tables state an edge or an alias: the record as it was read once (see `statements`)."""
+
+    def __init__(self, tables: dict[str, list[str]]) -> None:
+        self.tables = tables
+        self._sets: dict[str, frozenset[str]] = {}
+
+    def of(self, edge: tuple) -> list[str]:
+        """The tables (record keys: a path, `upload:NAME`, an RDF file) whose last import stated `edge`."""
+        key = edge_key(edge)
+        return [table for table in self.tables if key in self._keys(table)]
+
+    def _keys(self, table: str) -> frozenset[str]:
+        keys = self._sets.get(table)
+        if keys is None:
+            keys = self._sets[table] = frozenset(self.tables[table])
+        return keys
+
+
+_READ: dict[Path, tuple[tuple[int, ...] | None, Statements]] = {}
+
+
+def statements(data_dir: Path) -> Statements:
+    """The record of `data_dir`, read again only when its file changed: a query server asks it for each answer that
+    cites the graph's facts, and a 100k-row table's record is megabytes of JSON."""
+    path = Path(data_dir) / LEDGER_FILE
+    try:
+        st = path.stat()
+        stamp: tuple[int, ...] | None = (st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        stamp = None
+    cached = _READ.get(path)
+    if cached is None or cached[0] != stamp:
+        cached = _READ[path] = (stamp, Statements(TableLedger(data_dir).tables if stamp else {}))
+    return cached[1]

@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rdflib import URIRef
+
 from retrieval.answer.record import Citation
 
 __all__ = ["MAX_FACTS", "MAX_OTHERS", "Fact", "FactFinder", "facts_block", "stating_passages"]
@@ -64,6 +66,8 @@ class Fact:
     others: tuple[str, ...]  # the labels at the other end, in the table's order of weight
     triples: tuple[str, ...]  # "order-service dependsOn redis-cluster", as asserted
     passages: tuple[int, ...] = ()  # passages [n] that state one of the triples
+    origins: tuple[str, ...] = ()  # per triple, the tables that state it ("relations.csv", "pack ops's relations.csv")
+
 
     def sentence(self, language: str) -> str:
         shown = list(self.others[:MAX_OTHERS])
@@ -78,7 +82,14 @@ class Fact:
 
     @property
     def source(self) -> str:
-        return "relation table: " + "; ".join(self.triples)
+        """The triples after the table that states them: "relations.csv: a dependsOn b; pack ops's relations.csv: c
+        dependsOn b"; "graph.ttl" for an edge no imported table or ontology file states (made in Protégé)."""
+        if not self.origins:
+            return "relation table: " + "; ".join(self.triples)
+        groups: dict[str, list[str]] = {}
+        for triple, origin in zip(self.triples, self.origins, strict=True):
+            groups.setdefault(origin or "graph.ttl", []).append(triple)
+        return "; ".join(f"{origin}: " + "; ".join(triples) for origin, triples in groups.items())
 
     def text(self) -> str:
         """What the citation check compares a sentence citing [Rn] with: both languages' wording and the triples."""
@@ -112,8 +123,10 @@ class FactFinder:
     """The facts a question asks for, from a knowledge base's graph view, vocabulary and relation matcher.
     `relations_in(question)` gives the property names the question's words name (the query path's matcher)."""
 
-    def __init__(self, view, vocab, relations_in: Callable[[str], set[str]]) -> None:
+    def __init__(self, view, vocab, relations_in: Callable[[str], set[str]],
+                 origins: Callable[[tuple], Sequence[str]] | None = None) -> None:
         self.view, self.vocab, self.relations_in = view, vocab, relations_in
+        self.origins = origins  # (subject IRI, property IRI, object IRI) -> the names of the tables that state it
 
     def __call__(self, question: str, entities: Sequence[dict], citations: Sequence[Citation] = ()) -> list[Fact]:
         asked = {n for n in self.relations_in(question) | self.relations_in(_third_person(question)) if n not in _VAGUE}
@@ -145,11 +158,19 @@ class FactFinder:
                     f"{label} {x.asserted} {self.view.entities[x.target].label}" if x.forward
                     else f"{self.view.entities[x.target].label} {x.asserted} {label}" for x in edges)
                 stated = sorted({n for x in edges for n in stating_passages(self.view, e["id"], x.target, citations)})
-                facts.append(Fact(f"R{len(facts) + 1}", label, relation, others, triples, tuple(stated)))
+                origins = tuple(self._origin(e["id"], x) for x in edges) if self.origins else ()
+                facts.append(Fact(f"R{len(facts) + 1}", label, relation, others, triples, tuple(stated), origins))
                 if len(facts) == MAX_FACTS:
                     return facts
         return facts
 
+
+    def _origin(self, entity: str, edge) -> str:
+        info = self.vocab.properties.get(edge.asserted)
+        if info is None:
+            return ""
+        ends = (entity, edge.target) if edge.forward else (edge.target, entity)
+        return ", ".join(self.origins((URIRef(ends[0]), URIRef(info.iri), URIRef(ends[1]))))
 
     def _passive(self, question: str, name: str) -> str:
         """"Metasrv 被哪些组件依赖" names 依赖 (dependsOn) in the passive: it asks for the inverse (requiredBy)."""

@@ -32,11 +32,12 @@ from retrieval.index.analysis import (
 from retrieval.packs.card import PackCard
 from retrieval.packs.registry import RegistryRow
 
-__all__ = ["MAX_PACKS", "NO_BASIS", "PackChoice", "Routing", "RoutingRules", "next_pack", "route"]
+__all__ = ["DOCUMENTED", "MAX_PACKS", "NO_BASIS", "TABLED", "PackChoice", "Routing", "RoutingRules", "next_pack", "route"]
 
 MAX_PACKS = 2  # packs searched in one round
 MAX_ROUNDS = 2
 DOCUMENTED = -1.0  # entity evidence for a pack named by `X documentedIn pack:ID` (not a count of chunks)
+TABLED = -2.0  # ... for a pack whose own relation table states an entity no document of any pack mentions
 NO_BASIS = "没有依据 / no basis in the knowledge base"
 
 
@@ -177,11 +178,14 @@ def route(
         reasons[pack].append(f"names its document '{_short(title)}'")
 
     for label, by_pack in evidence.entity_packs.items():
-        if DOCUMENTED in by_pack.values():  # `label documentedIn pack:ID`, said by a person: it decides like an example
-            for pack in by_pack:
+        if DOCUMENTED in by_pack.values() or TABLED in by_pack.values():
+            # `label documentedIn pack:ID`, or a pack's own table the one place that names it: a person said so, it
+            # decides like an example
+            for pack, how in by_pack.items():
                 if pack in signals:
                     signals[pack]["documented"] = 1.0
-                    reasons[pack].append(f"{label} documentedIn pack:{pack}")
+                    reasons[pack].append(f"{label} documentedIn pack:{pack}" if how == DOCUMENTED
+                                         else f"its relation table states {label}")
             continue
         total = sum(by_pack.values())
         for pack, n in by_pack.items():

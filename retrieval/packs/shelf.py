@@ -33,17 +33,17 @@ from retrieval.packs.registry import Registry
 from retrieval.packs.routing import (
     DOCUMENTED,
     MAX_PACKS,
+    TABLED,
     Evidence,
     PackChoice,
     Routing,
     RoutingRules,
     route,
 )
-from retrieval.packs.tables import retract_tables, sync_tables
+from retrieval.packs.tables import PACKS_DIR, retract_tables, sync_tables, table_entities
 
 __all__ = ["PACK_CLASS", "PackInfo", "PackReport", "PackShelf", "pack_label"]
 
-PACKS_DIR = "packs"
 MANIFEST = "packs.json"
 PACK_CLASS = "Pack"
 
@@ -156,7 +156,8 @@ class PackShelf:
         return wanted
 
     def entity_evidence(self, mentions) -> dict[str, dict[str, float]]:
-        """Linked entity label -> {pack: chunks that mention it}, or {pack: DOCUMENTED} for `X documentedIn pack:ID`."""
+        """Linked entity label -> {pack: chunks that mention it}, or {pack: DOCUMENTED} for `X documentedIn pack:ID`, or
+        {pack: TABLED} for an entity no chunk mentions that a pack's own relation or alias table states."""
         if not mentions:
             return {}
         labels = {m.entity: m.label for m in mentions}
@@ -171,6 +172,8 @@ class PackShelf:
                 out[label] = {p: DOCUMENTED for p in documented}
             elif counts.get(iri):
                 out[label] = {p: float(n) for p, n in counts[iri].items()}
+            elif tabled := table_entities(self.kb.root).get(iri):  # no document names it: a pack's own table does
+                out[label] = dict.fromkeys(sorted(tabled), TABLED)
         return out
 
     # -- routing -------------------------------------------------------------------------------

@@ -13,15 +13,57 @@ keep its documents out.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
+from rdflib import URIRef
+
 from kg.errors import KgError
-from kg.relations.ledger import TableLedger
+from kg.relations.ledger import Statements, TableLedger, key_edge, statements
 
-__all__ = ["TABLES", "retract_tables", "sync_tables"]
+__all__ = ["PACKS_DIR", "TABLES", "pack_of_table", "retract_tables", "sync_tables", "table_entities", "table_name"]
 
+PACKS_DIR = "packs"  # DATA_DIR/packs/ID holds a pack's copy
 # File name -> the header of an empty table of its kind. Relations first: an alias names an entity a relation row made.
 TABLES = {"relations.csv": "source,relation,target\n", "aliases.csv": "entity,alias\n"}
+
+
+def pack_of_table(table: str) -> str | None:
+    """The pack whose own table the record's key `table` is, or None. Known by its place, `.../packs/ID/relations.csv`:
+    the record holds the path on the machine that imported it, and the data dir of another machine sharing the
+    knowledge base lies elsewhere."""
+    path = Path(table)
+    if path.name not in TABLES or path.parent.parent.name != PACKS_DIR or not path.parent.name:
+        return None
+    return path.parent.name
+
+
+def table_name(table: str) -> str:
+    """How an answer names a table of the record (which holds a path of the importing machine): "pack ops's
+    relations.csv", its file name, or the name it was uploaded under."""
+    pack = pack_of_table(table)
+    if pack is not None:
+        return f"pack {pack}'s {Path(table).name}"
+    return table.removeprefix("upload:") if table.startswith("upload:") else Path(table).name
+
+
+def table_entities(root: Path) -> dict[str, frozenset[str]]:
+    """Entity IRI -> the packs whose own tables state an edge or an alias of it (as the record has them now)."""
+    return _entities(statements(root))
+
+
+@lru_cache(maxsize=4)
+def _entities(record: Statements) -> dict[str, frozenset[str]]:
+    out: dict[str, set[str]] = {}
+    for table, keys in record.tables.items():
+        pack = pack_of_table(table)
+        if pack is None:
+            continue
+        for key in keys:
+            for node in key_edge(key)[::2]:
+                if isinstance(node, URIRef):
+                    out.setdefault(str(node), set()).add(pack)
+    return {iri: frozenset(packs) for iri, packs in out.items()}
 
 
 def sync_tables(kb, folder: Path) -> tuple[list[dict], list[str]]:
