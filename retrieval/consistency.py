@@ -169,9 +169,9 @@ def store_behind(kb) -> str | None:
     (what the commits recorded: `Commits.push_graph`; the store itself is not asked)."""
     if not kb.settings.graph_store.startswith("sparql+"):
         return None
-    from retrieval.store_sync import EDITED, store_mark
+    from retrieval.store_sync import EDITED, graph_mark
 
-    mark = store_mark(kb.settings.graph_store, kb.settings.postgres_schema, kb.graph.digest)
+    mark = graph_mark(kb)
     if commit.get_state(kb.store.db, "store_graph") == mark:
         return None
     failed = commit.get_state(kb.store.db, "store_push_failed") or ""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from rdflib import Graph
 
-from retrieval.store_sync import record, store_mark, write_graph
+from retrieval.store_sync import layout_digest, record, store_mark, write_graph
 
 __all__ = ["MigrationReport", "migrate"]
 
@@ -81,7 +81,7 @@ def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", g
                 from retrieval.catalog import commit
                 left = store.quads()  # the base an edit made in the store later is told apart from
                 with kb.store.transaction():  # the store holds this graph: the next commit need not push it
-                    commit.set_state(kb.store.db, "store_graph", store_mark(graph_store, schema, kb.graph.digest))
+                    commit.set_state(kb.store.db, "store_graph", store_mark(graph_store, schema, layout_digest(kb)))
                     record(kb.store.db, left)
             else:
                 whole = _graph_back(kb, store, report)

@@ -22,6 +22,7 @@ so each round reads the whole graph (~1.5 CPU-seconds for the 80k triples of a 2
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,7 @@ from retrieval.periodic import Periodic
 if TYPE_CHECKING:
     from rdflib import Graph
 
-__all__ = ["EDITED", "StoreFollower", "StoreStatus", "follow_round", "pack_owned", "pull", "push", "record", "status", "store_graphs",
+__all__ = ["EDITED", "StoreFollower", "StoreStatus", "follow_round", "graph_mark", "layout_digest", "pack_owned", "pull", "push", "record", "status", "store_graphs",
            "store_mark", "write_graph"]
 
 EDITED = "the store's graph was changed outside kgrag since kgrag last wrote it"
@@ -79,6 +80,32 @@ def store_mark(spec: str, namespace: str, digest: str) -> str:
     """What the catalog records (`store_graph`) once a graph reached a store: which store, which knowledge
     base in it, which graph; a store or schema set anew is behind until a push."""
     return f"{spec} {namespace} {digest}"
+
+
+def graph_mark(kb) -> str:
+    """`store_mark` of this knowledge base's graph in its configured store (see `layout_digest`)."""
+    return store_mark(kb.settings.graph_store, kb.settings.postgres_schema, layout_digest(kb))
+
+
+def layout_digest(kb) -> str:
+    """The graph as the store lays it out: graph.ttl's digest, and when packs have tables of their own, which edges
+    those alone state (a table that comes to state, or stops stating, an edge a pack's table states too moves that
+    edge between `pack:ID` and `default` without changing graph.ttl)."""
+    digest = kb.graph.digest
+    owned = pack_owned(kb.root) if _has_pack_tables(kb.root) else {}
+    if owned:
+        from kg.relations.ledger import edge_key
+
+        lines = sorted(f"{edge_key(edge)}\x1e{name}" for edge, name in owned.items())
+        digest += ":" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:16]
+    return digest
+
+
+def _has_pack_tables(root: Path) -> bool:
+    from kg.relations.ledger import statements
+    from retrieval.packs.tables import pack_of_table
+
+    return any(pack_of_table(table) for table in statements(root).tables)
 
 
 def store_graphs(whole: Graph, root: Path | None = None) -> dict[str, Graph]:
@@ -218,7 +245,7 @@ def push(kb, strict: bool = False, force: bool = False, always: bool = False) ->
     whether or not, as `kg store push`), or refuse when the store was edited since (unless `force`). Only what differs
     is sent. Returns why the push did not happen, None when the store holds this graph. A store that fails or was
     edited does not fail the commit (`strict`: it raises)."""
-    mark = store_mark(kb.settings.graph_store, kb.settings.postgres_schema, kb.graph.digest)
+    mark = graph_mark(kb)
     if not (force or always) and commit.get_state(kb.store.db, "store_graph") == mark:
         return None
     failure, edited, left = None, False, None
@@ -302,8 +329,7 @@ def pull(kb) -> dict:
         commit.set_state(kb.store.db, "store_push_failed", "")
         local = _keys(kb.graph.rdf) if result["added"] or result["removed"] else ours  # graph.ttl unchanged: its keys
         if not (local ^ theirs):  # the store holds graph.ttl's graph: nothing to push
-            commit.set_state(kb.store.db, "store_graph",
-                             store_mark(kb.settings.graph_store, kb.settings.postgres_schema, kb.graph.digest))
+            commit.set_state(kb.store.db, "store_graph", graph_mark(kb))
     result["summary"] = (f"graph.ttl took the store's edits: {result['added']} triple(s) or structure(s) added there, "
                          f"{result['removed']} removed there; {result['chunks_relinked']} chunk(s) linked again"
                          + ("" if result["merged"] else " (no record of the last push: graph.ttl now holds the store's graph)"))

@@ -72,6 +72,20 @@ def test_a_packs_own_table_edges_live_in_its_graph_and_go_with_it(backends, tmp_
         assert any(p == OWL.annotatedTarget and o == db for _, p, o in in_pack)  # its weight went with it
         assert isomorphic(canonical(store.read()), canonical(load_rdf(tmp_path / "kb" / "graph.ttl")))
 
+        # The team's table stops stating the edge, then states it again: graph.ttl does not change either time (the
+        # pack's table still states it), but the edge moves to the pack's graph and back.
+        graph_ttl = (tmp_path / "kb" / "graph.ttl").read_bytes()
+        own.write_text("source,relation,target\n", encoding="utf-8")
+        kb.import_file(own)
+        assert (tmp_path / "kb" / "graph.ttl").read_bytes() == graph_ttl
+        assert (svc, KG.dependsOn, redis) in store.read("pack:quota")
+        assert (svc, KG.dependsOn, redis) not in store.read("default")
+        own.write_text("source,relation,target\nquota-service,dependsOn,redis-cluster\n", encoding="utf-8")
+        kb.import_file(own)
+        assert (svc, KG.dependsOn, redis) in store.read("default")
+        assert (svc, KG.dependsOn, redis) not in store.read("pack:quota")
+        assert kb.check().problems == []
+
         kb.remove_pack("quota")
         assert store.names() == ["default", "ontology"]
         whole = store.read()
