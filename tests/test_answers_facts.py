@@ -32,8 +32,14 @@ def test_a_relation_question_is_answered_from_the_table_with_its_source(shared):
     assert all(t.startswith("order-service dependsOn ") for t in fact.triples)
     first = answer.sentences[0]
     assert first.facts == [fact.key] and first.text.startswith("order-service 依赖：") and not first.flagged
-    # the source names the table that states the rows (by file name, not the importing machine's path)
-    assert f"[{fact.key}] relations.csv: order-service dependsOn" in answer.sources_text()
+    # the source names the table that states each row (by file name, not the importing machine's path) and its line
+    rows = (shared.parent / "relations.csv").read_text(encoding="utf-8").splitlines()
+    line = next(n for n, row in enumerate(rows, 1) if row.startswith("order-service,dependsOn,mysql-core,"))
+    assert f"[{fact.key}] relations.csv:{line}: order-service dependsOn mysql-core" in answer.sources_text()
+    for triple, origin in zip(fact.triples, fact.origins, strict=True):
+        source, _, target = triple.split()
+        number = int(origin.removeprefix("relations.csv:"))
+        assert rows[number - 1].startswith(f"{source},dependsOn,{target},")
     assert answer.to_json()["facts"][0]["key"] == fact.key
 
 

@@ -146,7 +146,7 @@ def test_an_entity_only_a_packs_table_names_routes_there_and_its_facts_cite_that
     assert "no basis" not in found.stdout and "quota.md" in found.stdout
     answer = kg("ask", question, "--data-dir", root)
     assert "billing-gw 依赖：quota-service。[R1]" in answer.stdout
-    assert "[R1] pack quota's relations.csv: billing-gw dependsOn quota-service" in answer.stdout
+    assert "[R1] pack quota's relations.csv:5: billing-gw dependsOn quota-service" in answer.stdout
 
     write_pack(source)  # the row deleted: the entity stays, nothing states it any more
     assert kg("pack", "update", "quota", "--data-dir", root, "-q").exit_code == 0

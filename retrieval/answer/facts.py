@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-
-from rdflib import URIRef
+from dataclasses import dataclass, replace
 
 from retrieval.answer.record import Citation
 
@@ -124,9 +122,10 @@ class FactFinder:
     `relations_in(question)` gives the property names the question's words name (the query path's matcher)."""
 
     def __init__(self, view, vocab, relations_in: Callable[[str], set[str]],
-                 origins: Callable[[tuple], Sequence[str]] | None = None) -> None:
+                 origins: Callable[[Sequence[tuple[str, str, str]]], Sequence[str]] | None = None) -> None:
         self.view, self.vocab, self.relations_in = view, vocab, relations_in
-        self.origins = origins  # (subject IRI, property IRI, object IRI) -> the names of the tables that state it
+        # [(subject IRI, property name, object IRI)] -> where each is stated (`retrieval.answer.fact_sources`)
+        self.origins = origins
 
     def __call__(self, question: str, entities: Sequence[dict], citations: Sequence[Citation] = ()) -> list[Fact]:
         asked = {n for n in self.relations_in(question) | self.relations_in(_third_person(question)) if n not in _VAGUE}
@@ -141,6 +140,7 @@ class FactFinder:
             if inverse:
                 backwards |= set(self.vocab.sub_properties(inverse))
         facts: list[Fact] = []
+        asserted: list[list[tuple[str, str, str]]] = []  # per fact, its triples as asserted: (subject, property, object)
         for e in entities:
             groups: dict[str, list] = {}
             edges = [x for x in self.view.neighbours(e["id"]) if x.target in self.view.entities]
@@ -158,19 +158,20 @@ class FactFinder:
                     f"{label} {x.asserted} {self.view.entities[x.target].label}" if x.forward
                     else f"{self.view.entities[x.target].label} {x.asserted} {label}" for x in edges)
                 stated = sorted({n for x in edges for n in stating_passages(self.view, e["id"], x.target, citations)})
-                origins = tuple(self._origin(e["id"], x) for x in edges) if self.origins else ()
-                facts.append(Fact(f"R{len(facts) + 1}", label, relation, others, triples, tuple(stated), origins))
+                facts.append(Fact(f"R{len(facts) + 1}", label, relation, others, triples, tuple(stated)))
+                asserted.append([(e["id"], x.asserted, x.target) if x.forward else (x.target, x.asserted, e["id"])
+                                 for x in edges])
                 if len(facts) == MAX_FACTS:
-                    return facts
-        return facts
+                    return self._with_origins(facts, asserted)
+        return self._with_origins(facts, asserted)
 
+    def _with_origins(self, facts: list[Fact], asserted: list[list[tuple[str, str, str]]]) -> list[Fact]:
+        """Each fact with where its triples are stated, asked once for all of them (a table is read once)."""
+        if not self.origins or not facts:
+            return facts
+        names = iter(self.origins([edge for edges in asserted for edge in edges]))
+        return [replace(f, origins=tuple(next(names) for _ in edges)) for f, edges in zip(facts, asserted, strict=True)]
 
-    def _origin(self, entity: str, edge) -> str:
-        info = self.vocab.properties.get(edge.asserted)
-        if info is None:
-            return ""
-        ends = (entity, edge.target) if edge.forward else (edge.target, entity)
-        return ", ".join(self.origins((URIRef(ends[0]), URIRef(info.iri), URIRef(ends[1]))))
 
     def _passive(self, question: str, name: str) -> str:
         """"Metasrv 被哪些组件依赖" names 依赖 (dependsOn) in the passive: it asks for the inverse (requiredBy)."""

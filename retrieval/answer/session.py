@@ -47,13 +47,12 @@ def ask_options(kb, k: int | None, mode: str, as_of=None, packs=None, history=No
             raise InputError(f"'{name}' is not supported by this knowledge base's search (leave it out)")
     facts = None
     if hasattr(kb, "_relation_matcher"):  # a knowledge base with a graph: its facts are evidence
-        from kg.relations.ledger import statements
+        from retrieval.answer.fact_sources import fact_origins
         from retrieval.answer.facts import FactFinder
-        from retrieval.packs.tables import table_name
 
         matcher = kb._relation_matcher()
         root = getattr(kb, "root", None)
-        origins = (lambda edge: [table_name(t) for t in statements(root).of(edge)]) if root is not None else None
+        origins = fact_origins(root, kb.graph.view, kb.graph.vocab) if root is not None else None
         facts = FactFinder(kb.graph.view, kb.graph.vocab, lambda text: set(matcher.find_names(text)), origins)
     leads = None
     if hasattr(kb, "store"):  # a knowledge base with a catalog: the lead of a page about a named entity

@@ -1,0 +1,45 @@
+"""Where each triple of a graph fact is stated: the relation-table record's tables, named as a reader knows them
+("relations.csv", "pack ops's relations.csv"), each with the line of its row where the file is here to read
+(`kg.relations.lines`); "" for a triple no table states (an edge made in Protégé: `Fact.source` says graph.ttl)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rdflib import URIRef
+
+from kg.relations.ledger import statements
+from kg.relations.lines import WantedEdge, row_lines
+from retrieval.packs.tables import table_name
+
+__all__ = ["fact_origins"]
+
+Edge = tuple[str, str, str]  # (subject IRI, property name, object IRI)
+
+
+def fact_origins(root: Path, view, vocab) -> Callable[[Sequence[Edge]], list[str]]:
+    """The `FactFinder` origins of the knowledge base in `root` with graph view `view` and vocabulary `vocab`."""
+
+    def surfaces(iri: str) -> frozenset[str]:
+        entity = view.entities.get(iri)
+        return frozenset(s.casefold() for s in (entity.label, *entity.aliases)) if entity else frozenset()
+
+    def origins(edges: Sequence[Edge]) -> list[str]:
+        record = statements(root)
+        tables = [record.of((URIRef(s), URIRef(vocab.properties[p].iri), URIRef(o))) if p in vocab.properties else []
+                  for s, p, o in edges]
+        lines: dict[tuple[str, int], int] = {}
+        for table in dict.fromkeys(t for found in tables for t in found):
+            path = Path(table)
+            if path.suffix.lower() != ".csv" or not path.is_file():  # an RDF file's record, an upload, elsewhere
+                continue
+            at = [i for i, found in enumerate(tables) if table in found]
+            wanted = [WantedEdge(surfaces(edges[i][0]), edges[i][1], surfaces(edges[i][2])) for i in at]
+            for i, line in zip(at, row_lines(path, vocab, wanted), strict=True):
+                if line is not None:
+                    lines[table, i] = line
+        return [", ".join(table_name(t) + (f":{lines[t, i]}" if (t, i) in lines else "") for t in found)
+                for i, found in enumerate(tables)]
+
+    return origins
