@@ -374,7 +374,10 @@ def test_a_two_turn_conversation_streams_its_answers(browser, server, llm, shots
     assert record["facts"] and record["facts"][0]["relation"] == "requiredBy"
     browser.click(f"{turn} .cite.fact")
     browser.wait_for(f"document.querySelector('{turn} .fact-card')")
-    assert record["facts"][0]["text"]["zh"] in browser.evaluate(f"document.querySelector('{turn} .fact-card').textContent")
+    card = browser.evaluate(f"document.querySelector('{turn} .fact-card').textContent")
+    assert record["facts"][0]["text"]["zh"] in card
+    # each triple with the table and line that state it
+    assert record["facts"][0]["origins"][0].startswith("relations.csv:") and record["facts"][0]["origins"][0] in card
     browser.click(f"{turn} .fact-card .source")
     browser.wait_for("document.querySelector('#panel pre.turtle .fact-row')")
     rows = texts(browser, "#panel pre.turtle .fact-row")

@@ -95,7 +95,8 @@ class Fact:
 
     def to_json(self) -> dict:
         return {"key": self.key, "entity": self.entity, "relation": self.relation, "others": list(self.others),
-                "source": self.source, "triples": list(self.triples), "passages": list(self.passages),
+                "source": self.source, "triples": list(self.triples), "origins": list(self.origins),
+                "passages": list(self.passages),
                 "text": {"zh": self.sentence("zh"), "en": self.sentence("en")}}
 
 

@@ -93,12 +93,14 @@
         if (!f) return;
         var card = h("div", { "class": "passage fact-card", "data-fact-card": key }, h("strong", {}, "[" + key + "] "),
           (f.text && (f.text[Kg.lang] || f.text.en)) || f.source,
-          h("ul", {}, (f.triples || []).map(function (triple) {
+          h("ul", {}, (f.triples || []).map(function (triple, i) {
             var parts = Kg.splitTriple(triple);
             var shown = parts ? parts[0] + " —" + Kg.relLabel(parts[1]) + "→ " + parts[2] : triple;
-            return h("li", { title: triple }, shown, parts ? h("button", { type: "button", "class": "link source", title: t("fact_source"), onclick: function () {
-              Kg.openFact(parts[0], parts[1], parts[2]);
-            } }, " ⓘ") : null);
+            var origin = (f.origins || [])[i];
+            return h("li", { title: triple }, shown, origin ? h("span", { "class": "muted origin" }, " (" + origin + ")") : null,
+              parts ? h("button", { type: "button", "class": "link source", title: t("fact_source"), onclick: function () {
+                Kg.openFact(parts[0], parts[1], parts[2]);
+              } }, " ⓘ") : null);
           })));
         opened.append(card);
       } }, key);
