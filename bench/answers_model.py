@@ -140,11 +140,27 @@ def run_relations(kb, questions: list[dict], relations_csv: Path, llm_factory, l
         named = [e for e in want if e.lower() in text]
         cited = [e for e in want if any(e in f.others for f in facts)
                  and any(e.lower() in s.text.lower() and s.facts for s in answer.sentences)]
-        row.update(id=q["id"], expected=want, named=len(named), cited_to_row=len(cited),
+        lines = relations_csv.read_text(encoding="utf-8-sig").splitlines()
+        # ... and the fact's source gives the line of the table's row that relates the two (`relations.csv:N`)
+        on_row = [e for e in cited if any(_names_row(f, e, q["entity"], lines) for f in facts)]
+        row.update(id=q["id"], expected=want, named=len(named), cited_to_row=len(cited), cited_to_line=len(on_row),
+                   cited_all_lines=bool(want) and len(on_row) == len(want),
                    names_all=bool(want) and len(named) == len(want), cited_all=bool(want) and len(cited) == len(want))
         rows.append(row)
         log(f"{label} {q['id']}: {len(named)}/{len(want)} named, {len(cited)} cited to a row, {row['ms']} ms")
     return rows
+
+
+def _names_row(fact, other: str, entity: str, lines: list[str]) -> bool:
+    """Does `fact` cite, for its triple with `other`, the line of a row naming `other` and `entity`?"""
+    for triple, origin in zip(fact.triples, fact.origins, strict=False):
+        ends = triple.split(" ")
+        match = re.fullmatch(r"(?:.*, )?relations\.csv:(\d+)", origin)
+        if other in (ends[0], ends[-1]) and match and int(match.group(1)) <= len(lines):
+            cells = next(csv.reader([lines[int(match.group(1)) - 1]]))
+            if {other, entity} <= set(cells[:3]):
+                return True
+    return False
 
 
 def _pct(num: int, den: int):
@@ -167,6 +183,8 @@ def summarize(rows: list[dict]) -> dict:
         "nohit_unanswerable": f"{sum(not r['found'] for r in unanswerable)}/{len(unanswerable)}" if unanswerable else "-",
         "relations_all_named": f"{sum(r['names_all'] for r in relations)}/{len(relations)}" if relations else "-",
         "relations_all_cited": f"{sum(r['cited_all'] for r in relations)}/{len(relations)}" if relations else "-",
+        "relations_all_lines": (f"{sum(r.get('cited_all_lines', False) for r in relations)}/{len(relations)}"
+                                if relations else "-"),
         "llm_path": sum(r["path"] == "llm" for r in rows),
         "max_rounds": max((r["rounds"] for r in rows), default=0),
         "calls_per_q": round(statistics.mean(r["calls"] for r in rows), 2) if rows else 0,
@@ -183,7 +201,7 @@ COLUMNS = [("questions", "q"), ("in_cited_pct", "ref in cited %"), ("in_cited_pa
            ("supported_pct", "cited supported %"),
            ("invented_removed", "invented (removed)"), ("invented_shown", "invented shown"),
            ("nohit_unanswerable", "no-hit unanswerable"), ("relations_all_named", "relations: all named"),
-           ("relations_all_cited", "relations: all cited to a row"), ("llm_path", "llm path"), ("max_rounds", "max rounds"),
+           ("relations_all_cited", "relations: all cited to a fact"), ("relations_all_lines", "… to the row's line"), ("llm_path", "llm path"), ("max_rounds", "max rounds"),
            ("calls_per_q", "calls/q"), ("max_calls", "max calls"), ("prompt_tokens_per_q", "prompt tok/q"),
            ("max_prompt_tokens_per_call", "max prompt tok/call"), ("completion_tokens_per_q", "gen tok/q"),
            ("p50_s", "p50 s"), ("max_s", "max s"), ("server_cpu_p50_s", "server CPU s/q p50")]
