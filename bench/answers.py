@@ -243,14 +243,21 @@ def model_run(args) -> None:
         note += ("; server CPU read from the process listening at --llm's port" if am.SERVER_PID else
                  "; server CPU not measured (no process of this user listens at --llm's port here)")
     results = am.save(REPO_ROOT / "bench" / "RESULTS-answers-model.json", label, parts, note)
+    write_model_section(args.out, results)
+    print(am.table(results))
+
+
+def write_model_section(out: Path, results: dict) -> None:
+    """The model runs' table and notes in place of the file's section "With a model in the loop"."""
+    from bench import answers_model as am
+
     section = ["## With a model in the loop (`python bench/answers.py --model-run`)", "", am.table(results), "",
                *[f"- {k}: {v['_note']}" for k, v in results.items()], ""]
-    text = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    text = out.read_text(encoding="utf-8") if out.exists() else ""
     head = text.split("## With a model in the loop")[0].rstrip() + "\n\n" if text else ""
     rest = text.split("## With a model in the loop", 1)[1].split("\n## ", 1) if "## With a model in the loop" in text else []
     tail = "## " + rest[1] if len(rest) == 2 else ""
-    args.out.write_text(head + "\n".join(section) + ("\n" + tail if tail else ""), encoding="utf-8")
-    print(am.table(results))
+    out.write_text(head + "\n".join(section) + ("\n" + tail if tail else ""), encoding="utf-8")
 
 
 def main() -> None:

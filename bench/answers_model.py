@@ -213,7 +213,7 @@ def table(results: dict) -> str:
     lines = [head, "|" + "---|" * (len(COLUMNS) + 2)]
     for label, parts in results.items():
         for part, s in parts.items():
-            if part.startswith("_"):
+            if part.startswith("_") or not s.get("questions"):  # a run of the relation questions alone
                 continue
             lines.append(f"| {label} | {part} | " + " | ".join(str(s.get(k, "-")) for k, _ in COLUMNS) + " |")
     return "\n".join(lines)
