@@ -148,7 +148,18 @@ def test_an_entity_only_a_packs_table_names_routes_there_and_its_facts_cite_that
     assert "billing-gw 依赖：quota-service。[R1]" in answer.stdout
     assert "[R1] pack quota's relations.csv:5: billing-gw dependsOn quota-service" in answer.stdout
 
+    with_row = (tmp_path / "src" / "quota" / "relations.csv").read_text(encoding="utf-8")
     write_pack(source)  # the row deleted: the entity stays, nothing states it any more
     assert kg("pack", "update", "quota", "--data-dir", root, "-q").exit_code == 0
     assert "no basis" in kg("query", question, "--data-dir", root).stdout
+
+    # Stated again, and mentioned by a document outside the packs: the table is not the one place that names it.
+    write_pack(source, with_row)
+    assert kg("pack", "update", "quota", "--data-dir", root, "-q").exit_code == 0
+    note = tmp_path / "notes" / "billing.md"
+    note.parent.mkdir()
+    note.write_text("# 计费网关\n\nbilling-gw 是计费网关，超时 5 秒。\n", encoding="utf-8")
+    assert kg("ingest", note.parent, "--data-dir", root, "-q").exit_code == 0
+    routed = kg("query", question, "--data-dir", root).stdout
+    assert "its relation table states" not in routed and "billing.md" in routed
     checked(root)

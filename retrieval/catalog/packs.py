@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from retrieval.catalog.anchors import grouped_rows
 
-__all__ = ["PackStore", "chunk_packs", "documents_by_pack", "ensure_schema", "entity_packs", "pack_documents", "set_pack"]
+__all__ = ["PackStore", "chunk_packs", "documents_by_pack", "ensure_schema", "entity_packs", "mentioned", "pack_documents", "set_pack"]
 
 
 def ensure_schema(db: sqlite3.Connection) -> None:
@@ -80,6 +80,16 @@ def entity_packs(db: sqlite3.Connection, entities: Sequence[str]) -> dict[str, d
         counts = out.setdefault(entity, {})
         counts[pack] = counts.get(pack, 0) + n
     return out
+
+
+def mentioned(db: sqlite3.Connection, entities: Sequence[str]) -> set[str]:
+    """The entity IRIs among `entities` that some chunk mentions or some document is about, in a pack or not."""
+    if not entities:
+        return set()
+    marks = ",".join("?" * len(entities))
+    rows = db.execute(f"SELECT entity FROM mentions WHERE entity IN ({marks})"
+                      f" UNION SELECT entity FROM about WHERE entity IN ({marks})", [*entities, *entities])
+    return {entity for (entity,) in rows}
 
 
 def chunk_packs(db: sqlite3.Connection, chunk_ids: Sequence[str]) -> dict[str, str | None]:

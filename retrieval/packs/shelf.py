@@ -23,6 +23,7 @@ from retrieval.catalog.packs import (
     chunk_packs,
     documents_by_pack,
     entity_packs,
+    mentioned,
     pack_documents,
     pack_titles,
     set_pack,
@@ -162,6 +163,9 @@ class PackShelf:
             return {}
         labels = {m.entity: m.label for m in mentions}
         counts = entity_packs(self.kb.store.db, list(labels))
+        unmentioned = set(labels) - set(counts)
+        if unmentioned:  # named by no chunk of any pack: a pack's own table may be the one place that names it
+            unmentioned -= mentioned(self.kb.store.db, sorted(unmentioned))
         packs_by_iri = {str(entity_iri(pack_label(p))): p for p in self.ids()}
         view = self.kb.graph.view
         out: dict[str, dict[str, float]] = {}
@@ -172,7 +176,7 @@ class PackShelf:
                 out[label] = {p: DOCUMENTED for p in documented}
             elif counts.get(iri):
                 out[label] = {p: float(n) for p, n in counts[iri].items()}
-            elif tabled := table_entities(self.kb.root).get(iri):  # no document names it: a pack's own table does
+            elif iri in unmentioned and (tabled := table_entities(self.kb.root).get(iri)):  # only a pack's table names it
                 out[label] = dict.fromkeys(sorted(tabled), TABLED)
         return out
 
