@@ -92,3 +92,30 @@ def test_an_alias_table_needs_its_header(kb, tmp_path):
     # Not an alias header: read as a relation table, which says what it needs.
     with pytest.raises(RelationTableError):
         kb.import_file(table)
+
+
+def test_an_alias_names_one_entity_as_in_the_relation_table(kb, tmp_path):
+    """An alias another entity already has (its label or an alias), or one two rows give to two entities, is a bad row
+    (the relation table's rule): a name linking two entities would send every question saying it to both."""
+    kb.import_file(DATA / "aliases.csv")
+    table = tmp_path / "more.csv"
+    table.write_text("entity,alias\ndumpling,缓存服务\ndumpling,cache-service\ncache.ttl,TTL\ncache.capacity,TTL\n"
+                     "cache.ttl,过期时间\n", encoding="utf-8")
+    with pytest.raises(RelationTableError) as caught:
+        kb.import_file(table)
+    assert caught.value.problems == [
+        "more.csv:2: alias '缓存服务' already names another entity in the graph, 'cache-service'; an alias can name "
+        "only one entity",
+        "more.csv:3: alias 'cache-service' already names another entity in the graph, 'cache-service'; an alias can "
+        "name only one entity",
+        "more.csv:5: alias 'TTL' is already given to 'cache.ttl' (line 4); an alias can name only one entity"]
+    assert kb.import_file(table, skip_invalid=True)["summary"].startswith("5 alias rows: added 2 aliases")
+    assert kb.entity("缓存服务")["label"] == "cache-service" and "TTL" in kb.entity("cache.ttl")["aliases"]
+
+    # The table moves its own alias from one entity to another: not a clash with what it gave before.
+    moved = tmp_path / "moved.csv"
+    moved.write_text("entity,alias\ncache.ttl,有效期\n", encoding="utf-8")
+    kb.import_file(moved)
+    moved.write_text("entity,alias\ncache.capacity,有效期\n", encoding="utf-8")
+    kb.import_file(moved)
+    assert kb.entity("有效期")["label"] == "cache.capacity" and "有效期" not in kb.entity("cache.ttl")["aliases"]

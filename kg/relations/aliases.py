@@ -82,6 +82,8 @@ def import_alias_table(graph: rdflib.Graph, path: Path, entities: set | None = N
         raise RelationTableError(f"{name}:1: an alias table needs the header 'entity,alias' (got '{got}')")
     subjects = _labelled_subjects(graph, entities)
     folded = {label.casefold(): iri for label, iri in subjects.items()}
+    taken = _names(graph, entities, {key_edge(key) for key in forget})
+    given: dict[str, tuple[rdflib.URIRef, str, int]] = {}  # alias -> (entity, its cell, line) in this table
     report = AliasReport(dry_run=dry_run, encoding=encoding)
     planned: list[tuple[rdflib.URIRef, str]] = []
     problems: list[tuple[int, str]] = []
@@ -103,6 +105,16 @@ def import_alias_table(graph: rdflib.Graph, path: Path, entities: set | None = N
             problems.append((line, f"no entity '{entity}' in the graph "
                                    + (f"(did you mean '{hint[0]}'?)" if hint else
                                       "(import the relation table that names it first)")))
+            continue
+        owner = taken.get(alias)
+        if owner is not None and owner != iri:
+            problems.append((line, f"alias '{alias}' already names another entity in the graph, "
+                                   f"'{graph.value(owner, RDFS.label) or owner}'; an alias can name only one entity"))
+            continue
+        first = given.setdefault(alias, (iri, entity, line))
+        if first[0] != iri:
+            problems.append((line, f"alias '{alias}' is already given to '{first[1]}' (line {first[2]}); an alias can "
+                                   "name only one entity"))
             continue
         planned.append((iri, alias))
     rejected = [f"{name}:{line}: {message}" for line, message in problems]
@@ -131,6 +143,18 @@ def import_alias_table(graph: rdflib.Graph, path: Path, entities: set | None = N
         if not dry_run:
             graph.add((iri, SKOS.altLabel, Literal(alias)))
     return report
+
+
+def _names(graph: rdflib.Graph, entities: set | None, mine: set[tuple]) -> dict[str, rdflib.URIRef]:
+    """Each label and alias -> the entity it names, leaving out `mine` (the aliases this table alone gave last time,
+    which this import keeps or moves): the relation table's rule, an alias names one entity, holds here too."""
+    out: dict[str, rdflib.URIRef] = {}
+    for predicate in (RDFS.label, SKOS.altLabel):
+        for subject, name in graph.subject_objects(predicate):
+            if (isinstance(subject, rdflib.URIRef) and (entities is None or subject in entities)
+                    and (subject, predicate, name) not in mine):
+                out.setdefault(str(name).strip(), subject)
+    return out
 
 
 def _labelled_subjects(graph: rdflib.Graph, entities: set | None) -> dict[str, rdflib.URIRef]:
