@@ -142,7 +142,7 @@ def test_an_entity_only_a_packs_table_names_routes_there_and_its_facts_cite_that
 
     found = kg("query", question, "--data-dir", root)
     assert found.exit_code == 0, found.output
-    assert "pack: quota (its relation table states billing-gw)" in found.stdout
+    assert "pack: quota (its own table names billing-gw)" in found.stdout
     assert "no basis" not in found.stdout and "quota.md" in found.stdout
     answer = kg("ask", question, "--data-dir", root)
     assert "billing-gw 依赖：quota-service。[R1]" in answer.stdout
@@ -161,5 +161,5 @@ def test_an_entity_only_a_packs_table_names_routes_there_and_its_facts_cite_that
     note.write_text("# 计费网关\n\nbilling-gw 是计费网关，超时 5 秒。\n", encoding="utf-8")
     assert kg("ingest", note.parent, "--data-dir", root, "-q").exit_code == 0
     routed = kg("query", question, "--data-dir", root).stdout
-    assert "its relation table states" not in routed and "billing.md" in routed
+    assert "its own table names" not in routed and "billing.md" in routed
     checked(root)

@@ -64,8 +64,7 @@ class Fact:
     others: tuple[str, ...]  # the labels at the other end, in the table's order of weight
     triples: tuple[str, ...]  # "order-service dependsOn redis-cluster", as asserted
     passages: tuple[int, ...] = ()  # passages [n] that state one of the triples
-    origins: tuple[str, ...] = ()  # per triple, the tables that state it ("relations.csv", "pack ops's relations.csv")
-
+    origins: tuple[str, ...] = ()  # per triple, the tables and lines that state it ("relations.csv:3", "pack ops's relations.csv:7")
 
     def sentence(self, language: str) -> str:
         shown = list(self.others[:MAX_OTHERS])
@@ -172,7 +171,6 @@ class FactFinder:
             return facts
         names = iter(self.origins([edge for edges in asserted for edge in edges]))
         return [replace(f, origins=tuple(next(names) for _ in edges)) for f, edges in zip(facts, asserted, strict=True)]
-
 
     def _passive(self, question: str, name: str) -> str:
         """"Metasrv 被哪些组件依赖" names 依赖 (dependsOn) in the passive: it asks for the inverse (requiredBy)."""

@@ -185,7 +185,7 @@ def route(
                 if pack in signals:
                     signals[pack]["documented"] = 1.0
                     reasons[pack].append(f"{label} documentedIn pack:{pack}" if how == DOCUMENTED
-                                         else f"its relation table states {label}")
+                                         else f"its own table names {label}")
             continue
         total = sum(by_pack.values())
         for pack, n in by_pack.items():
