@@ -163,3 +163,33 @@ def test_an_entity_only_a_packs_table_names_routes_there_and_its_facts_cite_that
     routed = kg("query", question, "--data-dir", root).stdout
     assert "its own table names" not in routed and "billing.md" in routed
     checked(root)
+
+
+def test_a_packs_table_cannot_claim_the_teams_entity_but_the_teams_table_can(tmp_path):
+    """`order-service documentedIn pack:vendor` decides where its questions are searched when the team's table says
+    it; in the vendor pack's own relations.csv (someone else's work) it does not: the team's notes about order-service
+    (outside every pack) would never be searched for them again."""
+    root = tmp_path / "kb"
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "order.md").write_text("# order-service\n\norder-service 依赖 mysql-core，超时 3 秒。\n", encoding="utf-8")
+    assert kg("ingest", notes, "--data-dir", root, "-q").exit_code == 0
+    vendor = tmp_path / "src" / "vendor"
+    vendor.mkdir(parents=True)
+    (vendor / "gw.md").write_text("# 网关\n\n厂商网关的限流阈值是 500。\n", encoding="utf-8")
+    (vendor / "relations.csv").write_text("source,relation,target\norder-service,documentedIn,pack:vendor\n",
+                                          encoding="utf-8")
+    own = tmp_path / "relations.csv"
+    own.write_text("source,relation,target\norder-service,dependsOn,mysql-core\n", encoding="utf-8")
+    assert kg("import", own, "--data-dir", root, "-q").exit_code == 0
+    assert kg("pack", "add", "vendor", vendor, "--data-dir", root, "-q").exit_code == 0
+    question = "order-service 的超时是多少？"
+
+    found = kg("query", question, "--data-dir", root).stdout
+    assert "documentedIn pack:vendor" not in found and "order.md" in found
+
+    own.write_text("source,relation,target\norder-service,dependsOn,mysql-core\n"
+                   "order-service,documentedIn,pack:vendor\n", encoding="utf-8")
+    assert kg("import", own, "--data-dir", root, "-q").exit_code == 0
+    assert "pack: vendor (order-service documentedIn pack:vendor)" in kg("query", question, "--data-dir", root).stdout
+    checked(root)

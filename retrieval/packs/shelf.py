@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rdflib import URIRef
+
 from kg.errors import InputError, KgError, NotFoundError
 from kg.files import file_stamp
 from ontology import entity_iri
@@ -41,12 +43,28 @@ from retrieval.packs.routing import (
     RoutingRules,
     route,
 )
-from retrieval.packs.tables import PACKS_DIR, retract_tables, sync_tables, table_entities
+from retrieval.packs.tables import (
+    PACKS_DIR,
+    packs_alone_state,
+    retract_tables,
+    sync_tables,
+    table_entities,
+)
 
 __all__ = ["PACK_CLASS", "PackInfo", "PackReport", "PackShelf", "pack_label"]
 
 MANIFEST = "packs.json"
 PACK_CLASS = "Pack"
+
+
+def _not_packs_alone(kb, iri: str, edge) -> bool:
+    """Is the edge said by more than packs' own tables? A pack (often someone else's work) cannot claim the questions
+    about the team's entities for itself, or send them to another pack, with a `documentedIn` row."""
+    info = kb.graph.vocab.properties.get(edge.asserted)
+    if info is None:
+        return True
+    ends = (iri, edge.target) if edge.forward else (edge.target, iri)
+    return not packs_alone_state(kb.root, (URIRef(ends[0]), URIRef(info.iri), URIRef(ends[1])))
 
 
 def pack_label(pack_id: str) -> str:
@@ -171,7 +189,7 @@ class PackShelf:
         out: dict[str, dict[str, float]] = {}
         for iri, label in labels.items():
             documented = {packs_by_iri[e.target] for e in view.neighbours(iri)
-                          if e.relation == "documentedIn" and e.target in packs_by_iri}
+                          if e.relation == "documentedIn" and e.target in packs_by_iri and _not_packs_alone(self.kb, iri, e)}
             if documented:  # a person said so in a relation table: that decides (see `routing.route`)
                 out[label] = {p: DOCUMENTED for p in documented}
             elif counts.get(iri):

@@ -21,7 +21,7 @@ from rdflib import URIRef
 from kg.errors import KgError
 from kg.relations.ledger import Statements, TableLedger, key_edge, statements
 
-__all__ = ["PACKS_DIR", "TABLES", "pack_of_table", "retract_tables", "sync_tables", "table_entities", "table_name"]
+__all__ = ["PACKS_DIR", "TABLES", "pack_of_table", "packs_alone_state", "retract_tables", "sync_tables", "table_entities", "table_name"]
 
 PACKS_DIR = "packs"  # DATA_DIR/packs/ID holds a pack's copy
 # File name -> the header of an empty table of its kind. Relations first: an alias names an entity a relation row made.
@@ -45,6 +45,13 @@ def table_name(table: str) -> str:
     if pack is not None:
         return f"pack {pack}'s {Path(table).name}"
     return table.removeprefix("upload:") if table.startswith("upload:") else Path(table).name
+
+
+def packs_alone_state(root: Path, edge: tuple) -> bool:
+    """Do packs' own tables state `edge` and nothing else does (no table of the team's, no ontology file, no edit made
+    in Protégé, which is in no table's record)?"""
+    tables = statements(root).of(edge)
+    return bool(tables) and all(pack_of_table(table) is not None for table in tables)
 
 
 def table_entities(root: Path) -> dict[str, frozenset[str]]:
