@@ -253,7 +253,8 @@ class QueryPath:
         ]
 
     # -- inspection -------------------------------------------------------------------------------
-    def entity(self, key: str) -> dict:
+    def entity(self, key: str, sources: bool = False) -> dict:
+        """`sources`: each neighbour with where its edge is stated (`origin`: "relations.csv:3"; one pass of each table)."""
         with self.reading():
             view = self.graph.view
             entity = view.resolve(key)
@@ -262,10 +263,19 @@ class QueryPath:
                 entity = view.entities[named.pop()] if len(named) == 1 else None
             if entity is None:
                 raise NotFoundError(f"no entity '{key}' (give its IRI, its exact label or an alias; `kg stats` counts entities)")
+            edges = list(view.neighbours(entity.iri))
+            origins: list[str | None] = [None] * len(edges)
+            if sources:
+                from retrieval.provenance import edge_origins
+
+                origins = list(edge_origins(self.root, view, self.graph.vocab)(
+                    [(entity.iri, e.asserted, e.target) if e.forward else (e.target, e.asserted, entity.iri)
+                     for e in edges]))
             neighbours: dict[str, list[dict]] = {}
-            for edge in view.neighbours(entity.iri):
+            for edge, origin in zip(edges, origins, strict=True):
                 neighbours.setdefault(edge.relation, []).append(
-                    {"id": edge.target, "label": view.entities[edge.target].label, "asserted": edge.forward}
+                    {"id": edge.target, "label": view.entities[edge.target].label, "asserted": edge.forward,
+                     **({"origin": origin or "graph.ttl"} if sources else {})}
                 )
             # Today's versions only: a superseded version's chunks stay for --as-of, not for this list.
             hidden = self.history.hidden_chunks(self.today())

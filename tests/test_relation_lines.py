@@ -42,3 +42,34 @@ def test_a_gbk_table_is_read_and_a_missing_or_broken_one_gives_no_line(tmp_path)
     assert row_lines(tmp_path / "gone.csv", vocab(), [wanted("order-service", "ownedBy", "交易组")]) == [None]
     path.write_text("not,a,relation table\n1,2,3\n", encoding="utf-8")
     assert row_lines(path, vocab(), [wanted("order-service", "ownedBy", "交易组")]) == [None]
+
+
+def test_kg_entity_sources_names_the_table_and_line_of_each_edge(tmp_path):
+    """`kg entity X --sources` (the real CLI, its human output): each neighbour with the table and line that state its
+    edge, an edge from an RDF file with that file's name; without the flag, as before."""
+    from click.testing import CliRunner
+
+    from kg.cli import cli
+
+    def kg(*args):
+        return CliRunner().invoke(cli, [*map(str, args), "--data-dir", str(tmp_path / "kb")], catch_exceptions=False)
+
+    table = tmp_path / "deps.csv"
+    table.write_text("source,relation,target,source_aliases\norder-service,dependsOn,mysql-core,订单服务\n"
+                     "订单服务,依赖,redis-cluster,\norder-service,ownedBy,交易组,\n", encoding="utf-8")
+    assert kg("import", table).exit_code == 0
+    extra = tmp_path / "extra.ttl"
+    extra.write_text("@prefix kg: <https://kgrag.dev/ontology#> .\n@prefix ent: <https://kgrag.dev/entity/> .\n"
+                     "@prefix owl: <http://www.w3.org/2002/07/owl#> .\n"
+                     "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+                     "ent:k8s-prod a owl:NamedIndividual ; rdfs:label \"k8s-prod\" .\n"
+                     "ent:order-service kg:runsOn ent:k8s-prod .\n", encoding="utf-8")
+    assert kg("import", extra).exit_code == 0
+    shown = kg("entity", "order-service", "--sources")
+    assert shown.exit_code == 0, shown.output
+    lines = shown.stdout.splitlines()
+    # the second row names order-service by the alias the first gave it, and the relation by its label
+    assert "  dependsOn: mysql-core (deps.csv:2), redis-cluster (deps.csv:3)" in lines
+    assert "  ownedBy: 交易组 (deps.csv:4)" in lines
+    assert "  runsOn: k8s-prod (extra.ttl)" in lines
+    assert "  dependsOn: mysql-core, redis-cluster" in kg("entity", "order-service").stdout.splitlines()

@@ -84,19 +84,22 @@ def print_result(result, max_text: int = 160) -> None:
 
 @cli.command()
 @click.argument("key")
+@click.option("--sources", is_flag=True, help="After each neighbour, the table and line that state its edge "
+              "(relations.csv:3; graph.ttl for an edge no table states).")
 @data_dir_option
 @json_option
-def entity(key: str, data_dir: Path | None, as_json: bool) -> None:
+def entity(key: str, sources: bool, data_dir: Path | None, as_json: bool) -> None:
     """Show an entity (by label or IRI): aliases, types, neighbours, the sections about it (strongest first), where it is mentioned."""
     with open_kb(data_dir) as kb:
-        info = kb.entity(key)
+        info = kb.entity(key, sources=sources)
     if as_json:
         echo_json(info)
         return
     click.echo(click.style(info["label"], bold=True) + f"  <{info['id']}>")
     click.echo(f"types: {', '.join(info['types']) or '-'}    aliases: {', '.join(info['aliases']) or '-'}")
     for relation, targets in sorted(info["neighbours"].items()):
-        click.echo(f"  {relation}: " + ", ".join(t["label"] for t in targets))
+        click.echo(f"  {relation}: " + ", ".join(t["label"] + (f" ({t['origin']})" if "origin" in t else "")
+                                                 for t in targets))
     for doc in info["documents_about"]:
         click.echo(f"  about it: {doc['title']} ({doc['source']})")
     for sec in info.get("sections_about", []):

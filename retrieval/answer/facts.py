@@ -124,7 +124,7 @@ class FactFinder:
     def __init__(self, view, vocab, relations_in: Callable[[str], set[str]],
                  origins: Callable[[Sequence[tuple[str, str, str]]], Sequence[str]] | None = None) -> None:
         self.view, self.vocab, self.relations_in = view, vocab, relations_in
-        # [(subject IRI, property name, object IRI)] -> where each is stated (`retrieval.answer.fact_sources`)
+        # [(subject IRI, property name, object IRI)] -> where each is stated (`retrieval.provenance`)
         self.origins = origins
 
     def __call__(self, question: str, entities: Sequence[dict], citations: Sequence[Citation] = ()) -> list[Fact]:

@@ -47,12 +47,12 @@ def ask_options(kb, k: int | None, mode: str, as_of=None, packs=None, history=No
             raise InputError(f"'{name}' is not supported by this knowledge base's search (leave it out)")
     facts = None
     if hasattr(kb, "_relation_matcher"):  # a knowledge base with a graph: its facts are evidence
-        from retrieval.answer.fact_sources import fact_origins
         from retrieval.answer.facts import FactFinder
+        from retrieval.provenance import edge_origins
 
         matcher = kb._relation_matcher()
         root = getattr(kb, "root", None)
-        origins = fact_origins(root, kb.graph.view, kb.graph.vocab) if root is not None else None
+        origins = edge_origins(root, kb.graph.view, kb.graph.vocab) if root is not None else None
         facts = FactFinder(kb.graph.view, kb.graph.vocab, lambda text: set(matcher.find_names(text)), origins)
     leads = None
     if hasattr(kb, "store"):  # a knowledge base with a catalog: the lead of a page about a named entity

@@ -1,6 +1,7 @@
-"""Where each triple of a graph fact is stated: the relation-table record's tables, named as a reader knows them
+"""Where each edge of the graph is stated: the relation-table record's tables, named as a reader knows them
 ("relations.csv", "pack ops's relations.csv"), each with the line of its row where the file is here to read
-(`kg.relations.lines`); "" for a triple no table states (an edge made in Protégé: `Fact.source` says graph.ttl)."""
+(`kg.relations.lines`); "" for an edge no table states (made in Protégé: a fact's source says graph.ttl). Read by an
+answer's graph facts ([R1]) and by `kg entity`."""
 
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ from kg.relations.ledger import statements
 from kg.relations.lines import WantedEdge, row_lines
 from retrieval.packs.tables import table_name
 
-__all__ = ["fact_origins"]
+__all__ = ["edge_origins"]
 
 Edge = tuple[str, str, str]  # (subject IRI, property name, object IRI)
 
 
-def fact_origins(root: Path, view, vocab) -> Callable[[Sequence[Edge]], list[str]]:
-    """The `FactFinder` origins of the knowledge base in `root` with graph view `view` and vocabulary `vocab`."""
+def edge_origins(root: Path, view, vocab) -> Callable[[Sequence[Edge]], list[str]]:
+    """[(subject IRI, property name, object IRI)] -> where each is stated ("relations.csv:3, pack ops's
+    relations.csv:7"), in the knowledge base in `root` with graph view `view` and vocabulary `vocab`; every table is
+    read once a call."""
 
     def surfaces(iri: str) -> frozenset[str]:
         entity = view.entities.get(iri)
