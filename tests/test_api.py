@@ -116,6 +116,13 @@ def test_entity_with_neighbours(client):
     }
 
 
+def test_entity_with_sources_gives_each_edge_its_table_line(client):
+    data = client.get("/entities/" + quote("交易团队"), params={"sources": "true"}).json()
+    [owned] = data["neighbours"]["owns"]  # walked backwards: the row is "order-service,ownedBy,交易团队"
+    assert owned["label"] == "order-service" and owned["origin"].startswith("relations.csv:")
+    assert "origin" not in client.get("/entities/" + quote("交易团队")).json()["neighbours"]["owns"][0]
+
+
 def test_entity_by_iri(client):
     response = client.get("/entities/" + str(entity_iri("mysql-core")))
     assert response.status_code == 200

@@ -79,6 +79,13 @@ def test_entity_and_documents(mcp_run, kb):
     assert {"doc_id", "title", "source", "format", "chunks", "version", "versions", "pack"} <= set(listed[0])
 
 
+def test_entity_with_sources(kb_root, kb):
+    _, [sourced] = asyncio.run(_session_calls(kb_root / "kb", [("entity", {"key": "order-service", "sources": True})]))
+    info = _field(sourced, "structured_content", "structuredContent")
+    assert info == kb.entity("order-service", sources=True)
+    assert all(n["origin"].startswith("relations.csv:") for ns in info["neighbours"].values() for n in ns)
+
+
 def test_errors_are_tool_errors_with_the_fix(mcp_run):
     _, (*_, unknown, bad_mode, _dated) = mcp_run
     assert _field(unknown, "is_error", "isError")

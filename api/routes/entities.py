@@ -1,4 +1,5 @@
-"""GET /entities/{id or label}: an entity with its neighbours and mentions (404 when unknown)."""
+"""GET /entities/{id or label}[?sources=true]: an entity with its neighbours (with `sources`, each with the table and line
+that state its edge: `origin`) and mentions (404 when unknown)."""
 
 from __future__ import annotations
 
@@ -10,5 +11,5 @@ router = APIRouter()
 
 
 @router.get("/entities/{key:path}")
-def get_entity(key: str, kb=Depends(knowledge_base)) -> dict:  # noqa: B008 - FastAPI idiom
-    return kb.entity(key)
+def get_entity(key: str, sources: bool = False, kb=Depends(knowledge_base)) -> dict:  # noqa: B008 - FastAPI idiom
+    return kb.entity(key, sources=sources)

@@ -95,9 +95,10 @@ def build_server(kb):
         return record(lambda: kb.query(query, k=k, mode=mode, types=types or None, **_optional(kb.query, as_of=as_of, packs=packs)).to_json())
 
     @server.tool(structured_output=True, description="An entity by label, alias or IRI: aliases, types, neighbours by relation, "
-                             "the documents about it and the passages mentioning it.")
-    def entity(key: str) -> dict[str, Any]:
-        return record(lambda: kb.entity(key))
+                             "the documents about it and the passages mentioning it. sources: each neighbour with "
+                             "the table and line that state its edge (origin: 'relations.csv:3').")
+    def entity(key: str, sources: bool = False) -> dict[str, Any]:
+        return record(lambda: kb.entity(key, sources=sources))
 
     @server.tool(structured_output=True, description="The documents in the knowledge base: id, title, source, format, chunks, version.")
     def documents() -> dict[str, Any]:
