@@ -387,6 +387,7 @@ def test_a_two_turn_conversation_streams_its_answers(browser, server, llm, shots
     browser.wait_for("document.querySelector('#panel pre.turtle .fact-row')")
     rows = texts(browser, "#panel pre.turtle .fact-row")
     assert any(":dependsOn" in row for row in rows) and any("redis-cluster" in row for row in rows)
+    assert "relations.csv:" in texts(browser, "#panel .fact-box .origin")[0]  # and the table row it came from
     # The loop's path and rounds, on demand.
     browser.click(f"{turn} details.loop summary")
     assert browser.evaluate(f"document.querySelectorAll('{turn} .rounds li').length") >= 1

@@ -69,6 +69,7 @@ def test_a_facts_source_is_its_statement_in_graph_ttl(client):
     lines = (data_dir / "graph.ttl").read_text(encoding="utf-8").splitlines()
     assert all(lines[line["n"] - 1] == line["text"] for line in st["lines"])
     assert fact["definition"]["text"].startswith(":dependsOn")
+    assert fact["origin"].startswith("relations.csv:")  # and the table row it was imported from
     missing = client.get("/graph/fact", params={"source": "mysql-core", "relation": "dependsOn", "target": "order-service"})
     assert missing.status_code == 404 and "does not assert" in missing.json()["error"]["message"]
 

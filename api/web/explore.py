@@ -159,7 +159,8 @@ def _block(lines: list[str], tokens: list[str]) -> tuple[int, int] | None:
 
 def fact_source(kb, source: str, relation: str, target: str, lang: str) -> dict:
     """Where a fact is written: its statement in the knowledge base's graph file (line numbers, the Turtle as
-    written, the edge's weight) and where its relation is defined, with the relation's label and comment."""
+    written, the edge's weight), the table that states it (`origin`: "relations.csv:3") and where its relation is
+    defined, with the relation's label and comment."""
     from rdflib import RDFS, URIRef
 
     with kb.reading():
@@ -178,6 +179,9 @@ def fact_source(kb, source: str, relation: str, target: str, lang: str) -> dict:
         info = vocab.properties[relation]
         comment = [str(o) for o in kb.graph.rdf.objects(URIRef(info.iri), RDFS.comment)]
         _, relation_labels = vocabulary_labels(kb, lang)
+        from retrieval.provenance import edge_origins
+
+        origin = edge_origins(kb.root, view, vocab)([(s.iri, relation, t.iri)])[0]
     lines = text.splitlines()
     prefixes = {m.group(1): m.group(2) for m in map(_PREFIX_LINE.match, lines[:200]) if m}
     statement = definition = None
@@ -198,6 +202,7 @@ def fact_source(kb, source: str, relation: str, target: str, lang: str) -> dict:
         "source": s.to_json(), "relation": relation, "relation_label": relation_labels[relation], "target": t.to_json(),
         "weight": weight, "relation_iri": info.iri, "relation_comment": comment,
         "inverse": info.inverse, "symmetric": info.symmetric, "statement": statement, "definition": definition,
+        "origin": origin or None,  # the imported table (and line) or RDF file that states it; None: made in graph.ttl
         "note": "relation tables and ontologies are merged into this file when imported (kg import); "
                 "it is the one to edit (e.g. in Protégé) or to re-import a corrected table over",
     }

@@ -73,6 +73,7 @@
     Kg.fill(box, h("h3", {}, t("fact_source")),
       h("p", { "class": "fact-line" }, h("b", {}, f.source.label), " —", h("span", { "class": "rel", title: f.relation }, f.relation_label), "→ ", h("b", {}, f.target.label),
         f.weight !== 1 ? h("span", { "class": "muted" }, " · " + t("weight") + " " + f.weight) : null),
+      f.origin ? h("p", { "class": "origin" }, t("stated_by", { origin: f.origin })) : null,
       st ? h("p", { "class": "muted" }, t("written_in", { file: st.file, line: st.line })) : h("p", { "class": "muted" }, t("not_in_file")),
       st ? h("pre", { "class": "turtle" }, st.lines.map(function (l) {
         return h("span", { "class": l.fact ? "fact-row" : null }, String(l.n).padStart(5, " ") + "  " + l.text + "\n");
