@@ -124,11 +124,11 @@ def store_graphs(whole: Graph, root: Path | None = None) -> dict[str, Graph]:
 def pack_owned(root: Path) -> dict[tuple, str]:
     """Triple -> `pack:ID`, for the edges and aliases a pack's own tables (`retrieval.packs.tables`, in
     DATA_DIR/packs/ID) state and no other table does: the relation-table record's."""
-    from kg.relations.ledger import TableLedger, key_edge
+    from kg.relations.ledger import key_edge, statements
     from kg.stores.base import pack_graph
     from retrieval.packs.tables import pack_of_table
 
-    ledger = TableLedger(root)
+    ledger = statements(root)  # read again only when the record changed: a push reads it, and so does its mark
     out: dict[tuple, str] = {}
     for table in ledger.tables:
         pack = pack_of_table(table)

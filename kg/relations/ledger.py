@@ -94,13 +94,7 @@ class TableLedger:
         """The edges (`edge_key`s) `table` asserted at its last import that no other table asserts. An RDF file's
         record (kg/rdf_merge.py) protects what another RDF file drops, never a table's deleted row: the graph exported
         as Turtle and imported back holds every edge, and would otherwise keep a row deleted from its table for ever."""
-        mine = self.tables.get(table, [])
-        if not mine or len(self.tables) == 1:
-            return mine
-        rdf = _is_rdf(table)
-        others = {k for name, keys in self.tables.items()
-                  if name != table and _still_there(name) and (rdf or not _is_rdf(name)) for k in keys}
-        return [k for k in mine if k not in others]
+        return _only_in(self.tables, table)
 
     def record(self, table: str, keys: list[str], *, keep_old: bool = False) -> None:
         """`table` asserts the edges `keys` now (with `keep_old`, also what it asserted before); the file is
@@ -126,6 +120,16 @@ class TableLedger:
         replace_file(self.path, data, TEMP_PREFIX, ".json")
 
 
+def _only_in(tables: dict[str, list[str]], table: str) -> list[str]:
+    mine = tables.get(table, [])
+    if not mine or len(tables) == 1:
+        return mine
+    rdf = _is_rdf(table)
+    others = {k for name, keys in tables.items()
+              if name != table and _still_there(name) and (rdf or not _is_rdf(name)) for k in keys}
+    return [k for k in mine if k not in others]
+
+
 class Statements:
     """Which tables state an edge or an alias: the record as it was read once (see `statements`)."""
 
@@ -137,6 +141,10 @@ class Statements:
         """The tables (record keys: a path, `upload:NAME`, an RDF file) whose last import stated `edge`."""
         key = edge_key(edge)
         return [table for table in self.tables if key in self._keys(table)]
+
+    def only_in(self, table: str) -> list[str]:
+        """`TableLedger.only_in`, on the record as read."""
+        return _only_in(self.tables, table)
 
     def _keys(self, table: str) -> frozenset[str]:
         keys = self._sets.get(table)
