@@ -131,6 +131,7 @@ def run_questions(kb, questions, llm_factory, label: str, log=print) -> list[dic
 def run_relations(kb, questions: list[dict], relations_csv: Path, llm_factory, label: str, log=print) -> list[dict]:
     rows = []
     threshold = kb.settings.citation_support
+    lines = relations_csv.read_text(encoding="utf-8-sig").splitlines()
     for q in questions:
         want = expected_entities(relations_csv, q["entity"], q["relation"])
         row, answer = ask_row(kb, q["question"], llm_factory, threshold)
@@ -140,7 +141,6 @@ def run_relations(kb, questions: list[dict], relations_csv: Path, llm_factory, l
         named = [e for e in want if e.lower() in text]
         cited = [e for e in want if any(e in f.others for f in facts)
                  and any(e.lower() in s.text.lower() and s.facts for s in answer.sentences)]
-        lines = relations_csv.read_text(encoding="utf-8-sig").splitlines()
         # ... and the fact's source gives the line of the table's row that relates the two (`relations.csv:N`)
         on_row = [e for e in cited if any(_names_row(f, e, q["entity"], lines) for f in facts)]
         row.update(id=q["id"], expected=want, named=len(named), cited_to_row=len(cited), cited_to_line=len(on_row),

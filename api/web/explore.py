@@ -163,6 +163,8 @@ def fact_source(kb, source: str, relation: str, target: str, lang: str) -> dict:
     defined, with the relation's label and comment."""
     from rdflib import RDFS, URIRef
 
+    from retrieval.provenance import edge_origins
+
     with kb.reading():
         view, vocab = kb.graph.view, kb.graph.vocab
         if relation not in vocab.properties:
@@ -179,8 +181,6 @@ def fact_source(kb, source: str, relation: str, target: str, lang: str) -> dict:
         info = vocab.properties[relation]
         comment = [str(o) for o in kb.graph.rdf.objects(URIRef(info.iri), RDFS.comment)]
         _, relation_labels = vocabulary_labels(kb, lang)
-        from retrieval.provenance import edge_origins
-
         origin = edge_origins(kb.root, view, vocab)([(s.iri, relation, t.iri)])[0]
     lines = text.splitlines()
     prefixes = {m.group(1): m.group(2) for m in map(_PREFIX_LINE.match, lines[:200]) if m}
