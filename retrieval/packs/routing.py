@@ -6,7 +6,8 @@ can be. Each signal gives every pack a share in [0, 1]; their weighted sum ranks
 
 - `registry`: how much of the question a registry row's intent and example questions share;
 - `card`: the same for the card's title, covers and key terms;
-- `entities`: the linked entities' chunks, by pack; `X documentedIn pack:Y` in the graph decides;
+- `entities`: the linked entities' chunks, by pack; `X documentedIn pack:Y` in the graph decides (unless only a
+  pack's own table says so), and so does a pack's own table for an entity no document names;
 - `index`: where the best BM25 passages of the whole knowledge base are (rank-discounted).
 
 The best pack is searched; the second joins when its score is close enough. When the best pack
