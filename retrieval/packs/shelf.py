@@ -57,6 +57,12 @@ MANIFEST = "packs.json"
 PACK_CLASS = "Pack"
 
 
+def _unnamed(db, entities: set[str]) -> set[str]:
+    """Those of `entities` that no chunk mentions and no document is about, in a pack or not: for them a pack's own table
+    may be the one place that names them (TABLED, see `routing.route`)."""
+    return entities - mentioned(db, sorted(entities)) if entities else set()
+
+
 def _not_packs_alone(kb, iri: str, edge) -> bool:
     """Is the edge said by more than packs' own tables? A pack (often someone else's work) cannot claim the questions
     about the team's entities for itself, or send them to another pack, with a `documentedIn` row."""
@@ -175,15 +181,12 @@ class PackShelf:
         return wanted
 
     def entity_evidence(self, mentions) -> dict[str, dict[str, float]]:
-        """Linked entity label -> {pack: chunks that mention it}, or {pack: DOCUMENTED} for `X documentedIn pack:ID`, or
-        {pack: TABLED} for an entity no chunk mentions that a pack's own relation or alias table states."""
+        """Linked entity label -> {pack: chunks that mention it}, {pack: DOCUMENTED} (`X documentedIn pack:ID`) or TABLED."""
         if not mentions:
             return {}
         labels = {m.entity: m.label for m in mentions}
         counts = entity_packs(self.kb.store.db, list(labels))
-        unmentioned = set(labels) - set(counts)
-        if unmentioned:  # named by no chunk of any pack: a pack's own table may be the one place that names it
-            unmentioned -= mentioned(self.kb.store.db, sorted(unmentioned))
+        unmentioned = _unnamed(self.kb.store.db, set(labels) - set(counts))
         packs_by_iri = {str(entity_iri(pack_label(p))): p for p in self.ids()}
         view = self.kb.graph.view
         out: dict[str, dict[str, float]] = {}
