@@ -32,6 +32,10 @@ class Edge:
     forward: bool  # False when walked from the object end
     edge_weight: float = 1.0
 
+    def triple(self) -> tuple[str, str, str]:
+        """The edge as the graph asserts it, whichever end it was walked from: (subject IRI, property name, object IRI)."""
+        return (self.source, self.asserted, self.target) if self.forward else (self.target, self.asserted, self.source)
+
 
 def walkable_steps(vocab, source: str, relation: str, target: str, weight: float = 1.0) -> tuple[Edge, Edge]:
     """The two steps an asserted edge `source relation target` gives (`vocab`: ontology.Vocabulary): forward, and

@@ -268,9 +268,7 @@ class QueryPath:
             if sources:
                 from retrieval.provenance import edge_origins
 
-                origins = list(edge_origins(self.root, view, self.graph.vocab)(
-                    [(entity.iri, e.asserted, e.target) if e.forward else (e.target, e.asserted, entity.iri)
-                     for e in edges]))
+                origins = list(edge_origins(self.root, view, self.graph.vocab)([e.triple() for e in edges]))
             neighbours: dict[str, list[dict]] = {}
             for edge, origin in zip(edges, origins, strict=True):
                 neighbours.setdefault(edge.relation, []).append(

@@ -91,46 +91,42 @@ def layout_digest(kb) -> str:
     """The graph as the store lays it out: graph.ttl's digest, and when packs have tables of their own, which edges
     those alone state (a table that comes to state, or stops stating, an edge a pack's table states too moves that
     edge between `pack:ID` and `default` without changing graph.ttl)."""
-    digest = kb.graph.digest
-    owned = pack_owned(kb.root) if _has_pack_tables(kb.root) else {}
-    if owned:
-        from kg.relations.ledger import edge_key
-
-        lines = sorted(f"{edge_key(edge)}\x1e{name}" for edge, name in owned.items())
-        digest += ":" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:16]
-    return digest
-
-
-def _has_pack_tables(root: Path) -> bool:
-    from kg.relations.ledger import statements
-    from retrieval.packs.tables import pack_of_table
-
-    return any(pack_of_table(table) for table in statements(root).tables)
+    owned = _owned_keys(kb.root)
+    if not owned:
+        return kb.graph.digest
+    lines = sorted(f"{key}\x1e{name}" for key, name in owned.items())
+    return kb.graph.digest + ":" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:16]
 
 
 def store_graphs(whole: Graph, root: Path | None = None) -> dict[str, Graph]:
     """The graph as the store's named graphs (`kg.stores.layout`: `ontology`, `default`, one `pack:ID` per pack, with
     the edges of the pack's own tables when `root`, the data dir, is given)."""
-    from kg.stores.layout import named_graphs, pack_entities
+    from kg.stores.layout import named_graphs
     from ontology import BASE_ONTOLOGY_PATH, KG, load_rdf
     from retrieval.packs.shelf import PACK_CLASS
 
-    # The record (every table's edges: megabytes for a 100k-row table) is read only when there are packs to own them.
-    has_packs = root is not None and bool(pack_entities(whole, KG[PACK_CLASS]))
-    owned = pack_owned(root) if has_packs else None
+    owned = pack_owned(root) if root is not None else None
     return named_graphs(whole, load_rdf(BASE_ONTOLOGY_PATH), KG[PACK_CLASS], owned)
 
 
 def pack_owned(root: Path) -> dict[tuple, str]:
     """Triple -> `pack:ID`, for the edges and aliases a pack's own tables (`retrieval.packs.tables`, in
     DATA_DIR/packs/ID) state and no other table does: the relation-table record's."""
-    from kg.relations.ledger import key_edge, statements
+    from kg.relations.ledger import key_edge
+
+    return {key_edge(key): name for key, name in _owned_keys(root).items()}
+
+
+def _owned_keys(root: Path) -> dict[str, str]:
+    """`pack_owned` as the record keys its edges (`edge_key`), read through the record cached per change of its file
+    (a push and its mark read it at every commit); empty, and cheap, without packs' tables."""
+    from kg.relations.ledger import statements
     from kg.stores.base import pack_graph
     from retrieval.packs.tables import pack_of_table
 
-    ledger = statements(root)  # read again only when the record changed: a push reads it, and so does its mark
-    out: dict[tuple, str] = {}
-    for table in ledger.tables:
+    record = statements(root)
+    out: dict[str, str] = {}
+    for table in record.tables:
         pack = pack_of_table(table)
         if pack is None:
             continue
@@ -138,7 +134,7 @@ def pack_owned(root: Path) -> dict[tuple, str]:
             name = pack_graph(pack)
         except InputError:  # no pack's name: its edges stay in `default`
             continue
-        out.update((key_edge(key), name) for key in ledger.only_in(table))
+        out.update(dict.fromkeys(record.only_in(table), name))
     return out
 
 

@@ -82,7 +82,10 @@ def import_alias_table(graph: rdflib.Graph, path: Path, entities: set | None = N
         raise RelationTableError(f"{name}:1: an alias table needs the header 'entity,alias' (got '{got}')")
     subjects = _labelled_subjects(graph, entities)
     folded = {label.casefold(): iri for label, iri in subjects.items()}
-    taken = _names(graph, entities, {key_edge(key) for key in forget})
+    mine = {key_edge(key) for key in forget}
+    # Who each name names, but for the aliases this table alone gave last time (it keeps or moves those): the relation
+    # table's rule, an alias names one entity, holds here too.
+    taken = _labelled_subjects(graph, entities, leave_out=mine) if mine else subjects
     given: dict[str, tuple[rdflib.URIRef, str, int]] = {}  # alias -> (entity, its cell, line) in this table
     report = AliasReport(dry_run=dry_run, encoding=encoding)
     planned: list[tuple[rdflib.URIRef, str]] = []
@@ -145,24 +148,15 @@ def import_alias_table(graph: rdflib.Graph, path: Path, entities: set | None = N
     return report
 
 
-def _names(graph: rdflib.Graph, entities: set | None, mine: set[tuple]) -> dict[str, rdflib.URIRef]:
-    """Each label and alias -> the entity it names, leaving out `mine` (the aliases this table alone gave last time,
-    which this import keeps or moves): the relation table's rule, an alias names one entity, holds here too."""
-    out: dict[str, rdflib.URIRef] = {}
-    for predicate in (RDFS.label, SKOS.altLabel):
-        for subject, name in graph.subject_objects(predicate):
-            if (isinstance(subject, rdflib.URIRef) and (entities is None or subject in entities)
-                    and (subject, predicate, name) not in mine):
-                out.setdefault(str(name).strip(), subject)
-    return out
-
-
-def _labelled_subjects(graph: rdflib.Graph, entities: set | None) -> dict[str, rdflib.URIRef]:
-    """Label (or existing alias, or IRI) -> entity, for the subjects that are entities with a label."""
+def _labelled_subjects(graph: rdflib.Graph, entities: set | None,
+                       leave_out: set[tuple] = frozenset()) -> dict[str, rdflib.URIRef]:
+    """Label (or existing alias, or IRI) -> entity, for the subjects that are entities with a label (but the label and
+    alias triples in `leave_out`)."""
     out: dict[str, rdflib.URIRef] = {}
     for predicate in (SKOS.altLabel, RDFS.label):  # labels win over aliases
         for subject, label in graph.subject_objects(predicate):
-            if isinstance(subject, rdflib.URIRef) and (entities is None or subject in entities):
+            if (isinstance(subject, rdflib.URIRef) and (entities is None or subject in entities)
+                    and (subject, predicate, label) not in leave_out):
                 out[str(label)] = subject
                 out.setdefault(str(subject), subject)
     return out

@@ -159,8 +159,7 @@ class FactFinder:
                     else f"{self.view.entities[x.target].label} {x.asserted} {label}" for x in edges)
                 stated = sorted({n for x in edges for n in stating_passages(self.view, e["id"], x.target, citations)})
                 facts.append(Fact(f"R{len(facts) + 1}", label, relation, others, triples, tuple(stated)))
-                asserted.append([(e["id"], x.asserted, x.target) if x.forward else (x.target, x.asserted, e["id"])
-                                 for x in edges])
+                asserted.append([x.triple() for x in edges])
                 if len(facts) == MAX_FACTS:
                     return self._with_origins(facts, asserted)
         return self._with_origins(facts, asserted)

@@ -63,14 +63,14 @@ def _unnamed(db, entities: set[str]) -> set[str]:
     return entities - mentioned(db, sorted(entities)) if entities else set()
 
 
-def _not_packs_alone(kb, iri: str, edge) -> bool:
+def _not_packs_alone(kb, edge) -> bool:
     """Is the edge said by more than packs' own tables? A pack (often someone else's work) cannot claim the questions
     about the team's entities for itself, or send them to another pack, with a `documentedIn` row."""
     info = kb.graph.vocab.properties.get(edge.asserted)
     if info is None:
         return True
-    ends = (iri, edge.target) if edge.forward else (edge.target, iri)
-    return not packs_alone_state(kb.root, (URIRef(ends[0]), URIRef(info.iri), URIRef(ends[1])))
+    s, _, o = edge.triple()
+    return not packs_alone_state(kb.root, (URIRef(s), URIRef(info.iri), URIRef(o)))
 
 
 def pack_label(pack_id: str) -> str:
@@ -192,7 +192,7 @@ class PackShelf:
         out: dict[str, dict[str, float]] = {}
         for iri, label in labels.items():
             documented = {packs_by_iri[e.target] for e in view.neighbours(iri)
-                          if e.relation == "documentedIn" and e.target in packs_by_iri and _not_packs_alone(self.kb, iri, e)}
+                          if e.relation == "documentedIn" and e.target in packs_by_iri and _not_packs_alone(self.kb, e)}
             if documented:  # a person said so in a relation table: that decides (see `routing.route`)
                 out[label] = {p: DOCUMENTED for p in documented}
             elif counts.get(iri):

@@ -106,8 +106,7 @@ def retract_tables(kb, folder: Path) -> list[dict]:
 
 def _recorded(kb, path: Path) -> bool:
     """Did the table at `path` state anything at its last import?"""
-    ledger = TableLedger(kb.root)
-    return bool(ledger.tables.get(ledger.key(path)))
+    return bool(statements(kb.root).tables.get(TableLedger.key(path)))
 
 
 def _retract(kb, path: Path) -> dict:
