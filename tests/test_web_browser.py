@@ -127,6 +127,16 @@ def ask(browser: Chromium, question: str) -> None:
     )
 
 
+def show(browser: Chromium, server: str, lang: str, question: str | None = None) -> None:
+    """The page opened afresh (a question's results, with its answer when answers are on), so that a test runs the
+    same alone as after the others."""
+    browser.goto(server + f"/?lang={lang}" + (f"&q={urllib.parse.quote(question)}" if question else ""))
+    browser.wait_for("window.Kg && Kg.features" + (
+        " && document.querySelectorAll('#results .hit').length > 0"
+        " && (!Kg.features.ask || document.body.dataset.searched)"
+        " && !document.querySelector('#results').hasAttribute('aria-busy')" if question else ""), timeout=60)
+
+
 def texts(browser: Chromium, selector: str) -> list[str]:
     return browser.evaluate(f"Array.from(document.querySelectorAll({json.dumps(selector)})).map(e => e.textContent)")
 
@@ -176,6 +186,7 @@ def test_an_english_question(browser, server, shots):
 
 
 def test_a_chinese_question_after_switching_language(browser, server):
+    show(browser, server, "en", EN_QUESTION)
     before = int(browser.evaluate("document.body.dataset.searched || 0"))
     browser.click("#lang-toggle")
     browser.wait_for("document.documentElement.lang === 'zh-CN'")
@@ -200,6 +211,7 @@ def test_a_chinese_question_after_switching_language(browser, server):
 
 
 def test_opening_a_citation_or_passage(browser, server):
+    show(browser, server, "zh", ZH_QUESTION)
     if browser.evaluate("Kg.features.ask"):
         # A passage's citation: a relation question's graph facts [R1] lead the answer and open a fact card.
         browser.wait_for("document.querySelector('#answer .cite:not(.fact)')", timeout=60)
@@ -219,6 +231,7 @@ def test_opening_a_citation_or_passage(browser, server):
 
 def test_an_answer_record_renders_with_citations_that_open(browser, server, shots):
     """The answer box on a record of the shape CONTRACTS.md gives `POST /ask`, made from real hits of this server."""
+    show(browser, server, "zh")
     query = json.loads(urllib.request.urlopen(urllib.request.Request(
         server + "/query", data=json.dumps({"query": ZH_QUESTION, "k": 2}).encode(), headers={"Content-Type": "application/json"})).read())
     first, second = query["hits"]
@@ -255,6 +268,7 @@ def test_an_answer_record_renders_with_citations_that_open(browser, server, shot
 
 
 def test_the_entity_panel_draws_its_neighbours(browser, server, shots):
+    show(browser, server, "zh", ZH_QUESTION)
     browser.click(".entities .chip")
     browser.wait_for("document.querySelector('#panel .entity-graph svg')")
     entity = api_get(server, "/entities/" + urllib.parse.quote("order-service"))
@@ -557,6 +571,7 @@ def test_the_home_page(browser, server, shots):
 
 
 def test_favicon_and_no_request_leaves_the_server(browser, server):
+    show(browser, server, "en", EN_QUESTION)
     with urllib.request.urlopen(server + "/favicon.ico") as response:
         assert response.headers["Content-Type"].startswith("image/svg+xml")
     # Every script and style the page loads is its own (nothing from another host, nothing inline).
