@@ -214,6 +214,33 @@ def test_gbk_file_is_read_and_an_unknown_encoding_says_how_to_fix_it(tmp_path):
     assert str(error.value) == f"{neither}: neither UTF-8 nor GBK/GB18030 text (byte 5); save the file as UTF-8 and ingest it again"
 
 
+def test_a_utf16_file_with_its_byte_order_mark_is_read(tmp_path):
+    # Notepad's "Unicode" and Windows PowerShell's `>` write UTF-16 with a BOM, little- or big-endian.
+    for name, encoding in (("notepad.txt", "utf-16"), ("le.md", "utf-16-le"), ("be.md", "utf-16-be")):
+        path = tmp_path / name
+        bom = "\ufeff" if encoding != "utf-16" else ""
+        path.write_bytes(f"{bom}# 备份策略\r\n\r\n每晚 02:00 全量备份，保留 14 天。\r\n".encode(encoding))
+        src = read_source_file(path)
+        assert src.text.splitlines()[0] == "# 备份策略" and "保留 14 天" in src.text and "\ufeff" not in src.text
+        assert src.warnings == (f"{path}: read as UTF-16 (it is not UTF-8)",)
+    broken = tmp_path / "broken.txt"
+    broken.write_bytes("\ufeffab".encode("utf-16-le") + b"\x00\xd8\x41")  # a lone surrogate half, cut short
+    with pytest.raises(InputError) as error:
+        read_source_file(broken)
+    assert str(error.value) == f"{broken}: starts as UTF-16 text but is not (byte 6); save the file as UTF-8 and ingest it again"
+    # Without a BOM, UTF-16 is not guessed (Chinese in it reads as GBK as well), but Latin text in it is told from a
+    # binary file by its every other byte being NUL.
+    bare = tmp_path / "bare.md"
+    bare.write_bytes("# Backups\n\nEvery night at 02:00, kept 14 days.\n".encode("utf-16-le"))
+    with pytest.raises(InputError) as error:
+        read_source_file(bare)
+    assert str(error.value) == f"{bare}: looks like UTF-16 text without a byte order mark; save the file as UTF-8 and ingest it again"
+    binary = tmp_path / "blob.md"
+    binary.write_bytes(b"SQLite format 3\x00" + bytes(range(1, 128)) * 4)
+    with pytest.raises(InputError, match="binary content"):
+        read_source_file(binary)
+
+
 def test_folders_are_walked_sorted_skipping_hidden_and_unsupported_files(tmp_path):
     for name in ["b.md", "a/c.txt", "a/d.markdown", ".git/e.md", "a/.hidden.md", "f.xlsx", "g.MD"]:
         path = tmp_path / name

@@ -7,6 +7,7 @@ and how to fix it, so a folder ingest can skip that file and carry on.
 
 from __future__ import annotations
 
+import codecs
 import datetime as dt
 import os
 import re
@@ -226,6 +227,10 @@ def read_source_bytes(raw: bytes, fmt: str, source: str, label: str | None = Non
         return read_pdf(raw, source, label)
     text, encoding = decode_text(raw, label)
     if "\x00" in text:
+        head = raw[:4096]
+        if head.count(0) * 3 >= len(head):  # every other byte: Latin text in UTF-16 saved without its byte order mark
+            raise InputError(f"{label}: looks like UTF-16 text without a byte order mark; save the file as UTF-8 and "
+                             "ingest it again")
         raise InputError(f"{label}: binary content (NUL bytes) in a .{fmt} file; kgrag reads text files of these types")
     if fmt == "html":
         from retrieval.ingest.html import read_html
@@ -244,7 +249,14 @@ def read_source_bytes(raw: bytes, fmt: str, source: str, label: str | None = Non
 
 def decode_text(raw: bytes, label: str) -> tuple[str, str]:
     """A document's text and encoding, by the relation import's rule: UTF-8 (with or without a BOM), else
-    Chinese GBK, read as its superset GB18030 (what Windows editors in China save)."""
+    Chinese GBK, read as its superset GB18030 (what Windows editors in China save). A file that opens with a
+    UTF-16 byte order mark is UTF-16: what Notepad saves as "Unicode" and Windows PowerShell's `>` writes."""
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and not raw.startswith(codecs.BOM_UTF32_LE):
+        try:
+            return raw.decode("utf-16"), "utf-16"
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{label}: starts as UTF-16 text but is not (byte {exc.start}); save the file as "
+                             "UTF-8 and ingest it again") from None
     try:
         return raw.decode("utf-8-sig"), "utf-8"
     except UnicodeDecodeError as exc:
