@@ -1,12 +1,42 @@
-"""A file's change stamp: a path in, (mtime ns, size) or None out; every store that re-reads a file a person may edit (graph.ttl, synonyms.txt, REGISTRY.md, PACK.md) compares these. And a data dir file replaced whole or not at all (`replace_file`)."""
+"""A file's change stamp: a path in, (mtime ns, size) or None out; every store that re-reads a file a person may edit (graph.ttl, synonyms.txt, REGISTRY.md, PACK.md) compares these. A data dir file replaced whole or not at all (`replace_file`). And the text of a file a person wrote, in the encodings their editors save (`decode_text`)."""
 
 from __future__ import annotations
 
+import codecs
 import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["file_stamp", "replace_file"]
+from kg.errors import InputError
+
+__all__ = ["decode_text", "file_stamp", "read_text", "replace_file"]
+
+
+def decode_text(raw: bytes, label: str, advice: str = "save the file as UTF-8") -> tuple[str, str]:
+    """A person's text file's text and encoding, by the relation import's rule: UTF-8 (with or without a BOM), else
+    Chinese GBK, read as its superset GB18030 (what Windows editors in China save as "ANSI"). A file that opens with
+    a UTF-16 byte order mark is UTF-16: what Notepad saves as "Unicode" and Windows PowerShell's `>` writes.
+    Anything else is an `InputError` naming `label`, the first byte that is not UTF-8, and `advice`."""
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and not raw.startswith(codecs.BOM_UTF32_LE):
+        try:
+            return raw.decode("utf-16"), "utf-16"
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{label}: starts as UTF-16 text but is not (byte {exc.start}); {advice}") from None
+    try:
+        return raw.decode("utf-8-sig"), "utf-8"
+    except UnicodeDecodeError as exc:
+        utf8_error = exc.start
+    for encoding in ("gbk", "gb18030"):
+        try:
+            return raw.decode(encoding), encoding
+        except UnicodeDecodeError:
+            continue
+    raise InputError(f"{label}: neither UTF-8 nor GBK/GB18030 text (byte {utf8_error}); {advice}") from None
+
+
+def read_text(path: Path, advice: str = "save the file as UTF-8") -> str:
+    """`decode_text` of the file at `path`, named by its file name."""
+    return decode_text(Path(path).read_bytes(), Path(path).name, advice)[0]
 
 
 def file_stamp(path: Path) -> tuple[int, int] | None:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kg.errors import InputError, TooLargeError
-from kg.files import replace_file
+from kg.files import read_text, replace_file
 from kg.relations.aliases import import_alias_table, is_alias_table
 from retrieval.catalog import commit, filestats
 from retrieval.graph.anchors import anchor_document
@@ -302,7 +302,7 @@ def _import_aliases(kb, path: Path, skip_invalid: bool = False, dry_run: bool = 
 def _import_synonyms(kb, path: Path) -> dict:
     table = SynonymTable.read(path)  # validates before anything is written
     target = kb.root / SYNONYMS_FILE
-    existing = target.read_text(encoding="utf-8") if target.exists() else ""
+    existing = read_text(target) if target.exists() else ""
     new_lines = [", ".join(g) for g in table.groups if ", ".join(g) not in existing.splitlines()]
     if new_lines:
         replace_file(target, (existing + "".join(line + "\n" for line in new_lines)).encode("utf-8"), f".{SYNONYMS_FILE}-")

@@ -226,6 +226,14 @@ def test_query_on_a_missing_data_dir_is_a_clear_error(tmp_path):
     assert not missing.exists()
 
 
+def test_a_synonyms_file_that_is_not_text_is_an_error_not_a_traceback(tmp_path):
+    assert kg("init", "--data-dir", tmp_path / "kb").exit_code == 0
+    (tmp_path / "kb" / "synonyms.txt").write_bytes(b"\xff\xfe\x00\xd8")  # UTF-16's mark, then half a character
+    result = kg("query", "nginx", "--data-dir", tmp_path / "kb")
+    assert result.exit_code == 2
+    assert result.stderr == "error: synonyms.txt: starts as UTF-16 text but is not (byte 2); save it as UTF-8\n"
+
+
 def test_an_empty_query_exits_2(kb_dir):
     result = kg("query", "  ", "--data-dir", kb_dir)
     assert result.exit_code == 2

@@ -253,6 +253,9 @@ def test_a_hand_edited_registry_row_routes_questions(packed):
     after = packed.query(question)
     assert after.packs_used[0]["id"] == "garden"
     assert after.packs_used[0]["why"].startswith(f"registry row (line {len(text.splitlines()) + 1}) '种番茄、堆肥'")
+    # Saved again by an editor on a Chinese Windows (GBK): read the same.
+    registry.write_bytes(registry.read_text(encoding="utf-8").encode("gbk"))
+    assert packed.query(question).packs_used[0]["id"] == "garden"
 
 
 def test_out_of_scope_questions_get_no_basis_and_no_hits(packed):

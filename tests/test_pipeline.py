@@ -314,6 +314,22 @@ def test_synonyms_imported_from_a_table_expand_the_query(fresh_kb, tmp_path):
     assert hits[0].why["bm25"]["terms"] == ["backup"]
 
 
+def test_a_synonym_table_saved_by_a_chinese_windows_editor_is_read(fresh_kb, tmp_path):
+    # Notepad on a Chinese Windows saves "ANSI" (GBK); a person may also edit the data dir's copy that way.
+    table = tmp_path / "synonyms.txt"
+    table.write_bytes("# 运维同义词\n备份, backup\n".encode("gbk"))
+    assert fresh_kb.import_file(table)["groups_added"] == 1
+    assert fresh_kb.query("备份", mode="bm25").hits[0].why["bm25"]["terms"] == ["backup"]
+    own = fresh_kb.root / "synonyms.txt"
+    own.write_bytes(own.read_text(encoding="utf-8").encode("gbk") + "库存, inventory\n".encode("gbk"))
+    reopened = KnowledgeBase(fresh_kb.settings)
+    assert ["库存", "inventory"] in reopened.synonyms.groups
+    own.write_bytes(b"\x81\x30 not text \xff\xff")
+    with pytest.raises(InputError) as error:
+        KnowledgeBase(fresh_kb.settings)
+    assert str(error.value) == "synonyms.txt: neither UTF-8 nor GBK/GB18030 text (byte 0); save it as UTF-8"
+
+
 def test_an_unsupported_import_file_says_what_is_accepted(kb, tmp_path):
     path = tmp_path / "relations.xlsx"
     path.write_bytes(b"PK")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kg.errors import InputError
+from kg.files import read_text
 from retrieval.index.analysis import query_terms, vocabulary_version
 
 __all__ = ["SYNONYMS_FILE", "SynonymTable", "SYNONYM_WEIGHT"]
@@ -49,7 +50,7 @@ class SynonymTable:
         table = cls()
         if not path.exists():
             return table
-        for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+        for number, line in enumerate(read_text(path, "save it as UTF-8").splitlines(), start=1):
             line = line.split("#", 1)[0].strip()
             if not line:
                 continue

@@ -7,7 +7,6 @@ and how to fix it, so a folder ingest can skip that file and carry on.
 
 from __future__ import annotations
 
-import codecs
 import datetime as dt
 import os
 import re
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from kg.errors import InputError
+from kg.files import decode_text as decode_files_text
 from retrieval.types import SourceDocument
 
 __all__ = [
@@ -248,26 +248,8 @@ def read_source_bytes(raw: bytes, fmt: str, source: str, label: str | None = Non
 
 
 def decode_text(raw: bytes, label: str) -> tuple[str, str]:
-    """A document's text and encoding, by the relation import's rule: UTF-8 (with or without a BOM), else
-    Chinese GBK, read as its superset GB18030 (what Windows editors in China save). A file that opens with a
-    UTF-16 byte order mark is UTF-16: what Notepad saves as "Unicode" and Windows PowerShell's `>` writes."""
-    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and not raw.startswith(codecs.BOM_UTF32_LE):
-        try:
-            return raw.decode("utf-16"), "utf-16"
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{label}: starts as UTF-16 text but is not (byte {exc.start}); save the file as "
-                             "UTF-8 and ingest it again") from None
-    try:
-        return raw.decode("utf-8-sig"), "utf-8"
-    except UnicodeDecodeError as exc:
-        utf8_error = exc.start
-    for encoding in ("gbk", "gb18030"):
-        try:
-            return raw.decode(encoding), encoding
-        except UnicodeDecodeError:
-            continue
-    raise InputError(f"{label}: neither UTF-8 nor GBK/GB18030 text (byte {utf8_error}); save the file as UTF-8 and "
-                     "ingest it again") from None
+    """A document's text and encoding (`kg.files.decode_text`: UTF-8, GBK/GB18030, UTF-16 with its byte order mark)."""
+    return decode_files_text(raw, label, "save the file as UTF-8 and ingest it again")
 
 
 # An unbroken run of base64/hex-like characters (a data-URI image, an embedded blob) is no word anyone

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kg.errors import InputError
+from kg.files import read_text
 
 __all__ = ["CARD_FILE", "PackCard", "parse_card", "read_card", "valid_pack_id"]
 
@@ -73,10 +74,7 @@ def read_card(folder: Path, default_id: str | None = None) -> PackCard:
     if not path.is_file():
         name = default_id or Path(folder).name
         return PackCard(id=name, title=name)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path.name}: not UTF-8 text (byte {exc.start}); save the card as UTF-8") from exc
+    text = read_text(path, "save the card as UTF-8")
     return parse_card(text, default_id=default_id or Path(folder).name, where=path.name)
 
 

@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from kg.files import file_stamp
+from kg.files import file_stamp, read_text
 
 __all__ = ["REGISTRY_FILE", "Registry", "RegistryRow"]
 
@@ -61,7 +61,7 @@ class Registry:
 
     def reload(self) -> None:
         self._stamp = self._disk_stamp()
-        self.rows = parse_registry(self.path.read_text(encoding="utf-8-sig")) if self._stamp else []
+        self.rows = parse_registry(read_text(self.path)) if self._stamp else []
         self.version += 1
 
     def refresh_if_changed(self) -> bool:
@@ -79,7 +79,7 @@ class Registry:
         self.refresh_if_changed()
         if self.rows_of(pack):
             return False
-        text = self.path.read_text(encoding="utf-8-sig") if self.path.exists() else ""
+        text = read_text(self.path) if self.path.exists() else ""
         if not any(True for _ in _tables(text)):
             text = (text.rstrip() + "\n\n" if text.strip() else "") + _HEADER
         row = f"| {_cell(pack)} | {_cell(intent)} | {_cell('; '.join(examples))} |\n"
@@ -97,7 +97,7 @@ class Registry:
         drop = {r.line for r in self.rows_of(pack)}
         if not drop:
             return 0
-        lines = self.path.read_text(encoding="utf-8-sig").splitlines(keepends=True)
+        lines = read_text(self.path).splitlines(keepends=True)
         self._write("".join(line for n, line in enumerate(lines, 1) if n not in drop))
         return len(drop)
 
