@@ -22,7 +22,8 @@ from api.docs_pages import add_docs_pages
 from api.guards import AskGuard, BodyLimit, HostAllowList, PageHeaders, SameOrigin, allowed_hosts
 from api.routes import admin, ask, documents, entities, graph, health, openai_compat, query, web
 from api.schemas import ERROR_RESPONSES
-from kg.errors import AuthError, BusyError, ConfigError, KgError
+from kg.errors import AuthError, BusyError, ConfigError, KgError, StorageError
+from kg.files import disk_full
 from kg.settings import Settings, get_settings
 
 __all__ = ["create_app", "create_app_from_env"]
@@ -104,6 +105,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        full = disk_full(exc)
+        if full is not None:  # a write outside a journaled commit (vectors, a cache): the disk, not a bug
+            log.error("%s %s: the data dir's disk is full (%s)", request.method, request.url.path, full)
+            return await _kg_error(request, StorageError(f"the disk of the knowledge base is full ({full}); free some space"))
         log.exception("unexpected error on %s %s", request.method, request.url.path)
         body = {"error": {"type": "InternalError", "message": f"internal error ({type(exc).__name__}); see the server log"}}
         return JSONResponse(body, status_code=500)

@@ -49,6 +49,7 @@ _DESCRIPTIONS = {
     429: "/ask or chat: more questions a minute than KG_ASK_RATE_LIMIT; retry after Retry-After seconds",
     500: "Unexpected server error",
     503: "Another process holds the knowledge base's write lock; retry after Retry-After seconds",
+    507: "The data dir's disk is full: the write was stopped and nothing of it kept",
 }
 # Documented on every route (api.app includes each router with them): each is what the API can return.
 ERROR_RESPONSES: dict = {status: {"model": ErrorOut, "description": text} for status, text in _DESCRIPTIONS.items()}

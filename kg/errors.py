@@ -11,6 +11,7 @@ from ontology.errors import (
     OntologyFormatError,
     QuestionSetError,
     RelationTableError,
+    StorageError,
     TooLargeError,
 )
 
@@ -25,5 +26,6 @@ __all__ = [
     "OntologyFormatError",
     "QuestionSetError",
     "RelationTableError",
+    "StorageError",
     "TooLargeError",
 ]

@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 import tempfile
 from pathlib import Path
 
 from kg.errors import InputError
 
-__all__ = ["decode_text", "file_stamp", "read_text", "replace_file"]
+__all__ = ["decode_text", "disk_full", "file_stamp", "read_text", "replace_file"]
+
+_FULL = {errno.ENOSPC, errno.EDQUOT}
+
+
+def disk_full(exc: BaseException | None) -> BaseException | None:
+    """The full disk or exhausted quota that `exc` is, or was raised from or while handling (ENOSPC / EDQUOT from the
+    OS, SQLite's "database or disk is full"); None when it is something else."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in _FULL:
+            return exc
+        if type(exc).__name__ == "OperationalError" and "database or disk is full" in str(exc):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def decode_text(raw: bytes, label: str, advice: str = "save the file as UTF-8") -> tuple[str, str]:

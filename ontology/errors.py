@@ -10,6 +10,7 @@
     ├── ConflictError (409)         a write that would take over what another owns (an API post naming a file's document)
     ├── TooLargeError (413)         a request body or document over its size limit
     ├── BusyError (503)             another process holds the knowledge base's write lock
+    ├── StorageError (507)          the data dir's disk is full: the write was not made
     └── ConfigError (500)           a setting that cannot work (bad data dir, empty token, ...)
 
 The API turns any of them into `{"error": {"type", "message"}}` with `status`; the CLI prints
@@ -29,6 +30,7 @@ __all__ = [
     "OntologyFormatError",
     "QuestionSetError",
     "RelationTableError",
+    "StorageError",
     "TooLargeError",
 ]
 
@@ -97,6 +99,13 @@ class BusyError(KgError):
     def __init__(self, message: str, *, retry_after: int = 5, problems: list[str] | None = None) -> None:
         super().__init__(message, problems=problems)
         self.retry_after = retry_after
+
+
+class StorageError(KgError):
+    """The disk of the data dir (or of the SQLite catalog) is full or over quota: the write was rolled back."""
+
+    status = 507  # Insufficient Storage
+    exit_code = 74  # EX_IOERR
 
 
 class ConfigError(KgError):

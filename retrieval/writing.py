@@ -25,8 +25,8 @@ import logging
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
-from kg.errors import BusyError
-from kg.files import file_stamp
+from kg.errors import BusyError, StorageError
+from kg.files import disk_full, file_stamp
 from kg.lock import DataDirLock
 from kg.store import KnowledgeGraph
 from retrieval.catalog import commit
@@ -77,6 +77,25 @@ class Commits:
     # -- writes --------------------------------------------------------------------------------
     @contextmanager
     def writing(self, op: str) -> Iterator[None]:
+        """A journaled write (module docstring). A full disk ends it as a `StorageError` saying what it left: nothing,
+        when it failed before the catalog's commit (the usual case: the index's new segments are written first)."""
+        if self._op is None:
+            self._steps = []  # what this write marks as done (not the last write's)
+        try:
+            with self._journaled(op):
+                yield
+        except Exception as exc:
+            full = disk_full(exc)
+            if full is None or isinstance(exc, StorageError):
+                raise
+            left = ("nothing was changed" if not self._steps else
+                    "the catalog has the change but the rest may not: once there is space, `kg check --repair` "
+                    "brings it in line")
+            raise StorageError(f"the disk of {self.kb.root} is full ({full}): the {op} was stopped and {left}; free "
+                               "some space and run it again") from exc
+
+    @contextmanager
+    def _journaled(self, op: str) -> Iterator[None]:
         kb = self.kb
         with kb.lock, self.flock:
             if self._op is not None:  # a write inside a write (import -> relink): one commit

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from kg.errors import KgError
+from kg.errors import KgError, StorageError
+from kg.files import disk_full
 
 __all__ = ["DEMO_DIR", "Progress", "cli", "data_dir_option", "echo_json", "json_option", "open_kb", "quiet_option", "settings_for"]
 
@@ -110,10 +111,27 @@ class _KgGroup(click.Group):
             click.echo(f"error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except sqlite3.OperationalError as exc:
+            if disk_full(exc) is not None:
+                self._full(ctx, exc)
+            if "disk I/O error" in str(exc):  # what SQLite says when a full disk stops it opening a WAL database
+                click.echo("error: reading or writing the knowledge base's SQLite files failed (disk I/O error): is the "
+                           "disk full (`df -h`) or failing? Free some space and run the command again", err=True)
+                ctx.exit(StorageError.exit_code)
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise
             click.echo(f"error: the catalog (kb.sqlite) is busy ({exc}): another program holds it; try again", err=True)
             ctx.exit(75)
+        except OSError as exc:
+            if disk_full(exc) is None:
+                raise
+            self._full(ctx, exc)
+
+    @staticmethod
+    def _full(ctx: click.Context, exc: BaseException) -> None:
+        """A full disk outside a journaled commit (which says more itself: `retrieval.writing`): the embedding's
+        vectors, a cache. What was written before it stays; the command can be run again once there is space."""
+        click.echo(f"error: the disk is full ({disk_full(exc)}); free some space and run the command again", err=True)
+        ctx.exit(StorageError.exit_code)
 
 
 @click.group(cls=_KgGroup, context_settings={"help_option_names": ["-h", "--help"]})

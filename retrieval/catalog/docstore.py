@@ -291,6 +291,8 @@ class _Transaction:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type and not self.db.in_transaction:
+            return  # SQLite rolled the whole transaction back itself (a full disk, an I/O error): nothing left to undo
         if self.nested:
             self.db.execute("ROLLBACK TO nested" if exc_type else "RELEASE nested")
             if exc_type:

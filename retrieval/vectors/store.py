@@ -132,7 +132,8 @@ class VectorStore:
             _bump(db)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # else SQLite rolled it back itself (a full disk)
+                db.execute("ROLLBACK")
             raise
         return emptied
 
@@ -160,7 +161,8 @@ class VectorStore:
             _bump(db)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # else SQLite rolled it back itself (a full disk)
+                db.execute("ROLLBACK")
             raise
 
     def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
@@ -211,7 +213,8 @@ class VectorStore:
             _bump(db)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # else SQLite rolled it back itself (a full disk)
+                db.execute("ROLLBACK")
             raise
         return len(keys)
 
