@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kg.errors import InputError
 
-__all__ = ["decode_text", "disk_full", "file_stamp", "read_text", "replace_file"]
+__all__ = ["decode_text", "disk_full", "file_stamp", "read_text", "replace_file", "unwritable"]
 
 _FULL = {errno.ENOSPC, errno.EDQUOT}
 
@@ -49,6 +49,21 @@ def decode_text(raw: bytes, label: str, advice: str = "save the file as UTF-8") 
         except UnicodeDecodeError:
             continue
     raise InputError(f"{label}: neither UTF-8 nor GBK/GB18030 text (byte {utf8_error}); {advice}") from None
+
+
+def unwritable(folder: Path, *files: str) -> str | None:
+    """Why this process cannot write in `folder` (or to those of `files` in it that exist): "on a read-only file
+    system", "not writable by this user"; None when it can."""
+    folder = Path(folder)
+    paths = [folder, *(p for p in (folder / f for f in files) if p.exists())]
+    if all(os.access(p, os.W_OK) for p in paths):
+        return None
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return "on a read-only file system"
+    except OSError:
+        pass
+    return "not writable by this user"
 
 
 def read_text(path: Path, advice: str = "save the file as UTF-8") -> str:

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from kg.errors import NotFoundError
+from kg.errors import ConfigError, NotFoundError
+from kg.files import unwritable
 from kg.lock import SharedLock
 from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
@@ -55,6 +56,12 @@ class KnowledgeBase(QueryPath):
                 )
             self.root.mkdir(parents=True, exist_ok=True)
             (self.root / MARKER).write_text(json.dumps({"format": 1, "created": time.time()}) + "\n")
+        refused = unwritable(self.root, "kb.sqlite")
+        if refused:
+            owner = "run it as the folder's owner" if "user" in refused else "mount it writable"
+            raise ConfigError(
+                f"'{self.root}' is {refused}: kgrag writes there even to answer (the catalog's SQLite journal, the "
+                f"write lock), so {owner}, or copy the knowledge base somewhere writable")
         self.lock = threading.RLock()  # one writer at a time in this process (kb.writing() adds the flock)
         self.readers = SharedLock()  # queries share it; a commit takes it alone for an instant
         self.graph = KnowledgeGraph(self.root)

@@ -1,5 +1,5 @@
 """A full disk: a write stops with an error that says so (exit 74, HTTP 507), nothing half made stays, and the same
-write goes through once there is space.
+write goes through once there is space. And a knowledge base on a read-only mount is a clear error, not a traceback.
 
 Two real ways to fill it: SQLite's own page limit on a connection (`PRAGMA max_page_count`, which makes SQLite
 answer "database or disk is full" exactly as on a full disk), everywhere; and a small tmpfs mounted for the test,
@@ -149,3 +149,27 @@ def test_the_api_answers_a_full_disk_with_507_and_keeps_serving(small_disk):
         again = client.post("/documents", json={"source": "notes/big.md", "text": f"# 大文档\n\n{text}"},
                             headers={"Authorization": "Bearer secret"})
         assert again.status_code == 201, again.text
+
+
+def test_a_knowledge_base_on_a_read_only_mount_is_a_clear_error(tmp_path):
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("a read-only bind mount needs root and mount(8)")
+    kb = KnowledgeBase(make_settings(tmp_path / "kb"), create=True)
+    kb.ingest_paths([FIXTURE_DOCS])
+    kb.close()
+    view = tmp_path / "read-only"
+    view.mkdir()
+    done = subprocess.run(["mount", "--bind", str(tmp_path / "kb"), str(view)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {done.stderr.strip()}")
+    try:
+        if subprocess.run(["mount", "-o", "remount,bind,ro", str(view)], capture_output=True).returncode != 0:
+            pytest.skip("cannot make a bind mount read-only here")
+        for command in (("query", "mysql-core"), ("ingest", str(FIXTURE_DOCS))):
+            result = kg_process(*command, "--data-dir", str(view), cwd=tmp_path)
+            assert result.returncode == 1, result.stderr
+            assert result.stderr == (
+                f"error: '{view}' is on a read-only file system: kgrag writes there even to answer (the catalog's SQLite "
+                "journal, the write lock), so mount it writable, or copy the knowledge base somewhere writable\n")
+    finally:
+        subprocess.run(["umount", "-l", str(view)], capture_output=True)
