@@ -1,4 +1,4 @@
-"""A file's change stamp: a path in, (mtime ns, size) or None out; every store that re-reads a file a person may edit (graph.ttl, synonyms.txt, REGISTRY.md, PACK.md) compares these. A data dir file replaced whole or not at all (`replace_file`). And the text of a file a person wrote, in the encodings their editors save (`decode_text`)."""
+"""A file's change stamp: a path in, (mtime ns, size) or None out; every store that re-reads a file a person may edit (graph.ttl, synonyms.txt, REGISTRY.md, PACK.md) compares these. A data dir file replaced whole or not at all (`replace_file`). The text of a file a person wrote, in the encodings their editors save (`decode_text`). And what a write cannot get past: a full disk (`disk_full`), a folder it may not write (`unwritable`)."""
 
 from __future__ import annotations
 
