@@ -54,8 +54,11 @@ class KnowledgeBase(QueryPath):
                     f"no knowledge base in '{self.root}': run `kg init` (or `kg ingest PATH`) first, "
                     "or point --data-dir / KG_DATA_DIR at an existing one"
                 )
-            self.root.mkdir(parents=True, exist_ok=True)
-            (self.root / MARKER).write_text(json.dumps({"format": 1, "created": time.time()}) + "\n")
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+                (self.root / MARKER).write_text(json.dumps({"format": 1, "created": time.time()}) + "\n")
+            except OSError as exc:  # a file where a folder of the path should be, a folder this user may not write
+                raise ConfigError(f"cannot make a knowledge base in '{self.root}': {exc.strerror or exc}") from exc
         refused = unwritable(self.root, "kb.sqlite")
         if refused:
             owner = "run it as the folder's owner" if "user" in refused else "mount it writable"

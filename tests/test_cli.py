@@ -226,6 +226,14 @@ def test_query_on_a_missing_data_dir_is_a_clear_error(tmp_path):
     assert not missing.exists()
 
 
+def test_a_data_dir_that_cannot_be_made_is_a_clear_error(tmp_path):
+    (tmp_path / "notes.txt").write_text("x", encoding="utf-8")
+    for command in (("init",), ("ingest", tmp_path / "notes.txt")):
+        result = kg(*command, "--data-dir", tmp_path / "notes.txt" / "kb")  # a file where a folder should be
+        assert result.exit_code == 1
+        assert result.stderr == f"error: cannot make a knowledge base in '{tmp_path / 'notes.txt' / 'kb'}': Not a directory\n"
+
+
 def test_a_synonyms_file_that_is_not_text_is_an_error_not_a_traceback(tmp_path):
     assert kg("init", "--data-dir", tmp_path / "kb").exit_code == 0
     (tmp_path / "kb" / "synonyms.txt").write_bytes(b"\xff\xfe\x00\xd8")  # UTF-16's mark, then half a character
