@@ -80,6 +80,25 @@ def test_a_file_named_pdf_that_is_not_one_is_skipped_with_the_reason(tmp_path):
     assert str(error.value).startswith(f"{path}: not a readable PDF (")
 
 
+def test_a_damaged_or_blank_pdf_is_not_called_a_scan(tmp_path):
+    import pymupdf
+
+    cut = tmp_path / "cut.pdf"
+    cut.write_bytes(b"%PDF-1.4\n1 0 obj garbage")  # a header and nothing after it: PyMuPDF opens it with no pages
+    with pytest.raises(InputError) as error:
+        read_source_file(cut)
+    assert str(error.value) == (f"{cut}: not a readable PDF (no pages: damaged or cut short); re-export it as PDF and "
+                                "ingest it again")
+    blank = tmp_path / "blank.pdf"
+    doc = pymupdf.open()
+    doc.new_page()
+    doc.new_page()
+    doc.save(blank)
+    with pytest.raises(InputError) as error:
+        read_source_file(blank)
+    assert str(error.value) == f"{blank}: no text on any of its 2 page(s)"
+
+
 def test_pdf_hits_carry_their_page(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

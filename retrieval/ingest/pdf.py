@@ -128,13 +128,17 @@ def read_pdf(raw: bytes, source: str, label: str) -> SourceDocument:
         raise InputError(f"{label}: not a readable PDF ({exc}); re-export it as PDF and ingest it again") from None
     if doc.needs_pass:
         raise InputError(f"{label}: the PDF is password-protected; save an unprotected copy and ingest that")
-    pages, warnings = [], []
+    if doc.page_count == 0:
+        raise InputError(f"{label}: not a readable PDF (no pages: damaged or cut short); re-export it as PDF and ingest it "
+                         "again")
+    pages, warnings, scanned = [], [], False
     with doc:
         title = (doc.metadata or {}).get("title") or None
         for number, page in enumerate(doc, start=1):
             blocks = _page_blocks(page, number)
             if not blocks:
                 if page.get_images():
+                    scanned = True
                     warnings.append(f"{label}: page {number} has no text layer (a scanned image?): "
                                     "run OCR (e.g. ocrmypdf) and ingest it again")
                 else:
@@ -142,9 +146,11 @@ def read_pdf(raw: bytes, source: str, label: str) -> SourceDocument:
             pages.append((_reading_order(blocks, page.rect.width), page.rect.height))
     kept = _drop_running_text(pages)
     sizes = Counter(round(b.size) for page in kept for b in page for _ in range(len(b.text)))
-    if not sizes:
+    if not sizes and scanned:
         raise InputError(f"{label}: no text layer on any of its {len(pages)} page(s) (a scanned document?): "
                          "run OCR (e.g. ocrmypdf) and ingest it again")
+    if not sizes:
+        raise InputError(f"{label}: no text on any of its {len(pages)} page(s)")
     body = sizes.most_common(1)[0][0]
     lines: list[str] = []
     line_pages: list[int] = []
