@@ -39,6 +39,17 @@ def test_aliases_become_names_the_linker_finds_and_a_second_import_adds_nothing(
     assert again["summary"] == "3 alias rows: added 0 aliases, 3 already known"
 
 
+def test_tables_saved_with_old_mac_line_ends_import(kb, tmp_path):
+    # Excel's "CSV (Macintosh)" ends every line with a lone \r: both kinds of table read it as the \n files above.
+    aliases = tmp_path / "aliases.csv"
+    aliases.write_bytes((DATA / "aliases.csv").read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r"))
+    assert kb.import_file(aliases)["summary"] == "3 alias rows: added 3 aliases, 0 already known"
+    assert kb.entity("缓存服务")["label"] == "cache-service"
+    relations = tmp_path / "more.csv"
+    relations.write_bytes(b"source,relation,target\rcache-service,dependsOn,disk-pool\r")
+    assert kb.import_file(relations)["report"]["new_edges"] == 1
+
+
 def test_a_bad_alias_table_imports_nothing_and_names_every_bad_line(kb, tmp_path):
     before = (tmp_path / "kb" / "graph.ttl").read_bytes()
     with pytest.raises(RelationTableError) as err:

@@ -56,7 +56,8 @@ def is_alias_table(path: Path) -> bool:
         return False
     for encoding in ("utf-8-sig", "gbk"):
         try:
-            header = next(csv.reader([first.decode(encoding)]), [])
+            # The first line up to any line end: old Mac Excel ("CSV (Macintosh)") ends lines with \r alone.
+            header = next(csv.reader(io.StringIO(first.decode(encoding), newline="")), [])
             return [column_key(c) for c in header if c.strip()] == list(ALIAS_COLUMNS)
         except (UnicodeDecodeError, StopIteration):
             continue
@@ -75,7 +76,7 @@ def import_alias_table(graph: rdflib.Graph, path: Path, entities: set | None = N
     path = Path(path)
     name = path.name
     text, encoding = decode_bytes(path.read_bytes(), name)
-    reader = csv.reader(io.StringIO(text))
+    reader = csv.reader(io.StringIO(text, newline=""))  # \n, \r\n or a lone \r, as the relation table reads them
     header = next(reader, None)
     if header is None or [column_key(c) for c in header if c.strip()] != list(ALIAS_COLUMNS):
         got = ",".join(header or []) or "an empty file"
