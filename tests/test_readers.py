@@ -146,6 +146,22 @@ def test_kg_ingest_skips_bad_files_with_full_path_and_ingests_the_rest(tmp_path)
     assert json.loads(query.stdout)["hits"] == []  # the symlink's target was never read
 
 
+def test_a_front_matter_date_that_is_no_date_skips_its_file_not_the_folder(tmp_path):
+    # YAML reads 2024-13-45 as a date and Python refuses it: a ValueError, not a YAML error.
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\nosprey nests on the cliff.\n", encoding="utf-8")
+    (docs / "month13.md").write_text("---\ntitle: x\neffective: 2024-13-45\n---\n# X\n\nbody\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["ingest", str(docs), "--data-dir", str(tmp_path / "kb"), "--json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["added"] == 1
+    assert {s["path"]: s["reason"] for s in report["skipped"]} == {str(docs / "month13.md"): (
+        "the YAML front matter holds a value that is no real date or number (month must be in 1..12); fix it or put it "
+        "in quotes")}
+
+
 def test_kg_ingest_strict_stops_at_the_first_bad_file_and_ingests_nothing(tmp_path):
     docs = _bad_folder(tmp_path)
     kb = tmp_path / "kb"

@@ -309,6 +309,9 @@ def split_front_matter(text: str, label: str = "") -> tuple[dict, str]:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark else ""
         raise InputError(f"{label}: the YAML front matter does not parse{where}; fix it or remove the `---` block") from None
+    except (ValueError, OverflowError) as exc:  # YAML reads 2024-13-45 as a date, and Python refuses it
+        raise InputError(f"{label}: the YAML front matter holds a value that is no real date or number ({exc}); fix it "
+                         "or put it in quotes") from None
     if not isinstance(meta, dict):
         return {}, text
     body = "\n" * (end + 1) + "\n".join(lines[end + 1 :])
