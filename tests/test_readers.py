@@ -162,6 +162,30 @@ def test_a_front_matter_date_that_is_no_date_skips_its_file_not_the_folder(tmp_p
         "in quotes")}
 
 
+def test_a_reader_failing_in_a_way_nobody_foresaw_skips_that_file_only(tmp_path, monkeypatch):
+    # A stand-in for the next month-13 date: the HTML reader raising what no reader is meant to raise.
+    import retrieval.ingest.html as html
+
+    def broken(text, source):
+        raise RuntimeError("parser lost its place")
+
+    monkeypatch.setattr(html, "read_html", broken)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\nosprey nests on the cliff.\n", encoding="utf-8")
+    (docs / "page.html").write_text("<h1>x</h1><p>y</p>", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["ingest", str(docs), "--data-dir", str(tmp_path / "kb"), "--json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["added"] == 1
+    assert report["skipped"] == [{"path": str(docs / "page.html"), "reason": (
+        "cannot be read (RuntimeError: parser lost its place); please report it with the file")}]
+    strict = CliRunner().invoke(cli, ["ingest", str(docs), "--strict", "--data-dir", str(tmp_path / "kb2")])
+    assert strict.exit_code == 2
+    assert "page.html: cannot be read (RuntimeError: parser lost its place)" in strict.stderr
+
+
 def test_kg_ingest_strict_stops_at_the_first_bad_file_and_ingests_nothing(tmp_path):
     docs = _bad_folder(tmp_path)
     kb = tmp_path / "kb"

@@ -191,6 +191,14 @@ def read_sources(files: Iterable[Path], skipped: list[Skipped], *, strict: bool 
             if progress:
                 progress(1)
             continue
+        except Exception as exc:  # a file no reader foresaw (a parser's own error): it is skipped, never the folder
+            reason = f"cannot be read ({type(exc).__name__}: {exc}); please report it with the file"
+            if strict:
+                raise InputError(f"{file}: {reason}") from exc
+            skipped.append(Skipped(os.path.abspath(file), reason))
+            if progress:
+                progress(1)
+            continue
         if doc_key or effective:
             src = replace(src, doc_key=doc_key or src.doc_key, effective_date=effective or src.effective_date)
         yield src
