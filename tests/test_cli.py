@@ -226,6 +226,14 @@ def test_query_on_a_missing_data_dir_is_a_clear_error(tmp_path):
     assert not missing.exists()
 
 
+def test_a_bad_setting_in_the_environment_is_one_line_naming_the_variable(kb_dir):
+    result = kg("query", "nginx", "--data-dir", kb_dir, env={"KG_EXPANSION_HOPS": "abc", "KG_FUSION": "max"})
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "error: KG_EXPANSION_HOPS='abc': Input should be a valid integer, unable to parse string as an integer; "
+        "KG_FUSION='max': String should match pattern '^(score|rrf)$' (see the README's Configuration section)\n")
+
+
 def test_a_data_dir_that_cannot_be_made_is_a_clear_error(tmp_path):
     (tmp_path / "notes.txt").write_text("x", encoding="utf-8")
     for command in (("init",), ("ingest", tmp_path / "notes.txt")):

@@ -25,6 +25,20 @@ def settings_for(data_dir: Path | None, **overrides):
     return Settings(**values)
 
 
+def settings_problem(exc) -> str:
+    """A settings `ValidationError` as one line a person acts on: each bad value by the variable that gave it."""
+    import os
+
+    environment = {name.upper(): name for name in os.environ}
+    problems = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error.get("loc") else "?"
+        variable = f"KG_{field.upper()}"
+        where = variable if variable in environment else f"the setting {field}"
+        problems.append(f"{where}={error.get('input')!r}: {error['msg']}")
+    return "; ".join(problems) + " (see the README's Configuration section)"
+
+
 def data_dir_option(func):
     return click.option(
         "--data-dir",
@@ -125,6 +139,11 @@ class _KgGroup(click.Group):
             if disk_full(exc) is None:
                 raise
             self._full(ctx, exc)
+        except ValueError as exc:  # pydantic's ValidationError of the settings: a KG_ variable with a bad value
+            if type(exc).__name__ != "ValidationError" or getattr(exc, "title", "") != "Settings":
+                raise
+            click.echo(f"error: {settings_problem(exc)}", err=True)
+            ctx.exit(1)
 
     @staticmethod
     def _full(ctx: click.Context, exc: BaseException) -> None:
