@@ -7,12 +7,17 @@ the small table of contents that makes them the index, so a commit holds readers
 
 from __future__ import annotations
 
+import logging
+import shutil
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 
 from retrieval.index import whoosh_merge
 from retrieval.index.whoosh_workers import SegmentWorkers
 from retrieval.types import Chunk
+
+log = logging.getLogger(__name__)
 
 __all__ = ["INLINE_LIMIT", "WRITER_LIMIT_MB", "PendingSegments", "install"]
 
@@ -200,6 +205,38 @@ class PendingSegments:
             if writer is not None:
                 whoosh_merge.discard(writer)
                 if prepared is None:
-                    writer.cancel()
-                else:  # segment files written but never published: whoosh's next commit deletes them
+                    try:
+                        writer.cancel()
+                    except Exception:  # noqa: BLE001 - cancelling writes too (whoosh closes the segment's files):
+                        # on a full disk it fails half-way, before it lets go of its temporary folder and write lock,
+                        # which the next write of this process (a server) would then wait for in vain
+                        log.debug("cancelling the index writer failed; finishing it", exc_info=True)
+                        _finish(writer)
+                else:  # segment files written but never published
                     writer._finish()
+            if writer is not None or pool is not None:
+                self._clean()
+
+    def _clean(self) -> None:
+        """Delete what a write that did not commit left in the index folder (segment files no generation names, the
+        writer's temporary folder), as whoosh's next commit would: on a full disk, that space is what the user must
+        free. Under the write lock (every write rolls back under it), so no other writer's files are in the folder."""
+        from whoosh.index import TOC, clean_files
+
+        ix = self.ix
+        try:
+            toc = TOC.read(ix.storage, ix.indexname)
+            clean_files(ix.storage, ix.indexname, toc.generation, toc.segments)
+            shutil.rmtree(Path(ix.storage.folder) / f"{ix.indexname}.tmp", ignore_errors=True)
+        except Exception:  # noqa: BLE001 - best effort: the next commit deletes them too
+            log.debug("cleaning the index folder after a rollback failed", exc_info=True)
+
+
+def _finish(writer) -> None:
+    """whoosh's `SegmentWriter._finish` (its temporary folder, then its write lock), the lock let go whatever happens."""
+    try:
+        writer._finish()
+    except Exception:  # noqa: BLE001
+        if writer.writelock:
+            writer.writelock.release()
+        writer.is_closed = True
