@@ -241,6 +241,22 @@ def test_a_utf16_file_with_its_byte_order_mark_is_read(tmp_path):
         read_source_file(binary)
 
 
+def test_terminal_escapes_in_a_document_never_reach_a_terminal(tmp_path):
+    # A shared folder or a knowledge pack is someone else's text: clearing the screen, hiding a line or retitling the
+    # window are not what its passages may do when `kg query` prints them.
+    path = tmp_path / "e.md"
+    path.write_text("# \x1b[2J\x1b]0;pwned\x07Ops \x1b[8mhidden\x1b[0m\n\nredis 端口 6379。\x1b[31m 警告\x1b[0m\x0c\x7f\n"
+                    "第三行\n", encoding="utf-8")
+    src = read_source_file(path)
+    assert "\x1b" not in src.text and "\x07" not in src.text and "\x7f" not in src.text
+    assert src.text.splitlines()[0] == "# Ops hidden" and "redis 端口 6379。 警告" in src.text
+    assert src.text.count("\n") == 4  # every line where it was: citations' line numbers stay true
+    assert src.warnings == (f"{path}: 8 terminal escape sequence(s) or control character(s) removed",)
+    html = tmp_path / "e.html"
+    html.write_text("<title>\x1b]0;x\x07Page</title><h1>Page</h1><p>\x9b2Jtext</p>", encoding="utf-8")
+    assert "\x9b" not in read_source_file(html).text and "\x1b" not in (read_source_file(html).title or "")
+
+
 def test_folders_are_walked_sorted_skipping_hidden_and_unsupported_files(tmp_path):
     for name in ["b.md", "a/c.txt", "a/d.markdown", ".git/e.md", "a/.hidden.md", "f.xlsx", "g.MD"]:
         path = tmp_path / name

@@ -224,9 +224,35 @@ def read_source_file(path: Path, source: str | None = None) -> SourceDocument:
     return read_source_bytes(raw, fmt, source or str(path), label=str(path))
 
 
+# Terminal escape sequences (CSI: colours, clearing the screen, hiding text; OSC: the window's title, links) and the
+# control characters left after them: text for reading holds none, and a document from someone else (a knowledge
+# pack, a shared folder) must not drive the terminal its passages are printed in. Tabs and line ends stay.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?|\x9b[0-?]*[ -/]*[@-~]")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x9f]")
+
+
+def without_controls(text: str) -> tuple[str, int]:
+    """`text` without terminal escape sequences and control characters (each control character becomes a space, so
+    columns and line numbers stay), and how many were removed."""
+    if not _CONTROLS.search(text):
+        return text, 0
+    text, escapes = _ESCAPES.subn("", text)
+    text, controls = _CONTROLS.subn(" ", text)
+    return text, escapes + controls
+
+
 def read_source_bytes(raw: bytes, fmt: str, source: str, label: str | None = None) -> SourceDocument:
     """Bytes of a file (or an upload) -> a `SourceDocument`. `label` names it in error messages."""
-    label = label or source
+    src = _read_source_bytes(raw, fmt, source, label or source)
+    text, removed = without_controls(src.text)
+    title, in_title = without_controls(src.title) if src.title else (src.title, 0)
+    if not removed + in_title:
+        return src
+    note = f"{label or source}: {removed + in_title} terminal escape sequence(s) or control character(s) removed"
+    return replace(src, text=text, title=title, warnings=(*src.warnings, note))
+
+
+def _read_source_bytes(raw: bytes, fmt: str, source: str, label: str) -> SourceDocument:
     if not raw.strip():
         raise InputError(f"{label}: the document is empty")
     if fmt == "pdf":
