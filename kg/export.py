@@ -33,6 +33,7 @@ from rdflib.term import Node
 
 from kg.graph import entity_subjects, pick_label
 from kg.relations import ALIAS_SEPARATOR, ALLOWED_COLUMNS
+from kg.relations.model import NAME_CONTROLS
 from ontology import KG, Vocabulary, entity_iri, local_name
 
 __all__ = ["HEADER", "export_relations_csv", "export_turtle", "write_atomically"]
@@ -144,8 +145,15 @@ def _entities(graph: rdflib.Graph, vocab: Vocabulary, warn: Warn) -> dict[Node, 
         # The importer strips every cell; a label it would change is written as it will be read.
         label = pick_label(labels, "").strip() or unquote(local_name(str(iri))) or str(iri)
         entity = _Entity(iri, label)
+        if NAME_CONTROLS.search(label):
+            warn(f"entity {label!r}: its label holds a line break or control character, which a relation table "
+                 "refuses in a name; its rows are exported but will not import (rename it in graph.ttl)")
         for name in sorted({str(n).strip() for n in labels + found.get(SKOS.altLabel, [])}):
             if name == label:
+                continue
+            if NAME_CONTROLS.search(name):
+                warn(f"entity '{label}': alias {name!r} holds a line break or control character, which a relation "
+                     "table refuses in a name; it is not exported (rename it in graph.ttl)")
                 continue
             if ALIAS_SEPARATOR in name:
                 warn(

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from kg.cli import cli
-from kg.errors import RelationTableError
+from kg.errors import InputError, RelationTableError
 from kg.settings import Settings
 from retrieval.pipeline import KnowledgeBase
 
@@ -48,6 +48,21 @@ def test_tables_saved_with_old_mac_line_ends_import(kb, tmp_path):
     relations = tmp_path / "more.csv"
     relations.write_bytes(b"source,relation,target\rcache-service,dependsOn,disk-pool\r")
     assert kb.import_file(relations)["report"]["new_edges"] == 1
+
+
+def test_an_alias_or_a_synonym_with_a_terminal_escape_is_refused(kb, tmp_path):
+    aliases = tmp_path / "aliases.csv"
+    aliases.write_text("entity,alias\ncache-service,\x1b[8m缓存\ncache-service,缓存服务\n", encoding="utf-8")
+    with pytest.raises(RelationTableError) as err:
+        kb.import_file(aliases)
+    assert err.value.problems == ["aliases.csv:2: alias holds a terminal escape (ESC): a name is one line of plain text; "
+                                  "remove it"]
+    synonyms = tmp_path / "synonyms.txt"
+    synonyms.write_text("缓存, cache\n\x1b]0;x\x07熔断, circuit breaker\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        kb.import_file(synonyms)
+    assert str(err.value) == ("synonyms.txt:2: a term holds a terminal escape (ESC): a name is one line of plain text; "
+                              "remove it")
 
 
 def test_a_bad_alias_table_imports_nothing_and_names_every_bad_line(kb, tmp_path):

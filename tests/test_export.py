@@ -154,6 +154,7 @@ def test_what_a_table_cannot_hold_is_reported() -> None:
     graph = load_rdf(BASE_ONTOLOGY_PATH)
     graph += load_rdf(DATA / "lab.ttl")
     graph.add((LAB.alice, SKOS.altLabel, Literal("A|W")))
+    graph.add((LAB.alice, SKOS.altLabel, Literal("Alice\nW")))  # made in Protégé: a relation table refuses it
     graph.add((LAB["scope-7"], KG.connectsTo, LAB["scope-7"]))
     graph.add((LAB["scope-7"], KG.dependsOn, LAB.nowhere))
     graph.add((LAB.bob, RDF.type, OWL.NamedIndividual))
@@ -172,6 +173,8 @@ def test_what_a_table_cannot_hold_is_reported() -> None:
         "entity 'Bob' <http://example.org/lab#bob> has no relation; a relation table cannot hold it",
         "entity 'Bob': class <http://example.org/lab#Undeclared> is not declared in the ontology; "
         "it is not exported (declare it as an owl:Class)",
+        "entity '王爱丽': alias 'Alice\\nW' holds a line break or control character, which a relation table refuses "
+        "in a name; it is not exported (rename it in graph.ttl)",
         "entity '王爱丽': alias 'A|W' contains '|', which the table uses between aliases; it is not "
         "exported (rename it in graph.ttl)",
     ]

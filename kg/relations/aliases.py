@@ -22,6 +22,7 @@ from rdflib.namespace import RDFS, SKOS
 
 from kg.errors import RelationTableError
 from kg.relations.ledger import edge_key, key_edge
+from kg.relations.model import control_problem
 from kg.relations.source import column_key, decode_bytes
 
 __all__ = ["AliasReport", "import_alias_table", "is_alias_table"]
@@ -102,6 +103,10 @@ def import_alias_table(graph: rdflib.Graph, path: Path, entities: set | None = N
         entity, alias = (f.strip() for f in fields)
         if not entity or not alias:
             problems.append((line, "empty " + ("entity" if not entity else "alias") + " cell"))
+            continue
+        wrong = control_problem("entity", entity) or control_problem("alias", alias)
+        if wrong:
+            problems.append((line, wrong))
             continue
         iri = subjects.get(entity) or folded.get(entity.casefold())
         if iri is None:

@@ -12,7 +12,13 @@ import math
 import sys
 from collections.abc import Callable
 
-from kg.relations.model import ALIAS_SEPARATOR, REQUIRED_COLUMNS, RelationRow, RowProblem
+from kg.relations.model import (
+    ALIAS_SEPARATOR,
+    REQUIRED_COLUMNS,
+    RelationRow,
+    RowProblem,
+    control_problem,
+)
 from kg.relations.source import quoted
 from ontology import Vocabulary
 
@@ -50,6 +56,10 @@ class RowParser:
             )
             return None, problems
         values = {c: f.strip() for c, f in zip(self.columns, fields, strict=True)}
+        for column in ("source", "target", "source_aliases", "target_aliases", "note"):
+            wrong = control_problem(column, values.get(column, ""))
+            if wrong:
+                problem(column, values[column], wrong)
         for column in REQUIRED_COLUMNS:
             if not values[column]:
                 problem(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,21 @@ ALLOWED_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 # can be imported again as it is.
 PROBLEM_COLUMN = "problem"
 ALIAS_SEPARATOR = "|"
+# A name is one line of plain text: no line break, tab, terminal escape or other control character. A table from
+# someone else (a knowledge pack's) must not put what drives a terminal into the labels `kg entity` and the answers'
+# facts print.
+NAME_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+TEXT_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # a note may keep its line breaks and tabs
+
+
+def control_problem(column: str, value: str) -> str | None:
+    """What is wrong with a cell holding control characters (None: nothing)."""
+    found = (TEXT_CONTROLS if column == "note" else NAME_CONTROLS).search(value)
+    if found is None:
+        return None
+    what = {"\n": "a line break", "\r": "a line break", "\t": "a tab", "\x1b": "a terminal escape (ESC)"}.get(
+        found.group(), f"the control character U+{ord(found.group()):04X}")
+    return f"{column} holds {what}: " + ("remove it" if column == "note" else "a name is one line of plain text; remove it")
 _PROGRESS_EVERY = 5000
 
 Triple = tuple[URIRef | BNode, URIRef, URIRef | BNode | Literal]

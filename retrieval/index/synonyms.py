@@ -6,6 +6,7 @@ from pathlib import Path
 
 from kg.errors import InputError
 from kg.files import read_text
+from kg.relations.model import control_problem
 from retrieval.index.analysis import query_terms, vocabulary_version
 
 __all__ = ["SYNONYMS_FILE", "SynonymTable", "SYNONYM_WEIGHT"]
@@ -55,6 +56,9 @@ class SynonymTable:
             if not line:
                 continue
             terms = [t for t in line.replace("，", ",").split(",") if t.strip()]
+            wrong = next((control_problem("a term", t.strip()) for t in terms if control_problem("a term", t.strip())), None)
+            if wrong:
+                raise InputError(f"{path.name}:{number}: {wrong}")
             if len(terms) < 2:
                 raise InputError(
                     f"{path.name}:{number}: a synonym line needs at least two comma-separated terms, got {line!r}"
