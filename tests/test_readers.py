@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -146,17 +147,23 @@ def test_kg_ingest_skips_bad_files_with_full_path_and_ingests_the_rest(tmp_path)
     assert json.loads(query.stdout)["hits"] == []  # the symlink's target was never read
 
 
-def test_a_front_matter_date_that_is_no_date_skips_its_file_not_the_folder(tmp_path):
-    # YAML reads 2024-13-45 as a date and Python refuses it: a ValueError, not a YAML error.
+def _good_and(tmp_path, name: str, text: str) -> tuple[Path, dict]:
+    """A folder of a good note and `name`, ingested with `kg ingest --json`: the folder and the report."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "good.md").write_text("# Good\n\nosprey nests on the cliff.\n", encoding="utf-8")
-    (docs / "month13.md").write_text("---\ntitle: x\neffective: 2024-13-45\n---\n# X\n\nbody\n", encoding="utf-8")
+    (docs / name).write_text(text, encoding="utf-8")
     result = CliRunner().invoke(cli, ["ingest", str(docs), "--data-dir", str(tmp_path / "kb"), "--json"],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["added"] == 1
+    return docs, report
+
+
+def test_a_front_matter_date_that_is_no_date_skips_its_file_not_the_folder(tmp_path):
+    # YAML reads 2024-13-45 as a date and Python refuses it: a ValueError, not a YAML error.
+    docs, report = _good_and(tmp_path, "month13.md", "---\ntitle: x\neffective: 2024-13-45\n---\n# X\n\nbody\n")
     assert {s["path"]: s["reason"] for s in report["skipped"]} == {str(docs / "month13.md"): (
         "the YAML front matter holds a value that is no real date or number (month must be in 1..12); fix it or put it "
         "in quotes")}
@@ -170,15 +177,7 @@ def test_a_reader_failing_in_a_way_nobody_foresaw_skips_that_file_only(tmp_path,
         raise RuntimeError("parser lost its place")
 
     monkeypatch.setattr(html, "read_html", broken)
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "good.md").write_text("# Good\n\nosprey nests on the cliff.\n", encoding="utf-8")
-    (docs / "page.html").write_text("<h1>x</h1><p>y</p>", encoding="utf-8")
-    result = CliRunner().invoke(cli, ["ingest", str(docs), "--data-dir", str(tmp_path / "kb"), "--json"],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.stdout)
-    assert report["added"] == 1
+    docs, report = _good_and(tmp_path, "page.html", "<h1>x</h1><p>y</p>")
     assert report["skipped"] == [{"path": str(docs / "page.html"), "reason": (
         "cannot be read (RuntimeError: parser lost its place); please report it with the file")}]
     strict = CliRunner().invoke(cli, ["ingest", str(docs), "--strict", "--data-dir", str(tmp_path / "kb2")])
