@@ -39,6 +39,8 @@ def control_problem(column: str, value: str) -> str | None:
     what = {"\n": "a line break", "\r": "a line break", "\t": "a tab", "\x1b": "a terminal escape (ESC)"}.get(
         found.group(), f"the control character U+{ord(found.group()):04X}")
     return f"{column} holds {what}: " + ("remove it" if column == "note" else "a name is one line of plain text; remove it")
+
+
 _PROGRESS_EVERY = 5000
 
 Triple = tuple[URIRef | BNode, URIRef, URIRef | BNode | Literal]

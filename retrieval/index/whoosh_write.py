@@ -208,8 +208,7 @@ class PendingSegments:
                     try:
                         writer.cancel()
                     except Exception:  # noqa: BLE001 - cancelling writes too (whoosh closes the segment's files):
-                        # on a full disk it fails half-way, before it lets go of its temporary folder and write lock,
-                        # which the next write of this process (a server) would then wait for in vain
+                        # on a full disk it fails half-way, before it lets go of its temporary folder and write lock
                         log.debug("cancelling the index writer failed; finishing it", exc_info=True)
                         _finish(writer)
                 else:  # segment files written but never published
