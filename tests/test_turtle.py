@@ -37,6 +37,10 @@ def _awkward_graph() -> Graph:
     """What else a graph.ttl saved from Protégé holds: nested blank nodes, lists, typed and tagged
     literals, an IRI no prefix covers, a prefix rdflib must generate, a local name rdflib cannot shorten."""
     g = _demo_graph(Graph())
+    # One prefix is left for rdflib to generate (unbound.test's): with two, rdflib numbers them (ns1, ns2) in the order
+    # it meets their predicates in a set of triples, which changes with PYTHONHASHSEED (2% of seeds put unbound.test
+    # first), so its own bytes are not one answer to compare with.
+    g.bind("kg", str(KG))
     ex = Namespace("http://example.org/x#")
     g.add((ex.a, RDFS.label, Literal("服务", lang="zh")))
     g.add((ex.a, RDFS.label, Literal("service", lang="en")))
