@@ -31,9 +31,9 @@ import rdflib
 from rdflib import OWL, RDF, RDFS, SKOS, Literal, URIRef
 from rdflib.term import Node
 
+from kg.files import NAME_CONTROLS
 from kg.graph import entity_subjects, pick_label
 from kg.relations import ALIAS_SEPARATOR, ALLOWED_COLUMNS
-from kg.relations.model import NAME_CONTROLS
 from ontology import KG, Vocabulary, entity_iri, local_name
 
 __all__ = ["HEADER", "export_relations_csv", "export_turtle", "write_atomically"]

@@ -5,14 +5,20 @@ from __future__ import annotations
 import codecs
 import errno
 import os
+import re
 import tempfile
 from pathlib import Path
 
 from kg.errors import InputError
 
-__all__ = ["decode_text", "disk_full", "file_stamp", "read_text", "replace_file", "unwritable"]
+__all__ = ["NAME_CONTROLS", "TEXT_CONTROLS", "decode_text", "disk_full", "file_stamp", "read_text", "replace_file",
+           "unwritable"]
 
 _FULL = {errno.ENOSPC, errno.EDQUOT}
+# Control characters in text a person or a tool wrote: none belongs in a note's text (tabs and line ends aside) or in a
+# name (a label, an alias: one line of plain text). What drives a terminal (ESC, CSI) is among them.
+TEXT_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+NAME_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def disk_full(exc: BaseException | None) -> BaseException | None:

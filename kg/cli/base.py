@@ -125,8 +125,8 @@ class _KgGroup(click.Group):
             click.echo(f"error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except sqlite3.OperationalError as exc:
-            if disk_full(exc) is not None:
-                self._full(ctx, exc)
+            if (full := disk_full(exc)) is not None:
+                self._full(ctx, full)
             if "disk I/O error" in str(exc):  # what SQLite says when a full disk stops it opening a WAL database
                 click.echo("error: reading or writing the knowledge base's SQLite files failed (disk I/O error): is the "
                            "disk full (`df -h`) or failing? Free some space and run the command again", err=True)
@@ -136,9 +136,9 @@ class _KgGroup(click.Group):
             click.echo(f"error: the catalog (kb.sqlite) is busy ({exc}): another program holds it; try again", err=True)
             ctx.exit(75)
         except OSError as exc:
-            if disk_full(exc) is None:
+            if (full := disk_full(exc)) is None:
                 raise
-            self._full(ctx, exc)
+            self._full(ctx, full)
         except ValueError as exc:  # pydantic's ValidationError of the settings: a KG_ variable with a bad value
             if type(exc).__name__ != "ValidationError" or getattr(exc, "title", "") != "Settings":
                 raise
@@ -146,10 +146,11 @@ class _KgGroup(click.Group):
             ctx.exit(1)
 
     @staticmethod
-    def _full(ctx: click.Context, exc: BaseException) -> None:
-        """A full disk outside a journaled commit (which says more itself: `retrieval.writing`): the embedding's
-        vectors, a cache. What was written before it stays; the command can be run again once there is space."""
-        click.echo(f"error: the disk is full ({disk_full(exc)}); free some space and run the command again", err=True)
+    def _full(ctx: click.Context, full: BaseException) -> None:
+        """A full disk (`full`: the OS's or SQLite's error) outside a journaled commit (which says more itself:
+        `retrieval.writing`): the embedding's vectors, a cache. What was written before it stays; the command can be
+        run again once there is space."""
+        click.echo(f"error: the disk is full ({full}); free some space and run the command again", err=True)
         ctx.exit(StorageError.exit_code)
 
 

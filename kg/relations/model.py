@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rdflib import OWL, RDF, RDFS, SKOS, BNode, Literal, URIRef
 
+from kg.files import NAME_CONTROLS, TEXT_CONTROLS
 from ontology import KG
 
 REQUIRED_COLUMNS = ("source", "relation", "target")
@@ -24,11 +24,8 @@ ALLOWED_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 # can be imported again as it is.
 PROBLEM_COLUMN = "problem"
 ALIAS_SEPARATOR = "|"
-# A name is one line of plain text: no line break, tab, terminal escape or other control character. A table from
-# someone else (a knowledge pack's) must not put what drives a terminal into the labels `kg entity` and the answers'
-# facts print.
-NAME_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-TEXT_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # a note may keep its line breaks and tabs
+# A name is one line of plain text (`kg.files.NAME_CONTROLS`): a table from someone else (a knowledge pack's) must not
+# put what drives a terminal into the labels `kg entity` and the answers' facts print. A note may keep line breaks.
 
 
 def control_problem(column: str, value: str) -> str | None:

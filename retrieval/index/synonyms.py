@@ -56,7 +56,7 @@ class SynonymTable:
             if not line:
                 continue
             terms = [t for t in line.replace("，", ",").split(",") if t.strip()]
-            wrong = next((control_problem("a term", t.strip()) for t in terms if control_problem("a term", t.strip())), None)
+            wrong = next(filter(None, (control_problem("a term", t.strip()) for t in terms)), None)
             if wrong:
                 raise InputError(f"{path.name}:{number}: {wrong}")
             if len(terms) < 2:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from kg.errors import InputError
+from kg.files import TEXT_CONTROLS
 from kg.files import decode_text as decode_files_text
 from retrieval.types import SourceDocument
 
@@ -228,16 +229,15 @@ def read_source_file(path: Path, source: str | None = None) -> SourceDocument:
 # control characters left after them: text for reading holds none, and a document from someone else (a knowledge
 # pack, a shared folder) must not drive the terminal its passages are printed in. Tabs and line ends stay.
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?|\x9b[0-?]*[ -/]*[@-~]")
-_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x9f]")
 
 
 def without_controls(text: str) -> tuple[str, int]:
     """`text` without terminal escape sequences and control characters (each control character becomes a space, so
     columns and line numbers stay), and how many were removed."""
-    if not _CONTROLS.search(text):
+    if not TEXT_CONTROLS.search(text):
         return text, 0
     text, escapes = _ESCAPES.subn("", text)
-    text, controls = _CONTROLS.subn(" ", text)
+    text, controls = TEXT_CONTROLS.subn(" ", text)
     return text, escapes + controls
 
 

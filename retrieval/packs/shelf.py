@@ -189,6 +189,7 @@ class PackShelf:
         unmentioned = _unnamed(self.kb.store.db, set(labels) - set(counts))
         packs_by_iri = {str(entity_iri(pack_label(p))): p for p in self.ids()}
         view = self.kb.graph.view
+        tabled_by_iri = table_entities(self.kb.root) if unmentioned else {}  # read once, not once an entity
         out: dict[str, dict[str, float]] = {}
         for iri, label in labels.items():
             documented = {packs_by_iri[e.target] for e in view.neighbours(iri)
@@ -197,7 +198,7 @@ class PackShelf:
                 out[label] = {p: DOCUMENTED for p in documented}
             elif counts.get(iri):
                 out[label] = {p: float(n) for p, n in counts[iri].items()}
-            elif iri in unmentioned and (tabled := table_entities(self.kb.root).get(iri)):  # only a pack's table names it
+            elif iri in unmentioned and (tabled := tabled_by_iri.get(iri)):  # only a pack's table names it
                 out[label] = dict.fromkeys(sorted(tabled), TABLED)
         return out
 
