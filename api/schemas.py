@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from kg.files import NAME_CONTROLS
 from kg.settings import MAX_K
 
 __all__ = ["ERROR_RESPONSES", "NON_BLANK", "json_integer", "DocumentIn", "ErrorOut", "IngestOut", "QueryIn", "QueryOut", "Text"]
@@ -21,6 +22,17 @@ def _no_lone_surrogates(value: str) -> str:
 
 
 Text = Annotated[str, AfterValidator(_no_lone_surrogates)]
+
+
+def _one_line(value: str) -> str:
+    # A name (a source, a file's name, a title) is printed in every list of sources and every answer citing it.
+    if (found := NAME_CONTROLS.search(value)) is not None:
+        raise ValueError(f"holds a control character (\\x{ord(found[0]):02x}) at {found.start()}: a name is one line of "
+                         "plain text, without line breaks, tabs or terminal escapes")
+    return value
+
+
+Name = Annotated[Text, AfterValidator(_one_line)]
 
 # A text that holds something: one character that is not white space, where Python's idea of white space
 # (what the library strips) also takes in the separators U+001C-U+001F, which regex `\S` lets through.
@@ -122,15 +134,15 @@ class DocumentIn(BaseModel):
     # tests) know a body with both or neither is refused.
     model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["text"]}, {"required": ["content_base64"]}]})
     text: Text = Field(None, min_length=1, pattern=NON_BLANK, description="Markdown, plain text or HTML (or give content_base64).")
-    source: Text | None = Field(
+    source: Name | None = Field(
         None, max_length=1000,
         description="A stable name, kept under `api:` (never a file's document); posting the same source again replaces it.",
     )
-    title: Text | None = Field(None, max_length=1000, description="Defaults to the first heading.")
+    title: Name | None = Field(None, max_length=1000, description="Defaults to the first heading.")
     format: str | None = Field(None, pattern="^(md|txt|html|pdf)$", description="Default: from filename, else md.")
     content_base64: str = Field(None, description="A file's bytes, base64-encoded (PDF, HTML, ...), instead of text.")
-    filename: Text | None = Field(None, max_length=1000, description="The file's name: its suffix gives the format of content_base64.")
-    doc_id: Text | None = Field(None, max_length=1000, description="The logical document this is a version of (default: the source); never a file's document (409).")
+    filename: Name | None = Field(None, max_length=1000, description="The file's name: its suffix gives the format of content_base64.")
+    doc_id: Name | None = Field(None, max_length=1000, description="The logical document this is a version of (default: the source); never a file's document (409).")
     effective: str | None = Field(None, pattern=AS_OF_PATTERN, description="The date this version takes effect (YYYY-MM-DD; default: now).")
 
 

@@ -12,13 +12,35 @@ from pathlib import Path
 from kg.errors import InputError
 
 __all__ = ["NAME_CONTROLS", "TEXT_CONTROLS", "decode_text", "disk_full", "file_stamp", "read_text", "replace_file",
-           "unwritable"]
+           "unwritable", "visible", "without_controls"]
 
 _FULL = {errno.ENOSPC, errno.EDQUOT}
 # Control characters in text a person or a tool wrote: none belongs in a note's text (tabs and line ends aside) or in a
 # name (a label, an alias: one line of plain text). What drives a terminal (ESC, CSI) is among them.
 TEXT_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 NAME_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Terminal escape sequences (CSI: colours, clearing the screen, hiding text; OSC: the window's title, links, the
+# clipboard) and the control characters left after them: text for reading holds none, and a document, a pack's card or
+# a model's reply from someone else must not drive the terminal it is printed in. Tabs and line ends stay.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?|\x9b[0-?]*[ -/]*[@-~]")
+
+
+def without_controls(text: str) -> tuple[str, int]:
+    """`text` without terminal escape sequences and control characters (each control character becomes a space, so
+    columns and line numbers stay), and how many were removed."""
+    if not TEXT_CONTROLS.search(text):
+        return text, 0
+    text, escapes = _ESCAPES.subn("", text)
+    text, controls = TEXT_CONTROLS.subn(" ", text)
+    return text, escapes + controls
+
+
+def visible(name: str) -> str:
+    """A name (a file's path) to print: each control character spelled out (`\\n`, `\\x1b`), so that a name cannot move
+    the cursor, recolour the screen or break a report's line, and the user can still tell which file it is."""
+    if not NAME_CONTROLS.search(name):
+        return name
+    return NAME_CONTROLS.sub(lambda m: {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(m[0], f"\\x{ord(m[0]):02x}"), name)
 
 
 def disk_full(exc: BaseException | None) -> BaseException | None:

@@ -19,6 +19,8 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from kg.files import without_controls
+
 __all__ = ["LlmClient", "LlmConfig", "LlmUnavailable", "char_tokens", "estimate_tokens", "llm_config", "load_litellm", "missing_keys",
            "warm_up"]
 
@@ -194,7 +196,7 @@ class LlmClient:
             text = None
         if not isinstance(text, str) or not text.strip():
             raise LlmUnavailable(f"{self.model} returned no text")
-        return text
+        return without_controls(text)[0]
 
     def stream(self, task: str, messages: list[dict], *, max_tokens: int | None = None) -> Iterator[str]:
         """The model's reply piece by piece; raises LlmUnavailable (before or during the stream)."""
@@ -210,6 +212,8 @@ class LlmClient:
                 except (AttributeError, IndexError, TypeError):
                     piece = None
                 if piece:
+                    # A piece holds part of a terminal escape at most: its ESC removed, the rest prints as text.
+                    piece = without_controls(piece)[0]
                     written.append(piece)
                     yield piece
         except LlmUnavailable:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from kg.errors import InputError
-from kg.files import TEXT_CONTROLS
+from kg.files import NAME_CONTROLS, visible, without_controls
 from kg.files import decode_text as decode_files_text
 from retrieval.types import SourceDocument
 
@@ -47,13 +47,19 @@ _BINARY_SUFFIXES = {
 _FRONT_MATTER_KEYS = ("title", "summary", "aliases", "id", "effective", "tags", "version")
 _PATH_PREFIX = re.compile(r"^[^/:]*:(?=[^/]*/|[^/:]*$)")  # a drive (C:) or a label (set:dir/file.md)
 _FOLDER_INDEX = {"_index", "index", "readme"}  # a folder's own page is named for the folder
+# A name with a line break or a terminal escape would be printed in every list of sources and every answer citing
+# it; such a file is left where it is and said (its name spelled out), never renamed behind the user's back.
+_CONTROL_NAME = "the name holds a line break, tab or control character (shown as \\n, \\t, \\xNN): not read; rename it"
 PATH_DEPTH = 2  # the file's name and its folder's: "datanode/overview.md" is Datanode's overview
 
 
 @dataclass(frozen=True)
 class Skipped:
-    path: str
+    path: str  # as printed: a control character in it spelled out (`visible`)
     reason: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", visible(self.path))
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"
@@ -84,10 +90,14 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
             raise InputError(f"{path}: no such file or folder")
         if path.is_file():
             if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-                raise InputError(f"{path.name}: unsupported file type '{path.suffix}' (kgrag reads {_supported()})")
+                raise InputError(f"{visible(path.name)}: unsupported file type '{visible(path.suffix)}' (kgrag reads {_supported()})")
+            if NAME_CONTROLS.search(str(path.resolve())):
+                raise InputError(f"{visible(str(path))}: {_CONTROL_NAME}")
             found.files.append(path)
             continue
         root = path.resolve()
+        if NAME_CONTROLS.search(str(root)):
+            raise InputError(f"{visible(str(path))}: {_CONTROL_NAME}")
 
         def unreadable(error: OSError, root: Path = root) -> None:  # os.walk passes over such a folder in silence
             found.skipped.append(Skipped(os.path.abspath(error.filename or root), f"cannot be read ({error.strerror or error})"))
@@ -100,13 +110,16 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
                 sub = here / name
                 if name.startswith("."):
                     continue
+                if NAME_CONTROLS.search(name):
+                    found.skipped.append(Skipped(os.path.abspath(sub), f"folder: {_CONTROL_NAME}"))
+                    continue
                 if sub.is_symlink():
                     target = _link_target(sub)
                     if isinstance(target, Skipped):
                         found.skipped.append(target)
                         continue
                     if not target.is_relative_to(root):
-                        found.skipped.append(Skipped(os.path.abspath(sub), f"symlink to {target}, outside {path}: not followed"))
+                        found.skipped.append(Skipped(os.path.abspath(sub), f"symlink to {visible(str(target))}, outside {visible(str(path))}: not followed"))
                         continue
                     found.skipped.append(Skipped(os.path.abspath(sub), "symlinked folder inside the ingested folder: read where it lives"))
                     continue
@@ -116,6 +129,9 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
                 file = here / name
                 if name.startswith("."):
                     continue
+                if NAME_CONTROLS.search(name):
+                    found.skipped.append(Skipped(os.path.abspath(file), _CONTROL_NAME))
+                    continue
                 suffix = file.suffix.lower()
                 if file.is_symlink():
                     target = _link_target(file)
@@ -123,7 +139,7 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
                         found.skipped.append(target)
                         continue
                     if not target.is_relative_to(root):
-                        found.skipped.append(Skipped(os.path.abspath(file), f"symlink to {target}, outside {path}: not followed"))
+                        found.skipped.append(Skipped(os.path.abspath(file), f"symlink to {visible(str(target))}, outside {visible(str(path))}: not followed"))
                         continue
                 if suffix in _BINARY_SUFFIXES:
                     found.skipped.append(Skipped(os.path.abspath(file), "binary file"))
@@ -223,22 +239,6 @@ def read_source_file(path: Path, source: str | None = None) -> SourceDocument:
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     return read_source_bytes(raw, fmt, source or str(path), label=str(path))
-
-
-# Terminal escape sequences (CSI: colours, clearing the screen, hiding text; OSC: the window's title, links) and the
-# control characters left after them: text for reading holds none, and a document from someone else (a knowledge
-# pack, a shared folder) must not drive the terminal its passages are printed in. Tabs and line ends stay.
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?|\x9b[0-?]*[ -/]*[@-~]")
-
-
-def without_controls(text: str) -> tuple[str, int]:
-    """`text` without terminal escape sequences and control characters (each control character becomes a space, so
-    columns and line numbers stay), and how many were removed."""
-    if not TEXT_CONTROLS.search(text):
-        return text, 0
-    text, escapes = _ESCAPES.subn("", text)
-    text, controls = TEXT_CONTROLS.subn(" ", text)
-    return text, escapes + controls
 
 
 def read_source_bytes(raw: bytes, fmt: str, source: str, label: str | None = None) -> SourceDocument:

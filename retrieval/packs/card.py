@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kg.errors import InputError
-from kg.files import read_text
+from kg.files import read_text, without_controls
 
 __all__ = ["CARD_FILE", "PackCard", "parse_card", "read_card", "valid_pack_id"]
 
@@ -97,7 +97,7 @@ def parse_card(text: str, default_id: str, where: str = CARD_FILE) -> PackCard:
     pack_id = str(values.get("id") or default_id).strip()
     valid_pack_id(pack_id)
     card = {name: _as_list(values.get(name)) for name in _LISTS}
-    title = str(values.get("title") or "").strip() or pack_id
+    title = _plain(str(values.get("title") or "")) or pack_id
     language = ", ".join(_as_list(values.get("language")))
     return PackCard(id=pack_id, title=title, language=language, extra=extra, **card)
 
@@ -142,6 +142,12 @@ def _sections(body: str) -> dict[str, object]:
     return out
 
 
+def _plain(text: str) -> str:
+    """A card's value as one line of plain text: a card comes from someone else (a cloned repository), and its title and
+    lists are printed in `kg pack list` and in every routed answer, so no terminal escape (YAML's "\\e" too) survives."""
+    return " ".join(without_controls(text)[0].split())
+
+
 def _as_list(value: object) -> tuple[str, ...]:
     """A YAML list, a bullet list or a comma-separated line -> items; '、' and '；' separate too."""
     if value is None:
@@ -149,7 +155,7 @@ def _as_list(value: object) -> tuple[str, ...]:
     items = value if isinstance(value, list | tuple) else [value]
     out: list[str] = []
     for item in items:
-        text = str(item).strip()
+        text = _plain(str(item))
         parts = re.split(r"\s*[,，;；、]\s*", text) if not isinstance(value, list | tuple) or len(items) == 1 else [text]
         out.extend(p.strip().strip("`") for p in parts if p.strip())
     return tuple(dict.fromkeys(out))
