@@ -257,10 +257,14 @@ def import_file(kb, path: Path, progress: Progress | None = None, **options) -> 
 
         # Read (or refuse: .ofn/.omn/.owx, billion laughs) the file before touching the graph.
         incoming = load_rdf(path)
+        left_out = _without_control_literals(incoming, path.name)
         kb.graph.view  # noqa: B018
         added, removed = kb.graph.merge_rdf(path, incoming, table=options.get("table"))
         summary = f"{added} new triples" + (f", {removed} removed (gone from the file)" if removed else "")
-        result = {"kind": "rdf", "summary": summary, "triples_added": added, "triples_removed": removed}
+        if left_out:
+            summary += f"; {len(left_out)} left out (a control character in a name or text)"
+        result = {"kind": "rdf", "summary": summary, "triples_added": added, "triples_removed": removed,
+                  "warnings": left_out}
     elif suffix == ".txt":
         return _import_synonyms(kb, path)
     else:
@@ -275,6 +279,23 @@ def import_file(kb, path: Path, progress: Progress | None = None, **options) -> 
         kb.commits.mark("import", "mentions")
         result["chunks_reindexed"] = sync_index_words(kb)
     return result
+
+
+def _without_control_literals(graph, name: str) -> list[str]:
+    """Take out of an RDF file's triples each literal holding a control character (in a name, a line break or tab too),
+    as a relation table's row with one is refused: a label is printed in every answer and list that names its entity,
+    so an ontology from someone else must not carry a terminal escape into them. One line per triple left out."""
+    from rdflib import RDFS, SKOS, Literal
+
+    from kg.files import NAME_CONTROLS, TEXT_CONTROLS, visible
+
+    names = {RDFS.label, SKOS.prefLabel, SKOS.altLabel, SKOS.hiddenLabel}
+    bad = [(s, p, o) for s, p, o in graph if isinstance(o, Literal)
+           and (NAME_CONTROLS if p in names else TEXT_CONTROLS).search(str(o))]
+    for triple in bad:
+        graph.remove(triple)
+    return [f"{name}: <{visible(str(s))}> {graph.namespace_manager.normalizeUri(p)} \"{visible(str(o))}\" holds a control "
+            "character: left out" for s, p, o in bad]
 
 
 def _import_aliases(kb, path: Path, skip_invalid: bool = False, dry_run: bool = False, table: str | None = None,

@@ -129,3 +129,21 @@ def test_the_api_refuses_a_name_with_a_control_character(shared, field):
     assert response.status_code == 422, response.text
     (problem,) = response.json()["error"]["problems"]
     assert problem.startswith(f"body.{field}:") and "holds a control character (\\x1b) at 7" in problem
+
+
+def test_an_ontologys_label_with_an_escape_is_left_out_of_the_import(tmp_path):
+    from rdflib import RDFS, Graph, URIRef
+
+    (tmp_path / "onto.ttl").write_text(
+        "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n@prefix owl: <http://www.w3.org/2002/07/owl#> .\n"
+        "@prefix ex: <http://example.org/> .\n"
+        'ex:gw1 a owl:NamedIndividual ; rdfs:label "gw\\u001b]0;pwned\\u0007one" , "gateway one"@en ;\n'
+        '    rdfs:comment "two lines\\nof text" .\n', encoding="utf-8")
+    code, shown = on_a_terminal(["import", "onto.ttl", "--data-dir", "kb"], tmp_path)
+    assert code == 0 and only_styles(shown), repr(shown)
+    assert "1 left out" in shown
+    assert 'onto.ttl: <http://example.org/gw1> rdfs:label "gw\\x1b]0;pwned\\x07one" holds a control character' in shown
+    graph = Graph().parse(tmp_path / "kb" / "graph.ttl")
+    labels = {str(o) for o in graph.objects(URIRef("http://example.org/gw1"), RDFS.label)}
+    assert labels == {"gateway one"}  # the clean label, and the comment's line break, are kept
+    assert len(list(graph.objects(URIRef("http://example.org/gw1"), RDFS.comment))) == 1

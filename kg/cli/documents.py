@@ -284,6 +284,8 @@ def import_(file: Path, skip_invalid: bool, rejects: Path | None, dry_run: bool,
             click.echo(f"re-indexed {result['chunks_reindexed']} chunk(s) that contain new Chinese labels or synonyms")
         for line in result.get("report", {}).get("rejected", []):
             click.echo(f"  rejected {line}", err=True)
+        for line in result.get("warnings", []):
+            click.echo(f"  warning: {line}", err=True)
 
 
 @cli.command()
