@@ -74,6 +74,21 @@ def test_a_facts_source_is_its_statement_in_graph_ttl(client):
     assert missing.status_code == 404 and "does not assert" in missing.json()["error"]["message"]
 
 
+def test_a_facts_lines_follow_an_edit_of_graph_ttl(tmp_path):
+    """The file's lines are read once per version of graph.ttl (api/web/explore.py `_turtle_file`): an edit made in
+    an editor since the last card (two comment lines above everything: every line moves down) shows at the next."""
+    build_kb(tmp_path).close()
+    params = {"source": "order-service", "relation": "dependsOn", "target": "mysql-core"}
+    graph_file = tmp_path / "kb" / "graph.ttl"
+    with TestClient(create_app(make_settings(tmp_path / "kb"))) as client:
+        before = client.get("/graph/fact", params=params).json()["statement"]
+        graph_file.write_text("# edited by hand\n# twice\n" + graph_file.read_text(encoding="utf-8"), encoding="utf-8")
+        after = client.get("/graph/fact", params=params).json()["statement"]
+    assert after["line"] == before["line"] + 2 and after["first_line"] == before["first_line"] + 2
+    lines = graph_file.read_text(encoding="utf-8").splitlines()
+    assert all(lines[line["n"] - 1] == line["text"] for line in after["lines"])
+
+
 def test_a_documents_outline(client):
     docs = client.get("/documents").json()["documents"]
     doc = max(docs, key=lambda d: d["chunks"])

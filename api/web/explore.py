@@ -146,15 +146,43 @@ def _turtle_tokens(prefixes: dict[str, str], iri: str) -> list[str]:
     return tokens
 
 
-def _block(lines: list[str], tokens: list[str]) -> tuple[int, int] | None:
-    """(first, last) 0-based line of the Turtle statement block whose subject is one of `tokens`."""
-    for i, line in enumerate(lines):
-        if any(line.startswith(token) and line[len(token):len(token) + 1] in (" ", "\t", "") for token in tokens):
-            j = i
-            while j < len(lines) - 1 and not lines[j].rstrip().endswith(" ."):
-                j += 1
-            return i, j
-    return None
+class _TurtleFile:
+    """graph.ttl's lines, its prefixes and where each statement block starts (by the first token of its line), read
+    once per version of the file: a fact card is a dictionary look-up, not a pass over a 10 MB file (100k rows)."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+        self.prefixes = {m.group(1): m.group(2) for m in map(_PREFIX_LINE.match, self.lines[:200]) if m}
+        self.starts: dict[str, int] = {}
+        for i, line in enumerate(self.lines):
+            self.starts.setdefault(_FIRST_TOKEN.match(line)[0], i)
+
+    def block(self, tokens: list[str]) -> tuple[int, int] | None:
+        """(first, last) 0-based line of the statement block whose subject is one of `tokens`."""
+        found = [self.starts[t] for t in tokens if t in self.starts]
+        if not found:
+            return None
+        i = j = min(found)
+        while j < len(self.lines) - 1 and not self.lines[j].rstrip().endswith(" ."):
+            j += 1
+        return i, j
+
+
+_FIRST_TOKEN = re.compile(r"[^ \t]*")
+_turtle_files: dict[str, tuple[tuple[int, int] | None, _TurtleFile]] = {}
+
+
+def _turtle_file(path) -> _TurtleFile:
+    from kg.files import file_stamp
+
+    stamp = file_stamp(path)
+    held = _turtle_files.get(str(path))
+    if held is None or held[0] != stamp or stamp is None:
+        text = path.read_text(encoding="utf-8") if stamp is not None else ""
+        if len(_turtle_files) > 4:  # a process serves one knowledge base, a test run a few
+            _turtle_files.clear()
+        held = _turtle_files[str(path)] = (stamp, _TurtleFile(text))
+    return held[1]
 
 
 def fact_source(kb, source: str, relation: str, target: str, lang: str) -> dict:
@@ -177,15 +205,14 @@ def fact_source(kb, source: str, relation: str, target: str, lang: str) -> dict:
             raise NotFoundError(f"the graph does not assert {s.label} {relation} {t.label}")
         weight = view._edges[key]  # noqa: SLF001
         path = kb.graph.path
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        turtle = _turtle_file(path)
         info = vocab.properties[relation]
         comment = [str(o) for o in kb.graph.rdf.objects(URIRef(info.iri), RDFS.comment)]
         _, relation_labels = vocabulary_labels(kb, lang)
         origin = edge_origins(kb.root, view, vocab)([(s.iri, relation, t.iri)])[0]
-    lines = text.splitlines()
-    prefixes = {m.group(1): m.group(2) for m in map(_PREFIX_LINE.match, lines[:200]) if m}
+    lines, prefixes = turtle.lines, turtle.prefixes
     statement = definition = None
-    found = _block(lines, _turtle_tokens(prefixes, s.iri))
+    found = turtle.block(_turtle_tokens(prefixes, s.iri))
     if found:
         first, last = found
         rel_tokens, target_tokens = _turtle_tokens(prefixes, info.iri), _turtle_tokens(prefixes, t.iri)
@@ -194,7 +221,7 @@ def fact_source(kb, source: str, relation: str, target: str, lang: str) -> dict:
         shown = range(first, min(last, first + 40) + 1)
         statement = {"file": path.name, "line": hit + 1, "first_line": first + 1,
                      "lines": [{"n": i + 1, "text": lines[i], "fact": at <= i <= hit} for i in shown]}
-    found = _block(lines, _turtle_tokens(prefixes, info.iri))
+    found = turtle.block(_turtle_tokens(prefixes, info.iri))
     if found:
         first, last = found
         definition = {"file": path.name, "line": first + 1, "text": "\n".join(lines[first:min(last, first + 20) + 1])}
