@@ -12,7 +12,7 @@ from pathlib import Path
 from kg.errors import InputError
 
 __all__ = ["NAME_CONTROLS", "TEXT_CONTROLS", "decode_text", "disk_full", "file_stamp", "read_text", "replace_file",
-           "unwritable", "visible", "without_controls"]
+           "unwritable", "visible", "without_controls", "yaml_without_aliases"]
 
 _FULL = {errno.ENOSPC, errno.EDQUOT}
 # Control characters in text a person or a tool wrote: none belongs in a note's text (tabs and line ends aside) or in a
@@ -41,6 +41,35 @@ def visible(name: str) -> str:
     if not NAME_CONTROLS.search(name):
         return name
     return NAME_CONTROLS.sub(lambda m: {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(m[0], f"\\x{ord(m[0]):02x}"), name)
+
+
+def yaml_without_aliases(text: str):
+    """`yaml.safe_load` of a front matter or a card, refusing anchors' aliases (`*name`) and nesting past 100 levels:
+    nine aliases of nine aliases are 9^9 strings to whatever walks the value, so one file in a shared folder or a
+    cloned pack took 4 GB and never finished. Raises `yaml.YAMLError` (with `problem` and `problem_mark`)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                raise yaml.composer.ComposerError(None, None, "an alias (*name) of an anchor: kgrag does not expand "
+                                                  "them; write the value out", self.peek_event().start_mark)
+            self.depth += 1
+            try:
+                if self.depth > 100:
+                    raise yaml.composer.ComposerError(None, None, "more than 100 levels of nesting",
+                                                      self.peek_event().start_mark)
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    loader = Loader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def disk_full(exc: BaseException | None) -> BaseException | None:

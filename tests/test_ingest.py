@@ -214,6 +214,27 @@ def test_gbk_file_is_read_and_an_unknown_encoding_says_how_to_fix_it(tmp_path):
     assert str(error.value) == f"{neither}: neither UTF-8 nor GBK/GB18030 text (byte 5); save the file as UTF-8 and ingest it again"
 
 
+def _alias_bomb(levels: int) -> str:
+    """YAML whose last key names 9 ** (levels + 1) strings through anchors and aliases, in a few hundred bytes."""
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels + 1)]
+    return "\n".join([*lines, f"tags: *a{levels}", f"title: *a{levels}"])
+
+
+def test_front_matter_with_aliases_or_deep_nesting_is_refused_not_expanded(tmp_path):
+    """Nine aliases of nine aliases: eight levels took 4 GB and more than a minute before it was refused (a file in
+    a shared folder must not stop the ingest or the machine); aliases are refused whatever their size, and nesting
+    past 100 levels (Python's recursion limit raised a RecursionError at 5,000) too. The rest of a folder comes in."""
+    (tmp_path / "bomb.md").write_text(f"---\n{_alias_bomb(4)}\n---\n# Bomb\n\ntext\n", encoding="utf-8")
+    (tmp_path / "deep.md").write_text("---\ntags: " + "[" * 5000 + "]" * 5000 + "\n---\n# Deep\n\ntext\n", encoding="utf-8")
+    (tmp_path / "plain.md").write_text("---\ntags: [a, b]\n---\n# Plain\n\ntext\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"bomb\.md: the YAML front matter does not parse \(line 3: an alias \(\*name\)"):
+        read_source_file(tmp_path / "bomb.md")
+    with pytest.raises(InputError, match=r"deep\.md: .*\(line 2: more than 100 levels of nesting\)"):
+        read_source_file(tmp_path / "deep.md")
+    assert read_source_file(tmp_path / "plain.md").tags == ("a", "b")
+
+
 def test_a_utf16_file_with_its_byte_order_mark_is_read(tmp_path):
     # Notepad's "Unicode" and Windows PowerShell's `>` write UTF-16 with a BOM, little- or big-endian.
     for name, encoding in (("notepad.txt", "utf-16"), ("le.md", "utf-16-le"), ("be.md", "utf-16-be")):

@@ -92,6 +92,12 @@ def kg(*args):
 # ---------------------------------------------------------------- cards and the registry
 
 
+def test_a_card_with_yaml_aliases_is_refused_not_expanded():
+    card = '---\nid: x\nbase: &b ["lol", "lol", "lol"]\ncovers: [*b, *b, *b]\n---\n# X\n'
+    with pytest.raises(InputError, match=r"PACK\.md:4: .*an alias \(\*name\)"):
+        parse_card(card, default_id="x")
+
+
 def test_a_card_reads_from_front_matter_or_sections():
     front = parse_card(OPS_CARD, default_id="x")
     assert (front.id, front.title) == ("ops", "订单平台运维笔记")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from kg.errors import InputError
-from kg.files import NAME_CONTROLS, visible, without_controls
+from kg.files import NAME_CONTROLS, visible, without_controls, yaml_without_aliases
 from kg.files import decode_text as decode_files_text
 from retrieval.types import SourceDocument
 
@@ -338,10 +338,10 @@ def split_front_matter(text: str, label: str = "") -> tuple[dict, str]:
     import yaml
 
     try:
-        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+        meta = yaml_without_aliases("\n".join(lines[1:end])) or {}
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 2})" if mark else ""
+        mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+        where = f" (line {mark.line + 2}{f': {problem}' if problem else ''})" if mark else ""
         raise InputError(f"{label}: the YAML front matter does not parse{where}; fix it or remove the `---` block") from None
     except (ValueError, OverflowError) as exc:  # YAML reads 2024-13-45 as a date, and Python refuses it
         raise InputError(f"{label}: the YAML front matter holds a value that is no real date or number ({exc}); fix it "

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kg.errors import InputError
-from kg.files import read_text, without_controls
+from kg.files import read_text, without_controls, yaml_without_aliases
 
 __all__ = ["CARD_FILE", "PackCard", "parse_card", "read_card", "valid_pack_id"]
 
@@ -106,7 +106,7 @@ def _front_matter(text: str, where: str) -> dict:
     import yaml
 
     try:
-        data = yaml.safe_load(text) or {}
+        data = yaml_without_aliases(text) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 2}" if mark is not None else ""
