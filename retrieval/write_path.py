@@ -65,7 +65,8 @@ def ingest_paths(kb, paths: Sequence[Path], progress: Progress | None = None, *,
     stamps = {filestats.source_of(f): filestats.file_stamp(f) for f in found.files}
     known = {} if doc_id or effective else filestats.unchanged(kb.store.db, stamps)
     to_read = [f for f in found.files if filestats.source_of(f) not in known]
-    sources = read_sources(to_read, skipped, strict=strict, progress=progress, doc_key=doc_id, effective=effective)
+    sources = read_sources(to_read, skipped, strict=strict, progress=progress, doc_key=doc_id, effective=effective,
+                           max_text_bytes=kb.settings.max_document_bytes)
     report = ingest_documents(kb, sources, progress, strict=strict, skipped=skipped, workers=workers)
     report.unchanged += len(known)  # neither read nor hashed: same size, mtime and inode as when ingested
     report.doc_ids += list(known.values())

@@ -201,3 +201,25 @@ def test_a_text_notes_first_line_is_its_title_without_heading_marks():
     assert cut_document(SourceDocument("notes/oncall.txt", "# 值班手册\n\n夜间告警先看 Grafana。\n", format="txt")).document.title == "值班手册"
     assert cut_document(SourceDocument("notes/plain.txt", "值班手册\n\n夜间告警先看 Grafana。\n", format="txt")).document.title == "值班手册"
     assert cut_document(SourceDocument("notes/tag.txt", "#incident\n\n夜间告警先看 Grafana。\n", format="txt")).document.title == "#incident"
+
+
+def test_a_file_far_over_the_size_limit_is_refused_unread_and_the_folder_goes_on(tmp_path):
+    """A 600 MB log in a notes folder took 19 s and 3.5 GB to read, then was refused for its size; a file over
+    FILE_SIZE_FACTOR times the limit is refused from its size on disk, one under it is read and judged by its text
+    (a page's markup or a Markdown export's embedded images make a file larger than its text)."""
+    from retrieval.ingest.readers import FILE_SIZE_FACTOR
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    limit = 1000
+    (docs / "huge.txt").write_text("log line\n" * (FILE_SIZE_FACTOR * limit // 9 + 10), encoding="utf-8")
+    (docs / "images.md").write_text("# Export\n\nA note.\n\n![x](data:image/png;base64," + "QUJD" * 2000 + ")\n",
+                                    encoding="utf-8")  # 8 KB on disk, a few dozen bytes of text
+    (docs / "ok.md").write_text("# Ok\n\nfine\n", encoding="utf-8")
+    env = {"KG_MAX_DOCUMENT_BYTES": str(limit)}
+    result = CliRunner().invoke(cli, ["ingest", str(docs), "--data-dir", str(tmp_path / "kb")], env=env)
+    assert result.exit_code == 0, result.output
+    assert "2 new" in result.output and "1 file(s) skipped" in result.output
+    size = (docs / "huge.txt").stat().st_size
+    assert (f"huge.txt: {size:,} bytes, not opened: documents may hold 1,000 bytes of text, and files over 20 times "
+            "that are not read; split it, or raise KG_MAX_DOCUMENT_BYTES") in result.output

@@ -50,6 +50,10 @@ _FOLDER_INDEX = {"_index", "index", "readme"}  # a folder's own page is named fo
 # A name with a line break or a terminal escape would be printed in every list of sources and every answer citing
 # it; such a file is left where it is and said (its name spelled out), never renamed behind the user's back.
 _CONTROL_NAME = "the name holds a line break, tab or control character (shown as \\n, \\t, \\xNN): not read; rename it"
+# A file's text is checked against the document size limit once read; a file this many times over it is refused
+# unread (a 600 MB log took 19 s and 3.5 GB to refuse). Generous, as a document's bytes on disk are not its text:
+# a page's markup, a PDF's images, the data-URI images a Markdown export embeds (each kept as 40 characters).
+FILE_SIZE_FACTOR = 20
 PATH_DEPTH = 2  # the file's name and its folder's: "datanode/overview.md" is Datanode's overview
 
 
@@ -193,14 +197,16 @@ def find_source_files(paths: Iterable[Path]) -> list[Path]:
 
 
 def read_sources(files: Iterable[Path], skipped: list[Skipped], *, strict: bool = False, progress=None,
-                 doc_key: str | None = None, effective: str | None = None) -> Iterator[SourceDocument]:
+                 doc_key: str | None = None, effective: str | None = None,
+                 max_text_bytes: int | None = None) -> Iterator[SourceDocument]:
     """Each file as a `SourceDocument` (its source: the resolved path); one that cannot be read is added to
-    `skipped` (and counted in `progress`), or, with `strict`, raises. `doc_key`/`effective` override the file's own."""
+    `skipped` (and counted in `progress`), or, with `strict`, raises. `doc_key`/`effective` override the file's own.
+    `max_text_bytes`: the largest document's text; a file over FILE_SIZE_FACTOR times that is not opened."""
     for file in files:
         try:
             file = Path(file)
             resolved = file if file.is_absolute() and not file.is_symlink() and ".." not in file.parts else file.resolve()
-            src = read_source_file(file, str(resolved))
+            src = read_source_file(file, str(resolved), max_text_bytes)
         except InputError as exc:
             if strict:
                 raise
@@ -221,8 +227,9 @@ def read_sources(files: Iterable[Path], skipped: list[Skipped], *, strict: bool 
         yield src
 
 
-def read_source_file(path: Path, source: str | None = None) -> SourceDocument:
-    """One file -> a `SourceDocument` (format from the suffix). Raises `InputError` with the path and a fix."""
+def read_source_file(path: Path, source: str | None = None, max_text_bytes: int | None = None) -> SourceDocument:
+    """One file -> a `SourceDocument` (format from the suffix). Raises `InputError` with the path and a fix; a file
+    over FILE_SIZE_FACTOR x `max_text_bytes` (the document size limit) without reading it."""
     path = Path(path)
     fmt = SUPPORTED_SUFFIXES.get(path.suffix.lower())
     if fmt is None:
@@ -235,6 +242,11 @@ def read_source_file(path: Path, source: str | None = None) -> SourceDocument:
             mode = os.fstat(f.fileno()).st_mode
             if not stat.S_ISREG(mode):
                 raise InputError(f"{path}: {_kind(mode)}, not a file: not read")
+            size = os.fstat(f.fileno()).st_size
+            if max_text_bytes is not None and size > FILE_SIZE_FACTOR * max_text_bytes:
+                raise InputError(f"{path}: {size:,} bytes, not opened: documents may hold {max_text_bytes:,} bytes of "
+                                 f"text, and files over {FILE_SIZE_FACTOR} times that are not read; split it, or raise "
+                                 "KG_MAX_DOCUMENT_BYTES")
             raw = f.read()
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
