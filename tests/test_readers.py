@@ -61,7 +61,7 @@ def test_front_matter_that_does_not_parse_names_the_file_and_line(tmp_path):
     path.write_text("---\ntitle: [unclosed\n---\n\ntext\n", encoding="utf-8")
     with pytest.raises(InputError) as error:
         read_source_file(path)
-    assert str(error.value) == f"{path}: the YAML front matter does not parse (line 2); fix it or remove the `---` block"
+    assert str(error.value) == f"{path}: the YAML front matter does not parse (line 2: expected ',' or ']', but got '<stream end>'); fix it or remove the `---` block"
 
 
 def test_an_effective_date_that_is_not_a_date_is_refused():
@@ -190,7 +190,7 @@ def test_kg_ingest_strict_stops_at_the_first_bad_file_and_ingests_nothing(tmp_pa
     kb = tmp_path / "kb"
     result = CliRunner().invoke(cli, ["ingest", str(docs), "--strict", "--data-dir", str(kb), "-q"])
     assert result.exit_code == 2
-    assert result.stderr.strip() == f"error: {docs / 'broken.md'}: the YAML front matter does not parse (line 2); fix it or remove the `---` block"
+    assert result.stderr.strip() == f"error: {docs / 'broken.md'}: the YAML front matter does not parse (line 2: expected ',' or ']', but got '<stream end>'); fix it or remove the `---` block"
     stats = CliRunner().invoke(cli, ["stats", "--data-dir", str(kb), "--json"])
     assert json.loads(stats.stdout)["documents"] == 0
 
@@ -221,5 +221,5 @@ def test_a_file_far_over_the_size_limit_is_refused_unread_and_the_folder_goes_on
     assert result.exit_code == 0, result.output
     assert "2 new" in result.output and "1 file(s) skipped" in result.output
     size = (docs / "huge.txt").stat().st_size
-    assert (f"huge.txt: {size:,} bytes, not opened: documents may hold 1,000 bytes of text, and files over 20 times "
+    assert (f"huge.txt: {size:,} bytes, not read: documents may hold 1,000 bytes of text, and files over 20 times "
             "that are not read; split it, or raise KG_MAX_DOCUMENT_BYTES") in result.output

@@ -201,7 +201,7 @@ def read_sources(files: Iterable[Path], skipped: list[Skipped], *, strict: bool 
                  max_text_bytes: int | None = None) -> Iterator[SourceDocument]:
     """Each file as a `SourceDocument` (its source: the resolved path); one that cannot be read is added to
     `skipped` (and counted in `progress`), or, with `strict`, raises. `doc_key`/`effective` override the file's own.
-    `max_text_bytes`: the largest document's text; a file over FILE_SIZE_FACTOR times that is not opened."""
+    `max_text_bytes`: the largest document's text; a file over FILE_SIZE_FACTOR times that is not read."""
     for file in files:
         try:
             file = Path(file)
@@ -239,12 +239,11 @@ def read_source_file(path: Path, source: str | None = None, max_text_bytes: int 
         # folder was listed) must not hang the ingest.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as f:
-            mode = os.fstat(f.fileno()).st_mode
-            if not stat.S_ISREG(mode):
-                raise InputError(f"{path}: {_kind(mode)}, not a file: not read")
-            size = os.fstat(f.fileno()).st_size
-            if max_text_bytes is not None and size > FILE_SIZE_FACTOR * max_text_bytes:
-                raise InputError(f"{path}: {size:,} bytes, not opened: documents may hold {max_text_bytes:,} bytes of "
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise InputError(f"{path}: {_kind(st.st_mode)}, not a file: not read")
+            if max_text_bytes is not None and st.st_size > FILE_SIZE_FACTOR * max_text_bytes:
+                raise InputError(f"{path}: {st.st_size:,} bytes, not read: documents may hold {max_text_bytes:,} bytes of "
                                  f"text, and files over {FILE_SIZE_FACTOR} times that are not read; split it, or raise "
                                  "KG_MAX_DOCUMENT_BYTES")
             raw = f.read()
