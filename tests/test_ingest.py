@@ -292,3 +292,30 @@ def test_read_source_file_strips_a_bom_and_takes_the_format_from_the_suffix(tmp_
     path.write_bytes("\ufeffhello".encode())
     src = read_source_file(path, source="custom:notes")
     assert (src.source, src.text, src.format) == ("custom:notes", "hello", "txt")
+
+
+def test_a_long_code_block_or_list_without_sentence_ends_is_cut_at_lines_with_true_line_numbers():
+    """A pasted config file (2,000 lines in a code fence) and a 2,000-line list were one chunk each (45 KB and 49 KB:
+    one passage for any of their words, one vector over dozens of windows); now runs of whole lines, each child
+    with its own lines, the fence's opening line above every run inside it, and a line longer than a chunk cut at
+    spaces, so that the document's text is all there, in order."""
+    from retrieval.ingest.chunking import cut_document
+
+    config = "".join(f'key_{i} = "value {i}"\n' for i in range(2000))
+    steps = "".join(f"- step {i} do something\n" for i in range(2000))
+    text = f"# Cfg\n\nSome intro.\n\n```toml\n{config}```\n\n## List\n\n{steps}\n{'word ' * 4000}\n"
+    cut = cut_document(SourceDocument("/x/cfg.md", text))
+    source_lines = text.split("\n")
+    assert len(cut.children) > 50 and max(text_size(c.text) for c in cut.children) <= CHUNK_MAX
+    for child in cut.children:
+        body = child.text.removeprefix("```toml\n") if child.line_start > 5 else child.text
+        first = body.split("\n")[0]
+        assert first in source_lines[child.line_start - 1], (child.line_start, first)
+        last = body.split("\n")[-1]
+        assert last in source_lines[child.line_end - 1]
+    in_fence = [c for c in cut.children if 5 < c.line_start <= 2006]
+    assert in_fence and all(c.text.startswith("```toml\n") for c in in_fence)
+    holding = [c for c in cut.children if c.line_start <= 1240 <= c.line_end]  # line 1240: key_1234
+    assert len(holding) == 1 and 'key_1234 = "value 1234"' in holding[0].text and len(holding[0].text) < 2500
+    words = [c for c in cut.children if c.line_start == c.line_end == len(source_lines) - 1]
+    assert len(words) > 1 and "".join(c.text for c in words) == ("word " * 4000).rstrip()

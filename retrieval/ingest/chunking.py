@@ -191,6 +191,13 @@ def _split_long(start: int, end: int, text: str, limit: float = CHUNK_MAX, targe
     table = _table_pieces(start, text, target or limit)
     if table is not None:
         return table
+    pieces = _sentence_pieces(start, end, text, target)
+    if all(text_size(p.text) <= limit for p in pieces):
+        return pieces
+    return _line_pieces(start, text, target or limit)
+
+
+def _sentence_pieces(start: int, end: int, text: str, target: float | None) -> list[Piece]:
     pieces: list[Piece] = []
     previous = buf = ""
     for sentence in _SENTENCE_END.split(text):
@@ -212,6 +219,54 @@ def _split_long(start: int, end: int, text: str, limit: float = CHUNK_MAX, targe
     if target is not None and buf.strip():
         pieces.append(Piece(start, end, buf.strip(), "\n\n" if not pieces else glue))
     return pieces
+
+
+def _line_pieces(start: int, text: str, size: float) -> list[Piece]:
+    """A paragraph that sentence ends do not cut small enough (a pasted config file in a code fence, a list of
+    thousands of lines, a log: 45 KB became one chunk) as runs of whole lines up to `size`, each with its true
+    lines; a line longer than that alone is cut at spaces. A run after the first inside a code fence carries the
+    fence's opening line as its `head`, so that it is read, and shown, as code."""
+    lines = text.split("\n")
+    fence = lines[0] if lines[0].lstrip().startswith(("```", "~~~")) else ""
+    head_size = text_size(fence)
+    pieces: list[Piece] = []
+    run: list[tuple[int, str, str]] = []  # (line, part, glue before it)
+    used = 0.0
+    for number, line in enumerate(lines, start=start):
+        for part, glue in _cut_line(line, size - head_size):
+            if run and used + text_size(glue + part) + (head_size if pieces else 0) > size:
+                pieces.append(_line_run(run, pieces, fence))
+                run, used = [], 0.0
+            used += text_size(glue + part if run else part)
+            run.append((number, part, glue))
+    pieces.append(_line_run(run, pieces, fence))
+    return pieces
+
+
+def _line_run(run: list[tuple[int, str, str]], before: list[Piece], fence: str) -> Piece:
+    """Consecutive (line, part, glue) as one piece: the first of a paragraph opens it ("\n\n"), the others continue
+    it (a line break, or nothing inside a cut line)."""
+    text = run[0][1] + "".join(glue + part for _, part, glue in run[1:])
+    return Piece(run[0][0], run[-1][0], text, run[0][2] if before else "\n\n", fence if before else "")
+
+
+def _cut_line(line: str, size: float) -> list[tuple[str, str]]:
+    """(part, glue) of one line: the line itself, or, when larger than `size`, parts cut after a space (anywhere in a
+    run without one) whose glue is "" (they join back as written); the first part's glue is the line break."""
+    if text_size(line) <= size:
+        return [(line, "\n")]
+    parts: list[tuple[str, str]] = []
+    at = 0
+    while at < len(line):
+        stop, used = at, 0.0
+        while stop < len(line) and used <= size:
+            used += 1 if _CJK_CHAR.match(line[stop]) else ASCII_CHAR_SIZE
+            stop += 1
+        if stop < len(line):
+            stop = max(line.rfind(" ", at, stop) + 1, at + 1) if " " in line[at:stop] else stop - 1
+        parts.append((line[at:stop], "\n" if not parts else ""))
+        at = stop
+    return parts
 
 
 def _join(pieces: list[Piece]) -> str:
