@@ -227,7 +227,7 @@ def _line_pieces(start: int, text: str, size: float) -> list[Piece]:
     lines; a line longer than that alone is cut at spaces. A run after the first inside a code fence carries the
     fence's opening line as its `head`, so that it is read, and shown, as code."""
     lines = text.split("\n")
-    fence = lines[0] if lines[0].lstrip().startswith(("```", "~~~")) else ""
+    fence = lines[0] if lines[0].lstrip().startswith(("```", "~~~")) and text_size(lines[0]) <= size / 4 else ""
     head_size = text_size(fence)
     pieces: list[Piece] = []
     run: list[tuple[int, str, str]] = []  # (line, part, glue before it)
