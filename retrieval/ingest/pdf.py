@@ -9,6 +9,7 @@ full-width figure), and inside a band the left column is read before the right o
 from __future__ import annotations
 
 import re
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 
@@ -28,6 +29,10 @@ _PAGE_NUMBER = re.compile(
     r"^\W*(?:(?:page|p\.?)\s*)?\d{1,4}(?:\s*(?:/|of|／)\s*\d{1,4})?\W*$|^第\s*\d{1,4}\s*页(?:\s*[/／共]\s*\d{1,4}\s*页?)?$",
     re.I,
 )
+# A page whose drawing instructions (its content streams and forms, decoded) pass this is skipped, with a warning: a
+# 470 KB file inflating to 240 MB of text operators took 3.6 GB of memory to read (MuPDF holds every glyph), so a few
+# MB more would take the machine's. A page of text is ~10-100 KB of them; a dense vector drawing a few MB.
+PAGE_CONTENT_BYTES = 32 * 1024 * 1024
 _EDGE = 0.1  # top and bottom tenth of a page: where running headers and footers live
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
 
@@ -117,6 +122,27 @@ def _drop_running_text(pages: list[tuple[list[_Block], float]]) -> list[list[_Bl
     return kept
 
 
+def _content_bytes(doc, page, cap: int) -> int:
+    """The decoded size of a page's content streams and the forms it draws, counted up to just past `cap` without
+    holding more than a MB of it (a Flate stream is inflated piece by piece; another filter is decoded whole)."""
+    total = 0
+    for xref in [*page.get_contents(), *(x[0] for x in page.get_xobjects())]:
+        kind, value = doc.xref_get_key(xref, "Filter")
+        if value in ("/FlateDecode", "[/FlateDecode]"):
+            inflate, data = zlib.decompressobj(), doc.xref_stream_raw(xref)
+            try:
+                while data and total <= cap:
+                    total += len(inflate.decompress(data, 2**20))
+                    data = inflate.unconsumed_tail
+            except zlib.error:
+                continue  # MuPDF reads what it can of a damaged stream; so does the page's text
+        else:
+            total += len(doc.xref_stream(xref) or b"") if kind != "null" else len(doc.xref_stream_raw(xref) or b"")
+        if total > cap:
+            break
+    return total
+
+
 def read_pdf(raw: bytes, source: str, label: str) -> SourceDocument:
     if not PDF_AVAILABLE:
         raise InputError(f"{label}: reading PDF needs PyMuPDF: pip install 'kgrag[pdf]' (AGPL-licensed)")
@@ -131,10 +157,16 @@ def read_pdf(raw: bytes, source: str, label: str) -> SourceDocument:
     if doc.page_count == 0:
         raise InputError(f"{label}: not a readable PDF (no pages: damaged or cut short); re-export it as PDF and ingest it "
                          "again")
-    pages, warnings, scanned = [], [], False
+    pages, warnings, scanned, oversized = [], [], False, 0
     with doc:
         title = (doc.metadata or {}).get("title") or None
         for number, page in enumerate(doc, start=1):
+            if _content_bytes(doc, page, PAGE_CONTENT_BYTES) > PAGE_CONTENT_BYTES:
+                warnings.append(f"{label}: page {number} holds over {PAGE_CONTENT_BYTES // 2**20} MB of drawing "
+                                "instructions (a PDF made to exhaust memory, or a huge drawing): skipped")
+                pages.append(([], page.rect.height))
+                oversized += 1
+                continue
             blocks = _page_blocks(page, number)
             if not blocks:
                 if page.get_images():
@@ -149,6 +181,10 @@ def read_pdf(raw: bytes, source: str, label: str) -> SourceDocument:
     if not sizes and scanned:
         raise InputError(f"{label}: no text layer on any of its {len(pages)} page(s) (a scanned document?): "
                          "run OCR (e.g. ocrmypdf) and ingest it again")
+    if not sizes and oversized:
+        raise InputError(f"{label}: no text on any of its {len(pages)} page(s) read; {oversized} page(s) skipped, each "
+                         f"holding over {PAGE_CONTENT_BYTES // 2**20} MB of drawing instructions (a PDF made to exhaust "
+                         "memory, or huge drawings)")
     if not sizes:
         raise InputError(f"{label}: no text on any of its {len(pages)} page(s)")
     body = sizes.most_common(1)[0][0]
