@@ -198,6 +198,41 @@ def test_pack_add_clones_a_git_repository_and_update_pulls_it(tmp_path):
         assert [h.title for h in hits] == ["Levain"]
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
+def test_a_git_packs_credentials_are_never_printed_listed_or_served(tmp_path):
+    """`https://oauth2:TOKEN@host/pack.git` is how a private GitLab pack is cloned without a credential helper. The
+    token was printed by `kg pack add` and `kg pack list`, returned by GET /packs (and drawn on the page), and put in
+    error messages; it is shown as `***` everywhere now, and kept only where `kg pack update` needs it (packs.json,
+    and git's own .git/config of the clone, both in the data dir). Cloned over real smart HTTP (git http-backend)."""
+    from git_http import git_http_server
+
+    repo = write_pack(tmp_path / "served" / "bread.git", BREAD_DOCS, "# Bread\n\n## Covers\n- sourdough\n")
+    _git("init", "-q", cwd=repo)
+    _git("add", ".", cwd=repo)
+    _git("commit", "-q", "-m", "first", cwd=repo)
+    root, secret = tmp_path / "kb", "glpat-SECRET123"
+    with git_http_server(tmp_path / "served") as port:
+        url = f"http://oauth2:{secret}@127.0.0.1:{port}/bread.git"
+        shown = f"http://***@127.0.0.1:{port}/bread.git"
+        added = kg("pack", "add", "bread", url, "--data-dir", root, "--json")
+        assert added.exit_code == 0, added.output
+        assert json.loads(added.stdout)["origin"] == shown
+        listed = kg("pack", "list", "--data-dir", root)
+        assert f"from: {shown}" in listed.stdout
+        again = kg("pack", "add", "bread", url, "--data-dir", root)
+        assert again.exit_code == 2 and f"already exists (from {shown})" in again.output
+        updated = kg("pack", "update", "bread", "--data-dir", root, "--json")
+        assert updated.exit_code == 0 and json.loads(updated.stdout)["origin"] == shown
+        with TestClient(create_app(make_settings(root))) as client:
+            served = client.get("/packs")
+        assert served.status_code == 200 and shown in served.text
+        missing = kg("pack", "add", "other", f"http://oauth2:{secret}@127.0.0.1:{port}/nothing.git", "--data-dir", root)
+        assert missing.exit_code == 2 and "git could not fetch http://***@127.0.0.1" in missing.output
+        for out in (added.output, listed.output, again.output, updated.output, served.text, missing.output):
+            assert secret not in out
+    assert json.loads((root / "packs.json").read_text(encoding="utf-8"))["bread"]["origin"] == url  # for update
+
+
 def test_pack_remove_drops_documents_registry_rows_and_the_entity(packed, tmp_path):
     report = packed.packs.remove("garden")
     assert report.removed_documents == 2

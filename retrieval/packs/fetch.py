@@ -12,9 +12,18 @@ from pathlib import Path
 
 from kg.errors import InputError
 
-__all__ = ["copy_pack_folder", "fetch", "git"]
+__all__ = ["copy_pack_folder", "fetch", "git", "shown_origin"]
 
 _GIT_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
+# The credentials of an http(s) URL (`https://oauth2:TOKEN@host/…`, `https://TOKEN@host/…`): a user name alone there is
+# a token too (GitHub's, GitLab's). ssh's `git@host` names no secret and stays.
+_CREDENTIALS = re.compile(r"\b(https?://)[^/@\s]+@", re.I)
+
+
+def shown_origin(origin: str) -> str:
+    """A pack's origin as printed, listed (`kg pack list`, GET /packs, the page) and put in messages: an http(s) URL's
+    credentials replaced by `***`. packs.json keeps the origin as given, which `kg pack update` fetches again."""
+    return _CREDENTIALS.sub(r"\1***@", origin)
 
 
 def fetch(origin: str, target: Path) -> tuple[str, list[str]]:
@@ -86,7 +95,8 @@ def git(args: list[str], origin: str) -> None:
     try:
         done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=600, env=env, check=False)
     except subprocess.TimeoutExpired as exc:
-        raise InputError(f"git timed out fetching {origin}") from exc
+        raise InputError(f"git timed out fetching {shown_origin(origin)}") from exc
     if done.returncode != 0:
         message = (done.stderr or done.stdout).strip().splitlines()
-        raise InputError(f"git could not fetch {origin}: {message[-1] if message else 'exit ' + str(done.returncode)}")
+        said = shown_origin(message[-1]) if message else f"exit {done.returncode}"
+        raise InputError(f"git could not fetch {shown_origin(origin)}: {said}")

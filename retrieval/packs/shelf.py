@@ -31,7 +31,7 @@ from retrieval.catalog.packs import (
     set_pack,
 )
 from retrieval.packs.card import CARD_FILE, PackCard, read_card, valid_pack_id
-from retrieval.packs.fetch import fetch, git
+from retrieval.packs.fetch import fetch, git, shown_origin
 from retrieval.packs.registry import Registry
 from retrieval.packs.routing import (
     DOCUMENTED,
@@ -166,7 +166,8 @@ class PackShelf:
         self.registry.refresh_if_changed()
         counts = documents_by_pack(self.kb.store.db)
         manifest = self.manifest()
-        return [PackInfo(self.card(p), manifest[p].get("origin", ""), counts.get(p, 0), len(self.registry.rows_of(p)))
+        return [PackInfo(self.card(p), shown_origin(manifest[p].get("origin", "")), counts.get(p, 0),
+                         len(self.registry.rows_of(p)))
                 for p in sorted(manifest)]
 
     def documents(self, packs) -> frozenset[str]:
@@ -253,7 +254,7 @@ class PackShelf:
         valid_pack_id(pack_id)
         manifest = self.manifest()
         if pack_id in manifest:
-            raise InputError(f"pack '{pack_id}' already exists (from {manifest[pack_id].get('origin')}): "
+            raise InputError(f"pack '{pack_id}' already exists (from {shown_origin(manifest[pack_id].get('origin', ''))}): "
                              f"`kg pack update {pack_id}` fetches and re-ingests it, `kg pack remove {pack_id}` drops it")
         target = self.folder / pack_id
         if target.exists():
@@ -268,7 +269,7 @@ class PackShelf:
         except BaseException:
             shutil.rmtree(target, ignore_errors=True)
             raise
-        report.origin = origin
+        report.origin = shown_origin(origin)
         card = self.card(pack_id)
         self._ensure_pack_class()
         self.kb.add_entities([pack_label(pack_id)], PACK_CLASS)
@@ -304,7 +305,7 @@ class PackShelf:
         report.removed_documents = self._delete_documents(gone)
         report.tables, notes = sync_tables(self.kb, target)
         report.notes += notes
-        report.origin = entry["origin"]
+        report.origin = shown_origin(entry["origin"])
         return report
 
     def _remove(self, pack_id: str) -> PackReport:
