@@ -12,7 +12,7 @@ from pathlib import Path
 from kg.errors import InputError
 
 __all__ = ["NAME_CONTROLS", "TEXT_CONTROLS", "decode_text", "disk_full", "file_stamp", "read_text", "replace_file",
-           "unwritable", "visible", "without_controls", "yaml_without_aliases"]
+           "masked", "unwritable", "visible", "without_controls", "yaml_without_aliases"]
 
 _FULL = {errno.ENOSPC, errno.EDQUOT}
 # Control characters in text a person or a tool wrote: none belongs in a note's text (tabs and line ends aside) or in a
@@ -41,6 +41,22 @@ def visible(name: str) -> str:
     if not NAME_CONTROLS.search(name):
         return name
     return NAME_CONTROLS.sub(lambda m: {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(m[0], f"\\x{ord(m[0]):02x}"), name)
+
+
+# Secrets a configured address may carry: an http(s) URL's user info (`https://oauth2:TOKEN@`, `https://TOKEN@`: a
+# user name alone there is a token too), another URL's password (`postgresql://kgrag:PASSWORD@`), a connection
+# string's `password=`. ssh's `git@host` names no secret and stays.
+_HTTP_USERINFO = re.compile(r"\b(https?://)[^/@\s'\"]+@", re.I)
+_URL_PASSWORD = re.compile(r"\b([a-z][a-z0-9+.-]*://[^:/@\s'\"]+:)[^@\s'\"]+@", re.I)
+_KEY_PASSWORD = re.compile(r"\b(password\s*=\s*)('[^']*'|\S+)", re.I)
+
+
+def masked(text: str) -> str:
+    """`text` (an address, or a message naming one) with its credentials as `***`: what is printed, listed, served or
+    returned in an error for a pack's git URL, the PostgreSQL DSN, the model's endpoint."""
+    text = _HTTP_USERINFO.sub(r"\1***@", text)
+    text = _URL_PASSWORD.sub(r"\1***@", text)
+    return _KEY_PASSWORD.sub(r"\1***", text)
 
 
 def yaml_without_aliases(text: str):

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from kg.files import without_controls
+from kg.files import masked, without_controls
 
 __all__ = ["LlmClient", "LlmConfig", "LlmUnavailable", "char_tokens", "estimate_tokens", "llm_config", "load_litellm", "missing_keys",
            "warm_up"]
@@ -250,7 +250,7 @@ class LlmClient:
         litellm = load_litellm()
         name = type(exc).__name__
         text = " ".join(str(exc).split())[:200]
-        where = self.config.base_url or "the provider's default endpoint"
+        where = masked(self.config.base_url) if self.config.base_url else "the provider's default endpoint"
         if isinstance(exc, litellm.exceptions.Timeout):
             self.down = f"{self.model} at {where} timed out after {self.config.timeout:g} s (KG_LLM_TIMEOUT)"
             return LlmUnavailable(self.down, endpoint_down=True)

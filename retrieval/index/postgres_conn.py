@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 from kg.errors import BusyError, InputError
+from kg.files import masked
 
 __all__ = ["RetryingConnection", "connect", "unreachable"]
 
@@ -24,7 +25,7 @@ def connect(dsn: str, **options):
 
 def unreachable(dsn: str, exc: Exception) -> BusyError:
     """PostgreSQL down or restarting: a 503 worth retrying (the next call connects again)."""
-    return BusyError(f"PostgreSQL at '{dsn}' does not answer ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc}): "
+    return BusyError(f"PostgreSQL at '{masked(dsn)}' does not answer ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc}): "
                      "is the server running? check KG_POSTGRES_DSN; kgrag connects again on the next request")
 
 

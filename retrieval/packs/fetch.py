@@ -11,19 +11,15 @@ import subprocess
 from pathlib import Path
 
 from kg.errors import InputError
+from kg.files import masked
 
 __all__ = ["copy_pack_folder", "fetch", "git", "shown_origin"]
 
 _GIT_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
-# The credentials of an http(s) URL (`https://oauth2:TOKEN@host/…`, `https://TOKEN@host/…`): a user name alone there is
-# a token too (GitHub's, GitLab's). ssh's `git@host` names no secret and stays.
-_CREDENTIALS = re.compile(r"\b(https?://)[^/@\s]+@", re.I)
-
-
 def shown_origin(origin: str) -> str:
-    """A pack's origin as printed, listed (`kg pack list`, GET /packs, the page) and put in messages: an http(s) URL's
-    credentials replaced by `***`. packs.json keeps the origin as given, which `kg pack update` fetches again."""
-    return _CREDENTIALS.sub(r"\1***@", origin)
+    """A pack's origin as printed, listed (`kg pack list`, GET /packs, the page) and put in messages: its credentials
+    as `***` (`kg.files.masked`). packs.json keeps the origin as given, which `kg pack update` fetches again."""
+    return masked(origin)
 
 
 def fetch(origin: str, target: Path) -> tuple[str, list[str]]:
