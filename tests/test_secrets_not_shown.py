@@ -58,3 +58,15 @@ def test_a_model_endpoint_down_is_named_without_its_credentials(tmp_path):
     assert answer.path == "rules"
     assert "127.0.0.1" in answer.path_reason and "***" in answer.path_reason
     assert "S3cret" not in str(answer.to_json())
+
+
+def test_a_sparql_store_that_does_not_answer_is_named_without_credentials():
+    from urllib.error import URLError
+
+    from kg.stores.sparql_store import _failure
+
+    wrapped = ValueError("wrapped")
+    wrapped.__cause__ = URLError("Connection refused")
+    error = _failure(wrapped, "http://graph:S3cret@127.0.0.1:7878/query", "start it")
+    assert isinstance(error, BusyError) and "S3cret" not in str(error)
+    assert str(error).startswith("the SPARQL store at http://***@127.0.0.1:7878/query does not answer")

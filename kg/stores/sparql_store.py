@@ -16,6 +16,7 @@ from urllib.error import HTTPError, URLError
 from rdflib import BNode, Graph
 
 from kg.errors import BusyError, InputError
+from kg.files import masked
 from kg.stores.base import DEFAULT, Triple, check_name
 
 __all__ = ["GRAPH_PREFIX", "SparqlGraphStore"]
@@ -163,9 +164,9 @@ def _failure(exc: Exception, url: str, fix: str) -> Exception:
         cause = cause.__cause__ or cause.__context__
     if isinstance(cause, HTTPError):
         detail = cause.read().decode("utf-8", "replace")[:300] if cause.fp else cause.reason
-        return InputError(f"the SPARQL store at {url} refused the request (HTTP {cause.code}): {detail}")
+        return InputError(f"the SPARQL store at {masked(url)} refused the request (HTTP {cause.code}): {detail}")
     if cause is not None:
-        return BusyError(f"the SPARQL store at {url} does not answer ({getattr(cause, 'reason', cause)}): {fix}")
+        return BusyError(f"the SPARQL store at {masked(url)} does not answer ({getattr(cause, 'reason', cause)}): {fix}")
     return exc
 
 
