@@ -16,6 +16,8 @@ from kg.files import masked
 __all__ = ["copy_pack_folder", "fetch", "git", "shown_origin"]
 
 _GIT_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
+
+
 def shown_origin(origin: str) -> str:
     """A pack's origin as printed, listed (`kg pack list`, GET /packs, the page) and put in messages: its credentials
     as `***` (`kg.files.masked`). packs.json keeps the origin as given, which `kg pack update` fetches again."""
