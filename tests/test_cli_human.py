@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner
 from conftest import copy_fixture_corpus
+from terminal import kg_on_a_terminal
 
 from kg.cli import cli
 
@@ -38,25 +37,8 @@ _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 def on_a_terminal(args: list[str], cwd: Path) -> tuple[int, str]:
     """Run `kg ARGS` with a pseudo-terminal as stdout and stderr; (exit code, what the terminal showed)."""
-    leader, follower = os.openpty()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KG_")}
-    env["PYTHONPATH"] = os.pathsep.join(sys.path)
-    process = subprocess.Popen([sys.executable, "-m", "kg.cli", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                               stdout=follower, stderr=follower)
-    os.close(follower)
-    shown = bytearray()
-    while True:  # read while it runs: a full terminal buffer would block it
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # Linux: EIO once every holder of the other end has closed it
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(leader)
-    code = process.wait(timeout=600)
-    text = _ESCAPES.sub("", shown.decode("utf-8", "replace")).replace("\r\n", "\n")
-    return code, text
+    code, shown = kg_on_a_terminal(args, cwd)
+    return code, _ESCAPES.sub("", shown).replace("\r\n", "\n")
 
 
 def _leaf_commands(group: click.Group, prefix: str = "") -> set[str]:

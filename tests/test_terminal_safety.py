@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from conftest import build_kb, make_settings
 from fake_llm import cite_passage_with
 from fastapi.testclient import TestClient
+from terminal import kg_on_a_terminal
 
 from kg.files import visible
 
@@ -27,27 +25,6 @@ HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x1b[8m"
 # The escapes click itself writes, for bold and colour (SGR: ESC [ digits m) and to hide the cursor under a progress
 # bar (ESC [ ? 25 l / h), are the only ones a terminal may receive.
 _NOT_STYLE = re.compile(r"\x1b(?!\[[0-9;]*m|\[\?25[lh])|[\x07\x9b]")
-
-
-def on_a_terminal(args: list[str], cwd: Path, env: dict | None = None) -> tuple[int, str]:
-    """`kg ARGS` with a pseudo-terminal as stdout and stderr: its exit code and every character the terminal got."""
-    leader, follower = os.openpty()
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("KG_")}
-    environ.update(env or {}, PYTHONPATH=os.pathsep.join(sys.path))
-    process = subprocess.Popen([sys.executable, "-m", "kg.cli", *args], cwd=cwd, env=environ, stdin=subprocess.DEVNULL,
-                               stdout=follower, stderr=follower)
-    os.close(follower)
-    shown = bytearray()
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # Linux: EIO once the process has closed its end
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(leader)
-    return process.wait(timeout=600), shown.decode("utf-8", "replace")
 
 
 def only_styles(shown: str) -> bool:
@@ -65,16 +42,16 @@ def test_a_file_or_folder_named_with_escapes_is_left_out_and_named_spelled_out(t
     (docs / "ok.md").write_text("# Redis 端口\n\nredis-cluster 的端口是 6379。\n", encoding="utf-8")
     (docs / f"a{HOSTILE}b.md").write_text("# Hidden\n\nnot to be read\n", encoding="utf-8")
     (docs / "two\nlines" / "in.md").write_text("# In\n\nnot to be read either\n", encoding="utf-8")
-    code, shown = on_a_terminal(["ingest", "docs", "--data-dir", "kb"], tmp_path)
+    code, shown = kg_on_a_terminal(["ingest", "docs", "--data-dir", "kb"], tmp_path)
     assert code == 0, shown
     assert only_styles(shown), repr(shown)
     assert "1 new" in shown and "2 file(s) skipped" in shown
     assert "a\\x1b]0;pwned\\x07\\x1b[2J\\x1b[8mb.md: the name holds a line break, tab or control character" in shown
     assert "two\\nlines: folder: the name holds" in shown
-    code, listed = on_a_terminal(["documents", "--data-dir", "kb"], tmp_path)
+    code, listed = kg_on_a_terminal(["documents", "--data-dir", "kb"], tmp_path)
     assert code == 0 and "ok.md" in listed and "Hidden" not in listed and "in.md" not in listed
     # named on the command line: an error that says which file, spelled out, and nothing ingested
-    code, shown = on_a_terminal(["ingest", f"docs/a{HOSTILE}b.md", "--data-dir", "kb"], tmp_path)
+    code, shown = kg_on_a_terminal(["ingest", f"docs/a{HOSTILE}b.md", "--data-dir", "kb"], tmp_path)
     assert code == 2 and only_styles(shown), repr(shown)
     assert "a\\x1b]0;pwned" in shown and "rename it" in shown
 
@@ -86,9 +63,9 @@ def test_a_pack_card_cannot_drive_the_terminal(tmp_path):
         '---\nid: vendor\ntitle: "\\e]0;pwned\\a Vendor \\e[2Jmanual"\n---\n# ignored\n\n## Covers\n\n'
         f"- gateway{HOSTILE} timeouts\n", encoding="utf-8")
     (pack / "gw.md").write_text("# Gateway\n\nThe gateway times out after 30 s.\n", encoding="utf-8")
-    code, shown = on_a_terminal(["pack", "add", "vendor", str(pack), "--data-dir", "kb"], tmp_path)
+    code, shown = kg_on_a_terminal(["pack", "add", "vendor", str(pack), "--data-dir", "kb"], tmp_path)
     assert code == 0 and only_styles(shown), repr(shown)
-    code, shown = on_a_terminal(["pack", "list", "--data-dir", "kb"], tmp_path)
+    code, shown = kg_on_a_terminal(["pack", "list", "--data-dir", "kb"], tmp_path)
     assert code == 0 and only_styles(shown), repr(shown)
     assert "Vendor manual" in shown and "gateway timeouts" in shown
 
@@ -103,7 +80,7 @@ def shared(tmp_path_factory):
 def test_a_models_reply_cannot_drive_the_terminal(shared, fake):
     fake.replies["answer"] = cite_passage_with("心跳间隔为 30 秒", f"LORA-02 的{HOSTILE}心跳间隔为 30 秒[{{n}}]。")
     env = {"KG_LLM_MODEL": "openai/test-model", "KG_LLM_BASE_URL": fake.base_url}
-    code, shown = on_a_terminal(["ask", "LORA-02 的心跳间隔是多少？", "--data-dir", "kb"], shared, env)
+    code, shown = kg_on_a_terminal(["ask", "LORA-02 的心跳间隔是多少？", "--data-dir", "kb"], shared, env)
     assert code == 0 and only_styles(shown), repr(shown)
     assert "openai/test-model wrote the answer" in shown and "心跳间隔为 30 秒" in shown
     assert any(b.get("stream") for b in fake.requests)  # the CLI streams: the pieces were cleaned as they came
@@ -139,7 +116,7 @@ def test_an_ontologys_label_with_an_escape_is_left_out_of_the_import(tmp_path):
         "@prefix ex: <http://example.org/> .\n"
         'ex:gw1 a owl:NamedIndividual ; rdfs:label "gw\\u001b]0;pwned\\u0007one" , "gateway one"@en ;\n'
         '    rdfs:comment "two lines\\nof text" .\n', encoding="utf-8")
-    code, shown = on_a_terminal(["import", "onto.ttl", "--data-dir", "kb"], tmp_path)
+    code, shown = kg_on_a_terminal(["import", "onto.ttl", "--data-dir", "kb"], tmp_path)
     assert code == 0 and only_styles(shown), repr(shown)
     assert "1 left out" in shown
     assert 'onto.ttl: <http://example.org/gw1> rdfs:label "gw\\x1b]0;pwned\\x07one" holds a control character' in shown
