@@ -19,6 +19,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -120,21 +121,13 @@ class VectorStore:
     def start_model(self, model_id: str) -> bool:
         """Record the model; a different one than recorded empties the store (its vectors are not comparable).
         True when the store was emptied."""
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _write(self.db) as db:
             old = db.execute("SELECT value FROM vector_state WHERE key = 'model'").fetchone()
             emptied = old is not None and old[0] != model_id
             if emptied:
                 db.execute("DELETE FROM vectors")
                 db.execute("DELETE FROM vector_state WHERE key = 'dim'")
             db.execute("INSERT OR REPLACE INTO vector_state VALUES ('model', ?)", (model_id,))
-            _bump(db)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:  # else SQLite rolled it back itself (a full disk)
-                db.execute("ROLLBACK")
-            raise
         return emptied
 
     # -- vectors -------------------------------------------------------------------------------
@@ -152,18 +145,10 @@ class VectorStore:
     def put(self, keys: Sequence[str], vectors: np.ndarray) -> None:
         """One batch, one transaction: a kill leaves it whole or absent."""
         rows = [(k, np.asarray(v, dtype=np.float16).tobytes()) for k, v in zip(keys, vectors, strict=True)]
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _write(self.db) as db:
             db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
             if rows:  # the model's dimension, from its first vectors
                 db.execute("INSERT OR IGNORE INTO vector_state VALUES ('dim', ?)", (str(len(rows[0][1]) // 2),))
-            _bump(db)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:  # else SQLite rolled it back itself (a full disk)
-                db.execute("ROLLBACK")
-            raise
 
     def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         return dict(self.each(keys))
@@ -204,22 +189,29 @@ class VectorStore:
         keys = list(keys)
         if not keys or not self.exists():
             return 0
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _write(self.db) as db:
             for i in range(0, len(keys), 500):
                 part = keys[i:i + 500]
                 db.execute(f"DELETE FROM vectors WHERE key IN ({','.join('?' * len(part))})", part)
-            _bump(db)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:  # else SQLite rolled it back itself (a full disk)
-                db.execute("ROLLBACK")
-            raise
         return len(keys)
 
     def disk_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.path.parent.glob(VECTORS_FILE + "*") if p.exists())
+
+
+@contextmanager
+def _write(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction of the store, its version bumped: committed whole, or rolled back (unless SQLite rolled it
+    back itself, as on a full disk, when a ROLLBACK would fail and hide why)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+        _bump(db)
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
 
 
 def _bump(db: sqlite3.Connection) -> None:
