@@ -288,11 +288,12 @@ def _without_control_literals(graph, name: str) -> list[str]:
     so an ontology from someone else must not carry a terminal escape into them. One line per triple left out."""
     from rdflib import RDFS, SKOS, Literal
 
-    from kg.files import NAME_CONTROLS, TEXT_CONTROLS, visible
+    from kg.files import visible
+    from kg.relations.model import control_problem
 
     names = {RDFS.label, SKOS.prefLabel, SKOS.altLabel, SKOS.hiddenLabel}
-    bad = [(s, p, o) for s, p, o in graph if isinstance(o, Literal)
-           and (NAME_CONTROLS if p in names else TEXT_CONTROLS).search(str(o))]
+    bad = [(s, p, o) for s, p, o in graph
+           if isinstance(o, Literal) and control_problem("name" if p in names else "note", str(o))]
     for triple in bad:
         graph.remove(triple)
     return [f"{name}: <{visible(str(s))}> {graph.namespace_manager.normalizeUri(p)} \"{visible(str(o))}\" holds a control "

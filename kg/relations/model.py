@@ -24,12 +24,12 @@ ALLOWED_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 # can be imported again as it is.
 PROBLEM_COLUMN = "problem"
 ALIAS_SEPARATOR = "|"
-# A name is one line of plain text (`kg.files.NAME_CONTROLS`): a table from someone else (a knowledge pack's) must not
-# put what drives a terminal into the labels `kg entity` and the answers' facts print. A note may keep line breaks.
 
 
 def control_problem(column: str, value: str) -> str | None:
-    """What is wrong with a cell holding control characters (None: nothing)."""
+    """What is wrong with a cell holding control characters (None: nothing). A name is one line of plain text
+    (`kg.files.NAME_CONTROLS`): a table from someone else (a knowledge pack's) must not put what drives a terminal into
+    the labels `kg entity` and the answers' facts print. A note may keep line breaks."""
     found = (TEXT_CONTROLS if column == "note" else NAME_CONTROLS).search(value)
     if found is None:
         return None
