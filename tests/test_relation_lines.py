@@ -73,3 +73,23 @@ def test_kg_entity_sources_names_the_table_and_line_of_each_edge(tmp_path):
     assert "  ownedBy: 交易组 (deps.csv:4)" in lines
     assert "  runsOn: k8s-prod (extra.ttl)" in lines
     assert "  dependsOn: mysql-core, redis-cluster" in kg("entity", "order-service").stdout.splitlines()
+
+
+def test_lines_are_counted_as_the_import_counts_them(tmp_path):
+    """The rows are found by the csv module over the whole decoded file, not through the import's reader: a BOM, blank
+    lines before the header, a quoted note over two lines, CR-LF and lone-CR line ends must give the line numbers the
+    import's reader (`TableSource.rows`) gives those rows."""
+    from kg.relations.source import TableSource
+
+    table = ("\r\n\r\nsource,relation,target,note\r\n"
+             'order-service,dependsOn,mysql-core,"two\r\nlines"\r\n'
+             "payment-service,dependsOn,redis-cluster,\r"
+             "order-service,ownedBy,交易组,\n")
+    path = tmp_path / "relations.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + table.encode("utf-8"))
+    with TableSource(path) as source:
+        expected = [line for line, _ in source.rows()]
+    assert expected == [4, 6, 7]
+    asked = [wanted("order-service", "dependsOn", "mysql-core"), wanted("payment-service", "dependsOn", "redis-cluster"),
+             wanted("order-service", "ownedBy", "交易组")]
+    assert row_lines(path, vocab(), asked) == expected

@@ -124,6 +124,11 @@ class TableSource:
         self.header = header
         self.columns = check_header(header, self.name)
 
+    @property
+    def header_lines(self) -> int:
+        """The lines read up to and including the header (blank lines before it count)."""
+        return self._reader.line_num
+
     def rows(self) -> Iterator[tuple[int, list[str]]]:
         """(line number, fields) of every row that has a non-blank cell, one at a time."""
         while True:
