@@ -127,6 +127,8 @@ class QueryOut(BaseModel):
     out_of_scope: str | None = Field(None, description="'没有依据 / no basis in the knowledge base: ...' when no pack covers the question.")
     routing: dict | None = Field(None, description="How the packs were chosen (path, scores, fallback); null without packs.")
     meaning: dict | None = Field(None, description="The meaning channel: near_labels added to the search, embed_ms; null without vectors.")
+    graph: dict | None = Field(None, description="With KG_GRAPH_WALK=store: the graph walked ('store', or 'graph.ttl' with the "
+                               "problem that kept the store out), and the store; null otherwise.")
 
 
 class DocumentIn(BaseModel):

@@ -26,6 +26,7 @@ from retrieval.graph.expand import (
     ExpansionSettings,
 )
 from retrieval.graph.seeds import GraphEvidence, fold_label
+from retrieval.graph.walk import GraphWalk
 from retrieval.index.analysis import add_user_words
 from retrieval.index.backends import open_text_index
 from retrieval.index.synonyms import SYNONYMS_FILE, SynonymTable
@@ -48,6 +49,9 @@ class KnowledgeBase(QueryPath):
     def __init__(self, settings: Settings, *, create: bool = False) -> None:
         self.settings = settings
         self.root = Path(settings.data_dir)
+        if settings.graph_walk == "store" and not settings.graph_store.startswith("sparql+"):
+            raise ConfigError("KG_GRAPH_WALK=store walks the graph of the SPARQL store that KG_GRAPH_STORE names: set "
+                              "KG_GRAPH_STORE=sparql+http://HOST:PORT, or leave KG_GRAPH_WALK unset (graph.ttl's graph)")
         if not (self.root / MARKER).exists():
             if not create:
                 raise NotFoundError(
@@ -90,6 +94,7 @@ class KnowledgeBase(QueryPath):
         self._packs: PackShelf | None = None
         self._vectors = None
         self._store_follower = None
+        self.walk = GraphWalk(self)  # graph.ttl's graph, or the SPARQL store's (KG_GRAPH_WALK=store)
         self._background_embedder = None
         self.commits = Commits(self)
         if graph_missing and self.commits.shared is not None:

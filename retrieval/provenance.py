@@ -1,6 +1,7 @@
 """Where each edge of the graph is stated: the relation-table record's tables, named as a reader knows them
 ("relations.csv", "pack ops's relations.csv"), each with the line of its row where the file is here to read
-(`kg.relations.lines`); "" for an edge no table states (made in Protégé: a fact's source says graph.ttl). Read by an
+(`kg.relations.lines`); "" for an edge no table states (made in Protégé: a fact's source says graph.ttl), or "the SPARQL
+store" for one only the store holds (KG_GRAPH_WALK=store). Read by an
 answer's graph facts ([R1]) and by `kg entity`."""
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ def edge_origins(root: Path, view, vocab) -> Callable[[Sequence[Edge]], list[str
             for i, line in zip(at, row_lines(path, vocab, wanted), strict=True):
                 if line is not None:
                     lines[table, i] = line
-        return [", ".join(table_name(t) + (f":{lines[t, i]}" if (t, i) in lines else "") for t in found)
-                for i, found in enumerate(tables)]
+        named = [", ".join(table_name(t) + (f":{lines[t, i]}" if (t, i) in lines else "") for t in found)
+                 for i, found in enumerate(tables)]
+        unstated = getattr(view, "unstated", None)  # a walk of the SPARQL store: an edge only the store holds says so
+        return [name or (unstated(edges[i]) if unstated else "") for i, name in enumerate(named)]
 
     return origins

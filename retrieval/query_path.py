@@ -119,10 +119,11 @@ class QueryPath:
             t2 = time.perf_counter()
             graph_hits, entity_hits = [], []
             named = named_terms(mentions) if mentions else None  # the words of the entities it names
+            walked = self.walk.view()  # graph.ttl's graph, or the SPARQL store's as it is now (KG_GRAPH_WALK)
             if mentions:
                 seeds = scope.evidence.seed_weights(mentions)
                 cues = relation_cues(self.graph.vocab, self._relation_matcher().find_names(text))
-                entity_hits = expand_neighbours(self.graph.view, seeds, self.expansion, relation_boosts=cues,
+                entity_hits = expand_neighbours(walked, seeds, self.expansion, relation_boosts=cues,
                                                 text_neighbours=scope.evidence.mention_fit(text))
                 if wanted:
                     entity_hits = self._of_types(entity_hits, wanted, seeds)
@@ -193,6 +194,7 @@ class QueryPath:
             packs_used=routing.packs_used() if routing else [],
             routing=routing.to_json() if routing else None,
             meaning=dense.to_json() if dense is not None else None,
+            graph=walked.note() if walked is not self.graph.view else None,
         )
 
     def _lead_rank(self, words: list[str], named: set[str] | None, index) -> tuple[int, str]:
@@ -263,12 +265,13 @@ class QueryPath:
                 entity = view.entities[named.pop()] if len(named) == 1 else None
             if entity is None:
                 raise NotFoundError(f"no entity '{key}' (give its IRI, its exact label or an alias; `kg stats` counts entities)")
-            edges = list(view.neighbours(entity.iri))
+            walked = self.walk.view()  # its edges as the queries walk them (KG_GRAPH_WALK)
+            edges = list(walked.neighbours(entity.iri))
             origins: list[str | None] = [None] * len(edges)
             if sources:
                 from retrieval.provenance import edge_origins
 
-                origins = list(edge_origins(self.root, view, self.graph.vocab)([e.triple() for e in edges]))
+                origins = list(edge_origins(self.root, walked, self.graph.vocab)([e.triple() for e in edges]))
             neighbours: dict[str, list[dict]] = {}
             for edge, origin in zip(edges, origins, strict=True):
                 neighbours.setdefault(edge.relation, []).append(
@@ -295,6 +298,7 @@ class QueryPath:
                     {"chunk_id": cid, "doc_id": chunks[cid].doc_id, "title": chunks[cid].title, "mentions": n}
                     for cid, n in mentioned if cid in chunks
                 ],
+                **({"graph": walked.note()} if walked is not view else {}),
             }
 
 

@@ -162,6 +162,7 @@ class QueryResult:
     out_of_scope: str | None = None  # "没有依据 / no basis in the knowledge base: ..." when routing found none
     routing: dict | None = None  # how the packs were chosen (path, scores, fallback), None without packs
     meaning: dict | None = None  # the meaning channel: nearest entity labels added to the search, timings (None: no vectors)
+    graph: dict | None = None  # with KG_GRAPH_WALK=store: the graph walked ("store" or "graph.ttl"), the store, why not it
 
     def to_json(self) -> dict:
         return {
@@ -177,4 +178,5 @@ class QueryResult:
             "out_of_scope": self.out_of_scope,
             "routing": self.routing,
             "meaning": self.meaning,
+            "graph": self.graph,
         }

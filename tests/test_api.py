@@ -41,7 +41,7 @@ def test_query_returns_the_cli_json_shape(client, tmp_path):
     assert response.status_code == 200
     data = response.json()
     assert set(data) == {"query", "mode", "entities", "hits", "followup", "timings_ms", "as_of", "as_of_from", "packs_used",
-                         "out_of_scope", "routing", "meaning"}
+                         "out_of_scope", "routing", "meaning", "graph"}
     assert (data["query"], data["mode"]) == (CROSS_DOC_QUERY, "full")
     assert [e["label"] for e in data["entities"]] == ["order-service"]
     assert 0 < len(data["hits"]) <= 5

@@ -168,7 +168,7 @@ def test_query_json_shape(kb_dir, kb_root):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert set(data) == {"query", "mode", "entities", "hits", "followup", "timings_ms", "as_of", "as_of_from", "packs_used",
-                         "out_of_scope", "routing", "meaning"}
+                         "out_of_scope", "routing", "meaning", "graph"}
     assert (data["query"], data["mode"]) == (CROSS_DOC_QUERY, "full")
     assert {"id", "label", "surface", "start", "end"} <= set(data["entities"][0])
     assert 0 < len(data["hits"]) <= 5

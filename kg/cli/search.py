@@ -48,6 +48,8 @@ def print_result(result, max_text: int = 160) -> None:
         click.echo(f"as of {result.as_of} (from {said}): versions in force then")
     for used in result.packs_used:
         click.echo(f"pack: {used['id']} ({used['why']})")
+    if result.graph:
+        click.echo(graph_line(result.graph))
     if result.out_of_scope:
         click.echo(result.out_of_scope)
         return
@@ -82,6 +84,13 @@ def print_result(result, max_text: int = 160) -> None:
         click.echo("    why: " + " | ".join(reasons))
 
 
+def graph_line(note: dict) -> str:
+    """What a result says about the graph it walked (KG_GRAPH_WALK=store)."""
+    if note["walked"] == "store":
+        return f"graph: the SPARQL store's at {note['store']}"
+    return f"graph: graph.ttl's; {note.get('problem', '')}"
+
+
 @cli.command()
 @click.argument("key")
 @click.option("--sources", is_flag=True, help="After each neighbour, the table and line that state its edge "
@@ -97,6 +106,8 @@ def entity(key: str, sources: bool, data_dir: Path | None, as_json: bool) -> Non
         return
     click.echo(click.style(info["label"], bold=True) + f"  <{info['id']}>")
     click.echo(f"types: {', '.join(info['types']) or '-'}    aliases: {', '.join(info['aliases']) or '-'}")
+    if info.get("graph"):
+        click.echo(graph_line(info["graph"]))
     for relation, targets in sorted(info["neighbours"].items()):
         click.echo(f"  {relation}: " + ", ".join(t["label"] + (f" ({t['origin']})" if "origin" in t else "")
                                                  for t in targets))
