@@ -75,8 +75,10 @@ def test_an_edge_edited_in_the_store_is_walked_at_once(oxigraph, tmp_path, monke
 
     with TestClient(create_app(make_settings(data_dir))) as client:  # the API's /query says which graph it walked
         body = client.post("/query", json={"query": "Redis", "mode": "graph"}).json()
+        page = client.get("/", params={"q": "Redis", "mode": "graph", "lang": "en"}).text  # the page without JavaScript
     assert body["graph"] == {"walked": "store", "store": oxigraph.url}
     assert [h["title"] for h in body["hits"]] == ["Prometheus", "缓存集群"]
+    assert f'<p class="note graph-walk">Relations walked in the SPARQL store at {oxigraph.url}, as it is now.</p>' in page
 
     # graph.ttl is untouched: the store was only read
     monkeypatch.delenv("KG_GRAPH_WALK")

@@ -267,6 +267,25 @@ def test_an_answer_record_renders_with_citations_that_open(browser, server, shot
     browser.evaluate("document.querySelector('#record-turn').remove()")
 
 
+def test_a_result_says_which_graph_it_walked(browser, server):
+    """A /query result of a server walking the SPARQL store (KG_GRAPH_WALK=store), made from this server's real result:
+    the note says which graph its relations came from, in the page's language."""
+    show(browser, server, "en")
+    query = json.loads(urllib.request.urlopen(urllib.request.Request(
+        server + "/query", data=json.dumps({"query": ZH_QUESTION, "k": 2}).encode(), headers={"Content-Type": "application/json"})).read())
+    assert query["graph"] is None  # this server walks graph.ttl, as by default: the page says nothing of it
+    down = {**query, "graph": {"walked": "graph.ttl", "store": "http://127.0.0.1:7878",
+                               "problem": "the SPARQL store at http://127.0.0.1:7878 does not answer (refused)"}}
+    browser.evaluate(f"Kg.renderResult({json.dumps(down, ensure_ascii=False)})")
+    assert texts(browser, "#results .graph-walk") == [
+        "Relations walked in graph.ttl: the SPARQL store at http://127.0.0.1:7878 does not answer (refused)"]
+    up = {**query, "graph": {"walked": "store", "store": "http://127.0.0.1:7878"}}
+    browser.evaluate(f"Kg.renderResult({json.dumps(up, ensure_ascii=False)})")
+    assert texts(browser, "#results .graph-walk") == ["Relations walked in the SPARQL store at http://127.0.0.1:7878, as it is now."]
+    browser.evaluate(f"Kg.renderResult({json.dumps(query, ensure_ascii=False)})")
+    assert texts(browser, "#results .graph-walk") == []
+
+
 def test_the_entity_panel_draws_its_neighbours(browser, server, shots):
     show(browser, server, "zh", ZH_QUESTION)
     browser.click(".entities .chip")

@@ -218,6 +218,8 @@
       result.entities.length ? result.entities.map(function (e) { return entityChip(e.label); }) : h("span", { "class": "muted" }, t("none_linked"))));
     if (result.followup) box.append(h("p", { "class": "note" }, t("followup_note", { bridge: result.followup.bridge.join(Kg.sep()) })));
     if (result.as_of) box.append(h("p", { "class": "note" }, t("as_of") + " " + result.as_of));
+    if (result.graph) box.append(h("p", { "class": "note graph-walk" }, result.graph.walked === "store"
+      ? t("graph_store", { store: result.graph.store }) : t("graph_local", { problem: result.graph.problem || "" })));
     if (result.packs_used && result.packs_used.length) box.append(h("p", { "class": "note" }, t("col_pack") + ": " + result.packs_used.map(function (p) { return p.id + (p.why ? " (" + p.why + ")" : ""); }).join(Kg.sep())));
     if (!result.hits.length) { box.append(h("p", { "class": "empty" }, t("no_hits"))); return; }
     box.append(h("p", { "class": "muted" }, t("hits", { n: result.hits.length })));
