@@ -8,7 +8,8 @@ server (from /proc), p50 and max, and whether every question reached the same en
 then a whole embedded query (warm), what the expansion through the store is weighed against, and a whole query of
 the knowledge base opened with KG_GRAPH_WALK=store (warm; its top 10 compared with the embedded one's).
 
-    python bench/store_view.py
+    python bench/store_view.py               # the demo knowledge base and its questions
+    python bench/store_view.py --rows 100000  # a synthetic 100k-row relation table (bench/scale.py's), 40 questions
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-for extra in (REPO_ROOT, REPO_ROOT / "tests"):
+for extra in (REPO_ROOT, REPO_ROOT / "tests", REPO_ROOT / "bench"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
@@ -43,6 +44,10 @@ class Counting:
         self.selects += 1
         return self.store.names()
 
+    def named_graphs(self):
+        self.selects += 1
+        return self.store.named_graphs()
+
     def select(self, query, names=None):
         self.selects += 1 + (names is None)
         return self.store.select(query, names)
@@ -55,25 +60,58 @@ def timed(kb, question: str) -> tuple[float, float]:
     return (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000
 
 
-def main() -> None:
-    from backends_servers import oxigraph_server
+def demo_knowledge_base(folder: Path):
+    """The demo knowledge base and its questions."""
     from conftest import build_demo_kb
 
     from kg.cli.base import DEMO_DIR
+
+    questions = [json.loads(line)["question"] for line in
+                 (DEMO_DIR / "questions.jsonl").read_text("utf-8").splitlines() if line.strip()]
+    return build_demo_kb(folder), questions
+
+
+def table_knowledge_base(folder: Path, rows: int):
+    """A knowledge base of bench/scale.py's synthetic relation table of `rows` rows (no documents: the walk is what
+    is measured), and 40 questions naming one of its entities each."""
+    import random
+
+    import scale
+
+    from kg.settings import Settings
+    from retrieval.pipeline import KnowledgeBase
+
+    folder.mkdir(parents=True)
+    scale.relation_table(folder / "relations.csv", rows, scale.passages())
+    kb = KnowledgeBase(Settings(data_dir=folder / "kb"), create=True)
+    kb.import_file(folder / "relations.csv")
+    labels = sorted(e.label for e in kb.graph.view.entities.values())
+    return kb, [f"{label} 依赖哪些组件？" for label in random.Random(52).sample(labels, 40)]
+
+
+def main() -> None:
+    import argparse
+
+    from backends_servers import oxigraph_server
+
     from kg.stores import open_graph_store
     from kg.stores.store_view import StoreGraphView, store_vocabulary
     from retrieval.graph.expand import expand_neighbours
     from retrieval.store_sync import write_graph
 
-    questions = [json.loads(line)["question"] for line in
-                 (DEMO_DIR / "questions.jsonl").read_text("utf-8").splitlines() if line.strip()]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=0, help="a synthetic relation table of this many rows instead of the demo")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, oxigraph_server() as server:
         if isinstance(server, str):
             sys.exit(f"cannot run: {server}")
-        kb = build_demo_kb(Path(tmp) / "kb")
+        kb, questions = table_knowledge_base(Path(tmp) / "table", args.rows) if args.rows else \
+            demo_knowledge_base(Path(tmp) / "kb")
         store = open_graph_store("sparql+" + server.url, namespace="bench")
         try:
+            started = time.perf_counter()
             write_graph(store, kb.graph.rdf)
+            print(f"{len(kb.graph.rdf)} triples pushed to the store in {time.perf_counter() - started:.1f} s")
             local = kb.graph.view
             vocab = store_vocabulary(store)  # once per generation of the graph, not per question
             rows, same = [], 0
@@ -125,7 +163,7 @@ def main() -> None:
     def line(name: str, values: list[float]) -> str:
         return f"{name}: p50 {statistics.median(values):.1f}, max {max(values):.1f}"
 
-    print(f"{len(rows)} demo questions with seeds; the same entities and scores as the in-memory view: {same}/{len(rows)}")
+    print(f"{len(rows)} questions with seeds; the same entities and scores as the in-memory view: {same}/{len(rows)}")
     print(line("round trips per question", [r[0] for r in rows]))
     print(line("client CPU ms per question", [r[1] for r in rows]))
     print(line("Oxigraph CPU ms per question", [r[2] for r in rows]))

