@@ -62,7 +62,6 @@ class StoreGraphView:
         self._graphs = getattr(store, "named_graphs", store.names)()
         self.vocab = vocab if vocab is not None else store_vocabulary(store, self._graphs)
         self._by_iri = {p.iri: p for p in self.vocab.properties.values()}
-        self._props = " ".join(f"<{iri}>" for iri in sorted(self._by_iri))
         self._neighbours: dict[str, list[Edge]] = {}
         self._frontier: set[str] = set()  # reached through a fetched edge, not fetched yet
 
@@ -73,7 +72,7 @@ class StoreGraphView:
     def neighbours(self, iri: str) -> list[Edge]:
         cached = self._neighbours.get(iri)
         if cached is None:
-            if iri not in self.entities or not self._props:
+            if iri not in self.entities or not self._by_iri:
                 cached = self._neighbours[iri] = []
             else:
                 self._fetch([iri, *sorted(self._frontier - {iri})[: BATCH - 1]])
