@@ -44,10 +44,6 @@ class Counting:
         self.selects += 1
         return self.store.names()
 
-    def named_graphs(self):
-        self.selects += 1
-        return self.store.named_graphs()
-
     def select(self, query, names=None):
         self.selects += 1 + (names is None)
         return self.store.select(query, names)

@@ -57,15 +57,11 @@ class SparqlGraphStore:
             raise _failure(exc, self.url, "nothing was written; start it or fix KG_GRAPH_STORE, then try again") from exc
 
     def names(self) -> list[str]:
-        rows = self._query("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
-                           f'FILTER(STRSTARTS(STR(?g), "{self.prefix}")) }}')
-        return sorted(str(row[0])[len(self.prefix):] for row in rows)
-
-    def named_graphs(self) -> list[str]:
-        """This knowledge base's named graphs as the store lists them, an emptied one too (what a query's FROM clauses
-        need): `GRAPH ?g {}` is answered from the store's list of graphs, where `names()` reads every triple (7 ms
-        against 250 at a 100k-row table's 291k triples in Oxigraph)."""
-        rows = self._query(f'SELECT ?g WHERE {{ GRAPH ?g {{ }} FILTER(STRSTARTS(STR(?g), "{self.prefix}")) }}')
+        # The store's list of graphs (`GRAPH ?g {}`, which lists an emptied graph too), each kept when it holds a
+        # triple: `GRAPH ?g { ?s ?p ?o }` with DISTINCT read every triple (250 ms at a 100k-row table's 291k triples
+        # in Oxigraph, 8 ms this way).
+        rows = self._query(f'SELECT ?g WHERE {{ GRAPH ?g {{ }} FILTER(STRSTARTS(STR(?g), "{self.prefix}")) '
+                           "FILTER EXISTS { GRAPH ?g { ?s ?p ?o } } }")
         return sorted({str(row[0])[len(self.prefix):] for row in rows})
 
     def read(self, name: str | None = None) -> Graph:

@@ -57,9 +57,7 @@ class StoreGraphView:
     def __init__(self, store: GraphStore, entities: Mapping[str, Entity], vocab: Vocabulary | None = None) -> None:
         self.store = store
         self.entities = entities
-        # Read once: a view answers for the graphs as they were when it was made. A SPARQL store lists its named
-        # graphs from its index (`named_graphs`); `names()` finds those holding triples by reading them all.
-        self._graphs = getattr(store, "named_graphs", store.names)()
+        self._graphs = store.names()  # read once: a view answers for the graphs as they were when it was made
         self.vocab = vocab if vocab is not None else store_vocabulary(store, self._graphs)
         self._by_iri = {p.iri: p for p in self.vocab.properties.values()}
         self._neighbours: dict[str, list[Edge]] = {}
