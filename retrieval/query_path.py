@@ -126,7 +126,7 @@ class QueryPath:
                 entity_hits = expand_neighbours(walked, seeds, self.expansion, relation_boosts=cues,
                                                 text_neighbours=scope.evidence.mention_fit(text))
                 if wanted:
-                    entity_hits = self._of_types(entity_hits, wanted, seeds)
+                    entity_hits = self._of_types(entity_hits, wanted, seeds, walked.entities)
                 text_scores = question_fit(found, words, named) if self.settings.fit_beyond_names else {}
                 if found and not text_scores:
                     top = found[0].score or 1.0
@@ -247,8 +247,8 @@ class QueryPath:
             wanted.append(cls.name)
         return wanted
 
-    def _of_types(self, entity_hits, wanted: list[str], seeds) -> list:
-        vocab, entities = self.graph.vocab, self.graph.view.entities
+    def _of_types(self, entity_hits, wanted: list[str], seeds, entities) -> list:
+        vocab = self.graph.vocab
         return [
             h for h in entity_hits
             if h.entity in seeds or any(vocab.is_subclass(t, w) for t in entities[h.entity].types for w in wanted)
@@ -275,7 +275,7 @@ class QueryPath:
             neighbours: dict[str, list[dict]] = {}
             for edge, origin in zip(edges, origins, strict=True):
                 neighbours.setdefault(edge.relation, []).append(
-                    {"id": edge.target, "label": view.entities[edge.target].label, "asserted": edge.forward,
+                    {"id": edge.target, "label": walked.entities[edge.target].label, "asserted": edge.forward,
                      **({"origin": origin or "graph.ttl"} if sources else {})}
                 )
             # Today's versions only: a superseded version's chunks stay for --as-of, not for this list.

@@ -5,6 +5,7 @@ serve`, the real CLI (its human output)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -33,6 +34,7 @@ def on_a_store(oxigraph, tmp_path: Path, monkeypatch) -> Path:
     (docs / "prometheus.md").write_text("# Prometheus\n\nPrometheus 每 15 秒抓取一次指标，告警规则放在 rules 目录。\n",
                                         encoding="utf-8")
     (docs / "cache.md").write_text("# 缓存集群\n\n缓存集群由三台机器组成。\n", encoding="utf-8")
+    (docs / "heartbeat.md").write_text("# 心跳间隔\n\n网关每 15 秒发送一次心跳。\n", encoding="utf-8")
     assert kg("import", ROWS, "--data-dir", data_dir).exit_code == 0
     assert kg("ingest", docs, "--data-dir", data_dir).exit_code == 0
     edit_in_store(oxigraph.url, SCHEMA)
@@ -83,6 +85,48 @@ def test_an_edge_edited_in_the_store_is_walked_at_once(oxigraph, tmp_path, monke
     # graph.ttl is untouched: the store was only read
     monkeypatch.delenv("KG_GRAPH_WALK")
     assert "Prometheus" not in kg("entity", "Redis", "--data-dir", data_dir).output
+
+
+def test_an_entity_only_the_store_holds_is_walked_by_its_label_there(oxigraph, tmp_path, monkeypatch):
+    """Another tool adds an entity and an edge to it in the store: the walk reaches it at once, named as the store
+    labels it, in `kg entity`, in an answer's facts and in a query's graph paths; graph.ttl knows nothing of it."""
+    from rdflib import RDF, RDFS, Literal
+
+    from kg.stores import open_graph_store
+    from ontology import KG, entity_iri
+
+    data_dir = on_a_store(oxigraph, tmp_path, monkeypatch)
+    sentinel = entity_iri("redis-sentinel")
+    store = open_graph_store("sparql+" + oxigraph.url, namespace=SCHEMA)
+    try:
+        store.add([(sentinel, RDF.type, KG.Service), (sentinel, RDFS.label, Literal("Redis Sentinel")),
+                   (entity_iri("Redis"), KG.dependsOn, sentinel), (sentinel, KG.dependsOn, entity_iri("Prometheus")),
+                   (sentinel, KG.configuredBy, entity_iri("心跳间隔"))])
+    finally:
+        store.close()
+    monkeypatch.setenv("KG_GRAPH_WALK", "store")
+
+    shown = kg("entity", "Redis", "--sources", "--data-dir", data_dir).output.splitlines()
+    assert "  dependsOn: Prometheus (the SPARQL store), Redis Sentinel (the SPARQL store)" in shown
+    answer = kg("ask", "Redis 依赖什么？", "--data-dir", data_dir)
+    assert "Redis 依赖：Prometheus、Redis Sentinel。[R1]" in answer.output, answer.output
+    walked = kg("query", "Redis", "--mode", "graph", "--json", "--data-dir", data_dir)
+    paths = [h["why"]["graph"]["path"] for h in json.loads(walked.output)["hits"]]
+    # through it to a page graph.ttl cannot reach from Redis (心跳间隔 configures LORA-02 there)
+    assert "query: Redis → dependsOn → Redis Sentinel → configuredBy → 心跳间隔 → document about it" in paths
+    assert "query: Redis → dependsOn → Prometheus → document about it" in paths  # the shorter way there wins
+    from retrieval.pipeline import KnowledgeBase
+
+    with KnowledgeBase(make_settings(data_dir)) as kb:
+        view = kb.walk.view()
+        assert str(sentinel) in {e.target for e in view.neighbours(str(entity_iri("Redis")))}  # reached: now known
+        assert view.entities[str(sentinel)].types == ("Service",)
+        assert {e.target for e in view.neighbours(str(sentinel))} == {
+            str(entity_iri(name)) for name in ("Redis", "Prometheus", "心跳间隔")}
+    monkeypatch.delenv("KG_GRAPH_WALK")
+    assert "Sentinel" not in kg("entity", "Redis", "--data-dir", data_dir).output
+    local = kg("query", "Redis", "--mode", "graph", "--data-dir", data_dir).output
+    assert "心跳间隔" not in local
 
 
 def test_a_store_that_stops_answering_leaves_the_queries_to_graph_ttl(oxigraph, tmp_path, monkeypatch):

@@ -20,7 +20,9 @@ relation (`kg.stores.owl_paths`: sub-properties, inverses, symmetry, `+` for tra
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Iterable, Mapping
+from urllib.parse import unquote
 
 from rdflib import Graph, URIRef
 
@@ -54,9 +56,14 @@ def store_vocabulary(store: GraphStore, names: list[str] | None = None) -> Vocab
 class StoreGraphView:
     """The neighbour questions of `GraphView`, answered by a SPARQL (or file) graph store."""
 
-    def __init__(self, store: GraphStore, entities: Mapping[str, Entity], vocab: Vocabulary | None = None) -> None:
+    def __init__(self, store: GraphStore, entities: Mapping[str, Entity], vocab: Vocabulary | None = None,
+                 discover: bool = False) -> None:
         self.store = store
-        self.entities = entities
+        # `discover`: an edge's other end that `entities` lacks (added in the store by another tool) is an entity too,
+        # with its label and classes read from the store (`found`); else such edges are left out.
+        self.found: dict[str, Entity] = {}
+        self.entities = ChainMap(self.found, entities) if discover else entities
+        self._discover = discover
         self._graphs = store.names()  # read once: a view answers for the graphs as they were when it was made
         self.vocab = vocab if vocab is not None else store_vocabulary(store, self._graphs)
         self._by_iri = {p.iri: p for p in self.vocab.properties.values()}
@@ -97,10 +104,32 @@ class StoreGraphView:
         for e, *row in rows:
             if str(e) in grouped and str(row[1]) in self._by_iri:
                 grouped[str(e)].append(tuple(row))
+        if self._discover:
+            self._find({str(x) for found in grouped.values() for s, _, o, _ in found for x in (s, o)
+                        if isinstance(x, URIRef) and str(x) not in self.entities})
         for iri, found in grouped.items():
             edges = self._neighbours[iri] = self._edges(iri, found)
             self._frontier.update(edge.target for edge in edges if edge.target not in self._neighbours)
         self._frontier.difference_update(batch)
+
+    def _find(self, iris: set[str]) -> None:
+        """Entities only the store holds: each with its rdfs:label (the IRI's last part where it has none) and classes."""
+        if not iris:
+            return
+        classes = {info.iri: name for name, info in self.vocab.classes.items()}
+        rows = self.store.select(
+            _PREFIXES + "SELECT ?x ?label ?type WHERE { VALUES ?x { " + " ".join(f"<{i}>" for i in sorted(iris)) + " } "
+            "OPTIONAL { ?x rdfs:label ?label } OPTIONAL { ?x rdf:type ?type } }", names=self._graphs)
+        labels: dict[str, str] = {}
+        types: dict[str, set[str]] = {iri: set() for iri in iris}
+        for x, label, kind in rows:
+            if label is not None:
+                labels.setdefault(str(x), str(label))
+            if kind is not None and str(kind) in classes:
+                types[str(x)].add(classes[str(kind)])
+        for iri in sorted(iris):
+            name = labels.get(iri) or unquote(iri.rstrip("/#").rsplit("/", 1)[-1].rsplit("#", 1)[-1])
+            self.found[iri] = Entity(iri, name, (), tuple(sorted(types[iri])))
 
     def _edges(self, iri: str, rows: list[tuple]) -> list[Edge]:
         asserted: dict[tuple[str, str, str], float] = {}

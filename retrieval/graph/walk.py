@@ -3,9 +3,9 @@ it is when the query runs, so an edge another tool adds to the store or takes ou
 
 `GraphWalk(kb).view()` gives one query (or one answer, one `kg entity`) its view: the in-memory `GraphView`, or a
 `WalkedView` that asks the store (`kg.stores.store_view.StoreGraphView`: its graphs and its ontology once, then one
-SELECT per hop of the walk) and keeps the knowledge base's entities: an entity only the store holds is walked to once a
-pull (`kg store pull`, `KG_STORE_FOLLOW`) has brought it into graph.ttl, and the sections about each entity are the
-catalog's. A store that does not answer within KG_GRAPH_WALK_TIMEOUT seconds, or refuses, leaves the query to
+SELECT per hop of the walk). An entity only the store holds is walked to and through, named by its label there; but a
+question names it, and a passage is found as being about it, only once a pull (`kg store pull`, `KG_STORE_FOLLOW`) has
+brought it into graph.ttl and the chunks were linked to it. A store that does not answer within KG_GRAPH_WALK_TIMEOUT seconds, or refuses, leaves the query to
 graph.ttl's graph, and the result says so (`note()`); it is not asked again for RETRY_AFTER seconds, so the queries in
 between do not wait on it. One failing in the middle of a walk leaves the rest of that walk to graph.ttl.
 """
@@ -52,7 +52,7 @@ class GraphWalk:
         try:
             store = SparqlGraphStore(settings.graph_store[len("sparql+"):], namespace=settings.postgres_schema,
                                      timeout=settings.graph_walk_timeout)
-            return StoreGraphView(store, local.entities), None  # asks for the store's graphs and its ontology
+            return StoreGraphView(store, local.entities, discover=True), None  # asks for its graphs and ontology
         except Exception as exc:  # noqa: BLE001 - whatever the store did, the query goes on with graph.ttl
             return None, self.failed(exc)
 
@@ -72,8 +72,8 @@ class WalkedView:
 
     def __init__(self, walk: GraphWalk, local) -> None:
         self.walk, self.local = walk, local
-        self.entities = local.entities
         self._store = None
+        self._entities = local.entities
         self._opened = False
         self.problem: str | None = None  # why graph.ttl was walked (all of it, or from some hop on)
 
@@ -81,7 +81,15 @@ class WalkedView:
         if not self._opened:
             self._opened = True
             self._store, self.problem = self.walk.store_view(self.local)
+            if self._store is not None:
+                self._entities = self._store.entities  # kept if the store fails later: the walk may have named them
         return self._store
+
+    @property
+    def entities(self):
+        """The knowledge base's entities, and (walking the store) those only the store holds that the walk reached."""
+        self._view()
+        return self._entities
 
     @property
     def vocab(self):
