@@ -5,9 +5,10 @@ it is when the query runs, so an edge another tool adds to the store or takes ou
 `WalkedView` that asks the store (`kg.stores.store_view.StoreGraphView`: its graphs and its ontology once, then one
 SELECT per hop of the walk). An entity only the store holds is walked to and through, named by its label there; but a
 question names it, and a passage is found as being about it, only once a pull (`kg store pull`, `KG_STORE_FOLLOW`) has
-brought it into graph.ttl and the chunks were linked to it. A store that does not answer within KG_GRAPH_WALK_TIMEOUT seconds, or refuses, leaves the query to
-graph.ttl's graph, and the result says so (`note()`); it is not asked again for RETRY_AFTER seconds, so the queries in
-between do not wait on it. One failing in the middle of a walk leaves the rest of that walk to graph.ttl.
+brought it into graph.ttl and the chunks were linked to it. A store that does not answer within KG_GRAPH_WALK_TIMEOUT
+seconds, or refuses, leaves the query to graph.ttl's graph, and the result says so (`note()`); it is not asked again
+for RETRY_AFTER seconds, so the queries in between do not wait on it. One failing in the middle of a walk leaves the
+rest of that walk to graph.ttl.
 """
 
 from __future__ import annotations
