@@ -263,9 +263,11 @@ class QueryPath:
             if entity is None:  # an alias names one entity just as well
                 named = {iri for surface, iri in view.surfaces() if fold_label(surface) == fold_label(key)}
                 entity = view.entities[named.pop()] if len(named) == 1 else None
+            walked = self.walk.view()  # its edges as the queries walk them (KG_GRAPH_WALK)
+            if entity is None and walked is not view:  # one only the store holds, added there by another tool
+                entity = walked.named(key)
             if entity is None:
                 raise NotFoundError(f"no entity '{key}' (give its IRI, its exact label or an alias; `kg stats` counts entities)")
-            walked = self.walk.view()  # its edges as the queries walk them (KG_GRAPH_WALK)
             edges = list(walked.neighbours(entity.iri))
             origins: list[str | None] = [None] * len(edges)
             if sources:

@@ -110,6 +110,11 @@ def test_an_entity_only_the_store_holds_is_walked_by_its_label_there(oxigraph, t
     assert "  dependsOn: Prometheus (the SPARQL store), Redis Sentinel (the SPARQL store)" in shown
     answer = kg("ask", "Redis 依赖什么？", "--data-dir", data_dir)
     assert "Redis 依赖：Prometheus、Redis Sentinel。[R1]" in answer.output, answer.output
+    itself = kg("entity", "Redis Sentinel", "--data-dir", data_dir)  # by its label in the store
+    assert itself.exit_code == 0, itself.output
+    lines = itself.output.splitlines()
+    assert lines[:2] == [f"Redis Sentinel  <{sentinel}>", "types: Service    aliases: -"]
+    assert "  configuredBy: 心跳间隔" in lines and "  dependsOn: Prometheus" in lines and "  requiredBy: Redis" in lines
     walked = kg("query", "Redis", "--mode", "graph", "--json", "--data-dir", data_dir)
     paths = [h["why"]["graph"]["path"] for h in json.loads(walked.output)["hits"]]
     # through it to a page graph.ttl cannot reach from Redis (心跳间隔 configures LORA-02 there)
@@ -125,6 +130,7 @@ def test_an_entity_only_the_store_holds_is_walked_by_its_label_there(oxigraph, t
             str(entity_iri(name)) for name in ("Redis", "Prometheus", "心跳间隔")}
     monkeypatch.delenv("KG_GRAPH_WALK")
     assert "Sentinel" not in kg("entity", "Redis", "--data-dir", data_dir).output
+    assert kg("entity", "Redis Sentinel", "--data-dir", data_dir).exit_code != 0  # graph.ttl has no such entity
     local = kg("query", "Redis", "--mode", "graph", "--data-dir", data_dir).output
     assert "心跳间隔" not in local
 

@@ -24,7 +24,7 @@ from collections import ChainMap
 from collections.abc import Iterable, Mapping
 from urllib.parse import unquote
 
-from rdflib import Graph, URIRef
+from rdflib import Graph, Literal, URIRef
 
 from kg.graph_types import Edge, Entity, walkable_steps
 from kg.stores.base import GraphStore
@@ -111,6 +111,20 @@ class StoreGraphView:
             edges = self._neighbours[iri] = self._edges(iri, found)
             self._frontier.update(edge.target for edge in edges if edge.target not in self._neighbours)
         self._frontier.difference_update(batch)
+
+    def named(self, label: str) -> Entity | None:
+        """An entity only the store holds, by its exact rdfs:label (None: none, or several): so `kg entity` shows it."""
+        if not self._discover:
+            return None
+        rows = self.store.select(_PREFIXES + "SELECT DISTINCT ?x WHERE { ?x rdfs:label ?label "
+                                 f"FILTER(STR(?label) = {Literal(label).n3()}) }}", names=self._graphs)
+        iris = {str(x) for (x,) in rows if isinstance(x, URIRef)}
+        if len(iris) != 1:
+            return None
+        iri = iris.pop()
+        if iri not in self.entities:
+            self._find({iri})
+        return self.entities[iri]
 
     def _find(self, iris: set[str]) -> None:
         """Entities only the store holds: each with its rdfs:label (the IRI's last part where it has none) and classes."""

@@ -112,6 +112,18 @@ class WalkedView:
                 self._store = None
         return self.local.neighbours(iri)
 
+    def named(self, label: str):
+        """An entity only the store holds, by its label there (None: none, or graph.ttl's graph is walked)."""
+        view = self._view()
+        if view is None:
+            return None
+        try:
+            return view.named(label)
+        except Exception as exc:  # noqa: BLE001 - as a failing hop: the rest goes on in graph.ttl
+            self.problem = self.walk.failed(exc) + " (from the middle of the walk on)"
+            self._store = None
+            return None
+
     def unstated(self, edge: tuple[str, str, str]) -> str:
         """Where an edge that no table states is held: graph.ttl (made in Protégé), or only the store."""
         source = edge[0]
