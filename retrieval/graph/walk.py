@@ -108,9 +108,12 @@ class WalkedView:
             try:
                 return view.neighbours(iri)
             except Exception as exc:  # noqa: BLE001 - the rest of the walk goes on in graph.ttl
-                self.problem = self.walk.failed(exc) + " (from the middle of the walk on)"
-                self._store = None
+                self._failed_midway(exc)
         return self.local.neighbours(iri)
+
+    def _failed_midway(self, exc: Exception) -> None:
+        self.problem = self.walk.failed(exc) + " (from the middle of the walk on)"
+        self._store = None
 
     def named(self, label: str):
         """An entity only the store holds, by its label there (None: none, or graph.ttl's graph is walked)."""
@@ -120,8 +123,7 @@ class WalkedView:
         try:
             return view.named(label)
         except Exception as exc:  # noqa: BLE001 - as a failing hop: the rest goes on in graph.ttl
-            self.problem = self.walk.failed(exc) + " (from the middle of the walk on)"
-            self._store = None
+            self._failed_midway(exc)
             return None
 
     def unstated(self, edge: tuple[str, str, str]) -> str:

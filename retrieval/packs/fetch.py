@@ -13,15 +13,9 @@ from pathlib import Path
 from kg.errors import InputError
 from kg.files import masked
 
-__all__ = ["copy_pack_folder", "fetch", "git", "shown_origin"]
+__all__ = ["copy_pack_folder", "fetch", "git"]
 
 _GIT_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
-
-
-def shown_origin(origin: str) -> str:
-    """A pack's origin as printed, listed (`kg pack list`, GET /packs, the page) and put in messages: its credentials
-    as `***` (`kg.files.masked`). packs.json keeps the origin as given, which `kg pack update` fetches again."""
-    return masked(origin)
 
 
 def fetch(origin: str, target: Path) -> tuple[str, list[str]]:
@@ -93,8 +87,8 @@ def git(args: list[str], origin: str) -> None:
     try:
         done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=600, env=env, check=False)
     except subprocess.TimeoutExpired as exc:
-        raise InputError(f"git timed out fetching {shown_origin(origin)}") from exc
+        raise InputError(f"git timed out fetching {masked(origin)}") from exc
     if done.returncode != 0:
         message = (done.stderr or done.stdout).strip().splitlines()
-        said = shown_origin(message[-1]) if message else f"exit {done.returncode}"
-        raise InputError(f"git could not fetch {shown_origin(origin)}: {said}")
+        said = masked(message[-1]) if message else f"exit {done.returncode}"
+        raise InputError(f"git could not fetch {masked(origin)}: {said}")

@@ -1,6 +1,7 @@
 """The packs of one knowledge base: `kg pack add | list | remove | update` (a folder or git repository -> DATA_DIR/packs/ID, ingested, its relation and alias tables imported (`retrieval.packs.tables`), a registry row, a `Pack` entity) and the evidence routing reads.
 
-`packs.json` in the data dir records each pack's origin (for `update`); DATA_DIR/packs/ID holds its
+`packs.json` in the data dir records each pack's origin (for `update`; shown with its credentials as `***`,
+`kg.files.masked`); DATA_DIR/packs/ID holds its
 files (private packs stay out of any public repository: they live in the data dir). The knowledge
 base is used through its public calls: `add`, `update` and `remove` run as one journaled write each
 (`KnowledgeBase.add_pack` / `update_pack` / `remove_pack`, `@writes`), inside which the pack's files
@@ -19,7 +20,7 @@ from pathlib import Path
 from rdflib import URIRef
 
 from kg.errors import InputError, KgError, NotFoundError
-from kg.files import file_stamp
+from kg.files import file_stamp, masked
 from ontology import entity_iri
 from retrieval.catalog.packs import (
     chunk_packs,
@@ -31,7 +32,7 @@ from retrieval.catalog.packs import (
     set_pack,
 )
 from retrieval.packs.card import CARD_FILE, PackCard, read_card, valid_pack_id
-from retrieval.packs.fetch import fetch, git, shown_origin
+from retrieval.packs.fetch import fetch, git
 from retrieval.packs.registry import Registry
 from retrieval.packs.routing import (
     DOCUMENTED,
@@ -166,7 +167,7 @@ class PackShelf:
         self.registry.refresh_if_changed()
         counts = documents_by_pack(self.kb.store.db)
         manifest = self.manifest()
-        return [PackInfo(self.card(p), shown_origin(manifest[p].get("origin", "")), counts.get(p, 0),
+        return [PackInfo(self.card(p), masked(manifest[p].get("origin", "")), counts.get(p, 0),
                          len(self.registry.rows_of(p)))
                 for p in sorted(manifest)]
 
@@ -254,7 +255,7 @@ class PackShelf:
         valid_pack_id(pack_id)
         manifest = self.manifest()
         if pack_id in manifest:
-            raise InputError(f"pack '{pack_id}' already exists (from {shown_origin(manifest[pack_id].get('origin', ''))}): "
+            raise InputError(f"pack '{pack_id}' already exists (from {masked(manifest[pack_id].get('origin', ''))}): "
                              f"`kg pack update {pack_id}` fetches and re-ingests it, `kg pack remove {pack_id}` drops it")
         target = self.folder / pack_id
         if target.exists():
@@ -269,7 +270,7 @@ class PackShelf:
         except BaseException:
             shutil.rmtree(target, ignore_errors=True)
             raise
-        report.origin = shown_origin(origin)
+        report.origin = masked(origin)
         card = self.card(pack_id)
         self._ensure_pack_class()
         self.kb.add_entities([pack_label(pack_id)], PACK_CLASS)
@@ -305,7 +306,7 @@ class PackShelf:
         report.removed_documents = self._delete_documents(gone)
         report.tables, notes = sync_tables(self.kb, target)
         report.notes += notes
-        report.origin = shown_origin(entry["origin"])
+        report.origin = masked(entry["origin"])
         return report
 
     def _remove(self, pack_id: str) -> PackReport:
