@@ -69,3 +69,39 @@ def test_ask_without_a_model_does_not_import_litellm(tmp_path):
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "kb")], env=env, capture_output=True, text=True)
     assert "30" in done.stdout, done.stderr[-2000:]
     assert done.stdout.strip().endswith("litellm not loaded")
+
+
+def test_ask_prints_what_frames_its_sentences(tmp_path):
+    """Printed sentence by sentence (to flag them), an answer keeps its words around them: "nothing found; the closest
+    passages say …" above sentences that are not the answer, and the note that the sources are in another language.
+    Without them a piped `kg ask` showed the closest passages as if they answered."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "runbook.md").write_text(
+        "# Payment gateway runbook\n\n## Timeouts\n\nIf p99 latency to the bank exceeds 3 s, page the payments team "
+        "and switch to the backup channel.\n", encoding="utf-8")
+    (docs / "redis.md").write_text("# Redis 运维手册\n\n## 概述\n\n我们的 redis-cluster 有 6 个节点，三主三从。\n", encoding="utf-8")
+    runner, kb = CliRunner(), ["--data-dir", str(tmp_path / "kb")]
+    assert runner.invoke(cli, ["init", *kb]).exit_code == 0
+    assert runner.invoke(cli, ["ingest", str(docs), *kb]).exit_code == 0
+
+    closest = runner.invoke(cli, ["ask", "What happens if latency to the bank is too high?", "--offline", *kb])
+    assert closest.exit_code == 0, closest.output
+    lines = closest.stdout.splitlines()
+    assert lines[0].startswith("No relevant information in the knowledge base; the closest passages say")
+    assert lines[1].startswith("If p99 latency to the bank exceeds 3 s") and "(!) weakly supported" in lines[1]
+
+    other = runner.invoke(cli, ["ask", "How many nodes does the redis-cluster have?", "--offline", *kb])
+    assert other.exit_code == 0, other.output
+    assert other.stdout.splitlines()[:2] == ["(The sources are in Chinese; quoted as written.)",
+                                             "我们的 redis-cluster 有 6 个节点，三主三从。[1]"]
+
+
+def test_the_words_after_the_last_sentence_are_its_tail():
+    from retrieval.answer.record import Answer, AnswerSentence
+
+    note = "(The answer reached the length limit, KG_LLM_MAX_TOKENS, and stops here.)"
+    answer = Answer("q", f"It is 15 s. [1][R1]\n{note}", True, "en", "llm", "",
+                    sentences=[AnswerSentence("It is 15 s.", [1], 1.0, False, facts=["R1"])])
+    assert answer.framing() == ("", note)
+    assert Answer("q", "知识库中暂无相关信息", False, "zh", "rules", "").framing() == ("", "")

@@ -55,10 +55,15 @@ def print_answer(answer, streamed: bool = False) -> None:
     if not streamed or changed:
         if streamed:
             click.echo(click.style("checked:", bold=True))
+        lead, tail = answer.framing()  # "nothing found; the closest passages say …" is what the flagged lines are
+        if lead:
+            click.echo(lead)
         for s in answer.sentences:
             marks = "".join([f"[{k}]" for k in s.facts] + [f"[{n}]" for n in s.citations])
             flag = click.style(" (!) weakly supported", fg="yellow") if s.flagged else ""
             click.echo(f"{s.text}{marks}{flag}")
+        if tail:
+            click.echo(tail)
         if not answer.sentences:
             click.echo(answer.answer)
     if answer.removed_citations:

@@ -10,6 +10,7 @@ __all__ = ["Answer", "AnswerSentence", "Citation", "Round", "detect_language", "
 # The plain "nothing found", in the question's language.
 NOT_FOUND = {"zh": "知识库中暂无相关信息", "en": "No relevant information in the knowledge base"}
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_MARKERS = re.compile(r"^(?:\s*\[(?:\d{1,3}|R\d{1,2})\])+")  # the citation marks right after a sentence
 
 
 def detect_language(text: str) -> str:
@@ -119,6 +120,19 @@ class Answer:
             "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
             "llm_calls": self.llm_usage,
         }
+
+    def framing(self) -> tuple[str, str]:
+        """The answer's words before its first sentence and after its last, which are no sentences of it: "nothing
+        found; the closest passages say …", "(The sources are in Chinese …)", the length-limit note. A front end that
+        prints `sentences` (to flag them) prints these around them, or it shows the closest passages as the answer."""
+        if not self.sentences:
+            return "", ""
+        first = self.answer.find(self.sentences[0].text)
+        last = self.answer.rfind(self.sentences[-1].text)
+        if first < 0 or last < 0:
+            return "", ""
+        rest = _MARKERS.sub("", self.answer[last + len(self.sentences[-1].text):])
+        return self.answer[:first].strip(), rest.strip()
 
     def sources_text(self) -> str:
         """The cited passages as numbered lines, for plain-text front ends."""
