@@ -267,6 +267,21 @@ def test_an_answer_record_renders_with_citations_that_open(browser, server, shot
     browser.evaluate("document.querySelector('#record-turn').remove()")
 
 
+def test_an_answer_keeps_its_words_around_its_sentences(browser, server):
+    """Drawn sentence by sentence, an answer keeps the note that its sources are in another language and the
+    length-limit note (the words of `answer` around its sentences), as `kg ask` prints them."""
+    show(browser, server, "en")
+    note, cut = "(The sources are in Chinese; quoted as written.)", "(The answer reached the length limit, KG_LLM_MAX_TOKENS, and stops here.)"
+    record = {"question": "How many nodes?", "answer": f"{note}\n我们的 redis-cluster 有 6 个节点。[1]\n{cut}", "found": True,
+              "language": "en", "path": "llm", "path_reason": "", "citations": [], "rounds": [], "packs_used": [], "timings_ms": {},
+              "sentences": [{"text": "我们的 redis-cluster 有 6 个节点。", "citations": [1], "support": 1.0, "flagged": False}]}
+    browser.evaluate(f"Kg.renderAnswer({json.dumps(record, ensure_ascii=False)}).closest('.turn').id = 'framed-turn'")
+    assert texts(browser, "#framed-turn .answer-lead") == [note]
+    assert texts(browser, "#framed-turn .answer-tail") == [cut]
+    assert texts(browser, "#framed-turn .sentence") == ["我们的 redis-cluster 有 6 个节点。"]
+    browser.evaluate("document.querySelector('#framed-turn').remove()")
+
+
 def test_a_result_says_which_graph_it_walked(browser, server):
     """A /query result of a server walking the SPARQL store (KG_GRAPH_WALK=store), made from this server's real result:
     the note says which graph its relations came from, in the page's language."""

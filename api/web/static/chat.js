@@ -65,6 +65,15 @@
     return box;
   }
 
+  /* The answer's words before its first sentence and after its last, which are no sentences of it ("(The sources are
+     in Chinese; quoted as written.)", the length-limit note): drawn around the sentences (`Answer.framing` in Python). */
+  function framing(ans) {
+    var all = ans.answer || "", s = ans.sentences, end = s[s.length - 1].text;
+    var first = all.indexOf(s[0].text), last = all.lastIndexOf(end);
+    if (first < 0 || last < 0) return ["", ""];
+    return [all.slice(0, first).trim(), all.slice(last + end.length).replace(/^(\s*\[R?\d+\])+/, "").trim()];
+  }
+
   /* The final answer record drawn into `into` (a turn's body; a new turn when not given). */
   Kg.renderAnswer = function (ans, into, rounds) {
     var box = into || turnElement(ans.question || "").body;
@@ -105,8 +114,9 @@
         opened.append(card);
       } }, key);
     }
-    var text, blocks = /(^|\n)\s*(\||[-*+] |\d+\. |```|#{1,6} |> )/.test(ans.answer || "");
+    var text, frame = ["", ""], blocks = /(^|\n)\s*(\||[-*+] |\d+\. |```|#{1,6} |> )/.test(ans.answer || "");
     if (ans.sentences && ans.sentences.length && !blocks) {
+      frame = framing(ans);
       text = h("p", { "class": "answer-text" });
       ans.sentences.forEach(function (s) {
         var sentence = KgMd.render(s.text.replace(/\s*\[R?\d+\]/g, ""), [], { inline: true, className: "sentence" + (s.flagged ? " flagged" : "") });
@@ -120,7 +130,10 @@
     copyButton.addEventListener("click", function () { copy(copyText(ans), copyButton); });
     box.replaceChildren();
     if (!ans.found) box.append(h("p", { "class": "muted" }, t("no_answer")));
-    box.append(text, opened);
+    else if (frame[0]) box.append(h("p", { "class": "note answer-lead" }, frame[0]));
+    box.append(text);
+    if (frame[1]) box.append(h("p", { "class": "note answer-tail" }, frame[1]));
+    box.append(opened);
     if (ans.facts && ans.facts.length) {
       box.append(h("details", { "class": "sources facts-used" }, h("summary", {}, t("facts_used") + " (" + ans.facts.length + ")"),
         h("ul", {}, ans.facts.map(function (f) { return h("li", {}, "[" + f.key + "] " + f.source); }))));
