@@ -341,6 +341,23 @@ def test_kg_export_turtle(tmp_path: Path) -> None:
     assert isomorphic(rdflib.Graph().parse(data=printed, format="turtle"), graph)
 
 
+def test_kg_export_to_a_file_named_as_an_argument(tmp_path: Path) -> None:
+    """`kg export relations.csv` and `kg export graph.ttl`, as a user types them: the file's suffix picks the format."""
+    data_dir = tmp_path / "kb"
+    kg("import", DATA / "relations.csv", "--data-dir", data_dir)
+    table, turtle = tmp_path / "relations.csv", tmp_path / "graph.ttl"
+    assert kg("export", table, "--data-dir", data_dir).stderr == f"exported 6 relations to {table}\n"
+    assert table.read_bytes() == b"\xef\xbb\xbf" + FIXTURE_EXPORT.encode()
+    graph = load_rdf(data_dir / "graph.ttl")
+    assert kg("export", turtle, "--data-dir", data_dir).stderr == f"exported {len(graph)} triples to {turtle}\n"
+    assert isomorphic(load_rdf(turtle), graph)
+    # An explicit --format wins over the suffix; two different files is a mistake, said as such.
+    assert kg("export", tmp_path / "table.ttl", "--format", "csv", "--data-dir", data_dir).exit_code == 0
+    assert (tmp_path / "table.ttl").read_text(encoding="utf-8-sig") == FIXTURE_EXPORT
+    result = CliRunner().invoke(cli, ["export", str(table), "-o", str(turtle), "--data-dir", str(data_dir)])
+    assert result.exit_code == 2 and "two files to write" in result.stderr
+
+
 def test_kg_export_lists_what_it_leaves_out_on_stderr(tmp_path: Path) -> None:
     data_dir = tmp_path / "kb"
     kg("import", DATA / "relations.csv", "--data-dir", data_dir)

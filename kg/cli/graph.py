@@ -17,14 +17,21 @@ from kg.cli.base import (
 
 
 @cli.command()
-@click.option("--format", "fmt", type=click.Choice(["csv", "turtle"]), default="csv", show_default=True,
+@click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["csv", "turtle"]), default=None,
               help="csv = the relation table `kg import` reads; turtle = the whole graph (graph.ttl, or the "
-                   "SPARQL store's graphs with KG_GRAPH_STORE=sparql+http://...).")
+                   "SPARQL store's graphs with KG_GRAPH_STORE=sparql+http://...). Default: turtle for a FILE "
+                   "ending in .ttl, else csv.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write to this file (atomically) instead of stdout.")
+              help="Write to this file (atomically) instead of stdout (the same as FILE).")
 @data_dir_option
-def export(fmt: str, output: Path | None, data_dir: Path | None) -> None:
+def export(file: Path | None, fmt: str | None, output: Path | None, data_dir: Path | None) -> None:
     """Export the relations as a relation table (.csv) or the whole graph as Turtle.
+
+    \b
+    kg export relations.csv      the relation table, written atomically
+    kg export graph.ttl          the whole graph (Turtle, for Protégé)
+    kg export > relations.csv    the same table on stdout
 
     \b
     The CSV has one row per relation, with the columns `kg import` reads; importing it into an
@@ -37,6 +44,10 @@ def export(fmt: str, output: Path | None, data_dir: Path | None) -> None:
 
     from kg.export import export_relations_csv, export_turtle, write_atomically
 
+    if file is not None and output is not None and file != output:
+        raise click.UsageError(f"two files to write: {file} and -o {output}; give one")
+    output = output or file
+    fmt = fmt or ("turtle" if output is not None and output.suffix.lower() == ".ttl" else "csv")
     with open_kb(data_dir) as kb:
         graph, vocab = _graph_to_export(kb)
         if fmt == "turtle":
