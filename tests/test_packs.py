@@ -392,6 +392,22 @@ def test_packs_used_in_cli_output(packed, tmp_path):
     assert f"{NO_BASIS}: pack 'garden' does not cover 'lawn mower repair'" in oos.splitlines()
 
 
+def test_the_fallback_is_one_line_that_names_no_pack_as_chosen(tmp_path):
+    """Not sure which pack: every pack and the documents outside packs are searched. The CLI said so a pack at a time
+    ("pack: vendor (… searched every pack)"), which read as if the vendor's pack had been chosen for a hit from the
+    user's own notes."""
+    vendor = write_pack(tmp_path / "vendor", {"gw.md": "# vendor-gw configuration\n\nThe key `upstream.timeout_ms` defaults to 1500.\n"},
+                        "---\nid: vendor\ntitle: Vendor gateway manual\ncovers:\n  - vendor-gw configuration\n---\n# Vendor gateway manual\n")
+    notes = write_pack(tmp_path / "notes", {"backup.md": "# MySQL 备份策略\n\nmysql-core 每天 02:00 做全量备份，保留 7 天。\n"})
+    root = ["--data-dir", tmp_path / "kb"]
+    assert kg("ingest", notes, *root).exit_code == 0 and kg("pack", "add", "vendor", vendor, *root).exit_code == 0
+    lines = kg("query", "mysql-core 备份保留几天", *root).stdout.splitlines()
+    assert lines[2] == ("packs: none chosen (not sure where to look: the best pack scores 0.00); searched every pack (vendor) "
+                        "and the documents outside them")
+    assert not any(line.startswith("pack: ") for line in lines) and "MySQL 备份策略" in lines[3]
+    assert "pack: vendor (" in kg("query", "vendor-gw upstream timeout", *root).stdout  # a pack chosen: as before
+
+
 def test_packs_used_in_api_output(packed, tmp_path):
     packed.close()
     with TestClient(create_app(make_settings(tmp_path / "kb"))) as client:

@@ -301,6 +301,24 @@ def test_a_result_says_which_graph_it_walked(browser, server):
     assert texts(browser, "#results .graph-walk") == []
 
 
+def test_a_result_searched_on_the_fallback_names_no_pack_as_chosen(browser, server):
+    """A /query result whose routing was not sure where to look (every pack and the documents outside packs searched),
+    made from this server's real result: one note that says so, not "Pack: ops (… searched every pack)" a pack."""
+    show(browser, server, "zh")
+    query = json.loads(urllib.request.urlopen(urllib.request.Request(
+        server + "/query", data=json.dumps({"query": ZH_QUESTION, "k": 2}).encode(), headers={"Content-Type": "application/json"})).read())
+    why = "not sure where to look (best pack scores 0.12): searched every pack"
+    fallback = {**query, "packs_used": [{"id": "ops", "why": why}, {"id": "garden", "why": why}],
+                "routing": {"path": "rules", "fallback": True, "scores": {"ops": 0.12, "garden": 0.0}, "round": 1, "note": ""}}
+    browser.evaluate(f"Kg.renderResult({json.dumps(fallback, ensure_ascii=False)})")
+    assert texts(browser, "#results .packs-fallback") == [
+        "知识包：未选定（不确定该查哪个：最高得分 0.12），已搜索全部知识包（ops、garden）和不属于任何知识包的文档"]
+    chosen = {**fallback, "packs_used": [{"id": "ops", "why": "asked for (--pack)"}], "routing": {**fallback["routing"], "fallback": False}}
+    browser.evaluate(f"Kg.renderResult({json.dumps(chosen, ensure_ascii=False)})")
+    assert texts(browser, "#results .packs-fallback") == [] and "知识包: ops (asked for (--pack))" in browser.evaluate(
+        "document.querySelector('#results').textContent")
+
+
 def test_the_entity_panel_draws_its_neighbours(browser, server, shots):
     show(browser, server, "zh", ZH_QUESTION)
     browser.click(".entities .chip")

@@ -46,8 +46,14 @@ def print_result(result, max_text: int = 160) -> None:
     if result.as_of:
         said = "the question's time words" if result.as_of_from == "question" else "--as-of"
         click.echo(f"as of {result.as_of} (from {said}): versions in force then")
-    for used in result.packs_used:
-        click.echo(f"pack: {used['id']} ({used['why']})")
+    if (result.routing or {}).get("fallback") and result.packs_used:
+        # One line, not "pack: X (… searched every pack)" a pack: no pack was chosen, and the documents in none were searched too.
+        best = max((result.routing.get("scores") or {"": 0.0}).values())
+        click.echo(f"packs: none chosen (not sure where to look: the best pack scores {best:.2f}); searched every pack "
+                   f"({', '.join(u['id'] for u in result.packs_used)}) and the documents outside them")
+    else:
+        for used in result.packs_used:
+            click.echo(f"pack: {used['id']} ({used['why']})")
     if result.graph:
         click.echo(graph_line(result.graph))
     if result.out_of_scope:

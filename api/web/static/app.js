@@ -220,7 +220,11 @@
     if (result.as_of) box.append(h("p", { "class": "note" }, t("as_of") + " " + result.as_of));
     if (result.graph) box.append(h("p", { "class": "note graph-walk" }, result.graph.walked === "store"
       ? t("graph_store", { store: result.graph.store }) : t("graph_local", { problem: result.graph.problem || "" })));
-    if (result.packs_used && result.packs_used.length) box.append(h("p", { "class": "note" }, t("col_pack") + ": " + result.packs_used.map(function (p) { return p.id + (p.why ? " (" + p.why + ")" : ""); }).join(Kg.sep())));
+    var ids = (result.packs_used || []).map(function (p) { return p.id; });
+    if (ids.length && result.routing && result.routing.fallback) {  // no pack chosen: every pack and the documents outside packs
+      var best = Math.max.apply(null, Object.values(result.routing.scores || {}).concat([0]));
+      box.append(h("p", { "class": "note packs-fallback" }, t("packs_fallback", { best: best.toFixed(2), packs: ids.join(Kg.sep()) })));
+    } else if (ids.length) box.append(h("p", { "class": "note" }, t("col_pack") + ": " + result.packs_used.map(function (p) { return p.id + (p.why ? " (" + p.why + ")" : ""); }).join(Kg.sep())));
     if (!result.hits.length) { box.append(h("p", { "class": "empty" }, t("no_hits"))); return; }
     box.append(h("p", { "class": "muted" }, t("hits", { n: result.hits.length })));
     box.append(h("ol", { "class": "hits" }, result.hits.map(renderHit)));
