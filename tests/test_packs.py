@@ -408,6 +408,33 @@ def test_the_fallback_is_one_line_that_names_no_pack_as_chosen(tmp_path):
     assert "pack: vendor (" in kg("query", "vendor-gw upstream timeout", *root).stdout  # a pack chosen: as before
 
 
+def test_a_question_no_pack_has_a_basis_for_searches_the_documents_outside_packs(tmp_path):
+    """Adding a vendor's pack must not hide the user's own notes: a question whose common words the small knowledge
+    base never uses (happens, too, high) is out of scope for every pack, and was answered "no basis" with no hits
+    although the notes hold the answer. Without documents outside packs it stays out of scope."""
+    vendor = write_pack(tmp_path / "vendor", {"gw.md": "# vendor-gw configuration\n\nThe key `upstream.timeout_ms` defaults to 1500.\n"},
+                        "---\nid: vendor\ntitle: Vendor gateway manual\ncovers:\n  - vendor-gw configuration\n---\n# Vendor gateway manual\n")
+    notes = write_pack(tmp_path / "notes", {"runbook.md": "# Payment gateway runbook\n\n## Timeouts\n\nIf p99 latency to the bank "
+                                                          "exceeds 3 s, page the payments team and switch to the backup channel.\n"})
+    question = "What happens if latency to the bank is too high?"
+    alone = ["--data-dir", tmp_path / "alone"]
+    assert kg("pack", "add", "vendor", vendor, *alone).exit_code == 0
+    record = json.loads(kg("query", question, "--json", *alone).stdout)
+    assert record["out_of_scope"].startswith(NO_BASIS) and record["hits"] == [] and not record["routing"]["outside"]
+
+    root = ["--data-dir", tmp_path / "kb"]
+    assert kg("ingest", notes, *root).exit_code == 0 and kg("pack", "add", "vendor", vendor, *root).exit_code == 0
+    record = json.loads(kg("query", question, "--json", *root).stdout)
+    assert record["out_of_scope"] is None and record["packs_used"] == [] and record["routing"]["outside"] is True
+    assert record["routing"]["note"].startswith("the words any pack holds carry only")
+    assert {h["title"] for h in record["hits"]} == {"Payment gateway runbook"}  # the pack's documents are not searched
+    lines = kg("query", question, *root).stdout.splitlines()
+    assert lines[2].startswith("packs: none has a basis for it (the words any pack holds carry only") and lines[2].endswith(
+        "); searched the documents outside packs")
+    asked = json.loads(kg("ask", question, "--json", "--offline", *root).stdout)
+    assert asked["citations"] and asked["citations"][0]["title"] == "Payment gateway runbook"
+
+
 def test_packs_used_in_api_output(packed, tmp_path):
     packed.close()
     with TestClient(create_app(make_settings(tmp_path / "kb"))) as client:

@@ -303,7 +303,8 @@ def test_a_result_says_which_graph_it_walked(browser, server):
 
 def test_a_result_searched_on_the_fallback_names_no_pack_as_chosen(browser, server):
     """A /query result whose routing was not sure where to look (every pack and the documents outside packs searched),
-    made from this server's real result: one note that says so, not "Pack: ops (… searched every pack)" a pack."""
+    made from this server's real result: one note that says so, not "Pack: ops (… searched every pack)" a pack; and one
+    that no pack had a basis for it, so only the documents outside packs were searched."""
     show(browser, server, "zh")
     query = json.loads(urllib.request.urlopen(urllib.request.Request(
         server + "/query", data=json.dumps({"query": ZH_QUESTION, "k": 2}).encode(), headers={"Content-Type": "application/json"})).read())
@@ -317,6 +318,11 @@ def test_a_result_searched_on_the_fallback_names_no_pack_as_chosen(browser, serv
     browser.evaluate(f"Kg.renderResult({json.dumps(chosen, ensure_ascii=False)})")
     assert texts(browser, "#results .packs-fallback") == [] and "知识包: ops (asked for (--pack))" in browser.evaluate(
         "document.querySelector('#results').textContent")
+    # No pack has a basis for it: the documents outside packs were searched, and the note says why no pack was.
+    outside = {**query, "packs_used": [], "routing": {**fallback["routing"], "fallback": False, "outside": True,
+                                                       "note": "no word of it is in any pack"}}
+    browser.evaluate(f"Kg.renderResult({json.dumps(outside, ensure_ascii=False)})")
+    assert texts(browser, "#results .packs-outside") == ["知识包：没有一个有依据（no word of it is in any pack），已搜索不属于任何知识包的文档"]
 
 
 def test_the_entity_panel_draws_its_neighbours(browser, server, shots):

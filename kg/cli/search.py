@@ -46,7 +46,9 @@ def print_result(result, max_text: int = 160) -> None:
     if result.as_of:
         said = "the question's time words" if result.as_of_from == "question" else "--as-of"
         click.echo(f"as of {result.as_of} (from {said}): versions in force then")
-    if (result.routing or {}).get("fallback") and result.packs_used:
+    if (result.routing or {}).get("outside"):
+        click.echo(f"packs: none has a basis for it ({result.routing['note']}); searched the documents outside packs")
+    elif (result.routing or {}).get("fallback") and result.packs_used:
         # One line, not "pack: X (… searched every pack)" a pack: no pack was chosen, and the documents in none were searched too.
         best = max((result.routing.get("scores") or {"": 0.0}).values())
         click.echo(f"packs: none chosen (not sure where to look: the best pack scores {best:.2f}); searched every pack "

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from retrieval.catalog.anchors import grouped_rows
 
-__all__ = ["PackStore", "chunk_packs", "documents_by_pack", "ensure_schema", "entity_packs", "mentioned", "pack_documents", "set_pack"]
+__all__ = ["PackStore", "chunk_packs", "documents_by_pack", "ensure_schema", "entity_packs", "mentioned", "outside_documents", "pack_documents", "set_pack"]
 
 
 def ensure_schema(db: sqlite3.Connection) -> None:
@@ -43,6 +43,11 @@ def pack_documents(db: sqlite3.Connection, packs: Iterable[str]) -> frozenset[st
         return frozenset()
     rows = db.execute(f"SELECT doc_id FROM documents WHERE pack IN ({','.join('?' * len(names))})", names)
     return frozenset(r[0] for r in rows)
+
+
+def outside_documents(db: sqlite3.Connection) -> frozenset[str]:
+    """Document ids of the documents in no pack (ingested with `kg ingest`, not `kg pack add`)."""
+    return frozenset(r[0] for r in db.execute("SELECT doc_id FROM documents WHERE pack IS NULL"))
 
 
 def documents_by_pack(db: sqlite3.Connection) -> dict[str | None, int]:
@@ -113,7 +118,8 @@ class PackStore:
     def __init__(self, store, packs: Sequence[str]) -> None:
         self._store = store
         self.packs = tuple(packs)
-        self._in = f"d.pack IN ({','.join('?' * len(self.packs))})"
+        # No pack named: the documents outside every pack (a question no pack has a basis for searches those).
+        self._in = f"d.pack IN ({','.join('?' * len(self.packs))})" if self.packs else "d.pack IS NULL"
 
     @property
     def db(self):

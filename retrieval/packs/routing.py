@@ -78,6 +78,7 @@ class Routing:
     out_of_scope: str | None = None  # the plain answer when nothing in the knowledge base supports the question
     round: int = 1
     note: str = ""  # e.g. why the LLM's choice was not used as given
+    outside: bool = False  # no pack has a basis for it: the documents outside packs were searched (`note` says why)
 
     def pack_ids(self) -> list[str]:
         return [c.id for c in self.chosen]
@@ -87,7 +88,8 @@ class Routing:
 
     def to_json(self) -> dict:
         return {"packs_used": self.packs_used(), "path": self.path, "fallback": self.fallback,
-                "out_of_scope": self.out_of_scope, "round": self.round, "scores": self.scores, "note": self.note}
+                "out_of_scope": self.out_of_scope, "round": self.round, "scores": self.scores, "note": self.note,
+                "outside": self.outside}
 
 
 @dataclass(frozen=True)

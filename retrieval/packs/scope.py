@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kg.settings import Settings
-from retrieval.catalog.packs import PackStore
+from retrieval.catalog.packs import PackStore, outside_documents
 from retrieval.graph.seeds import GraphEvidence
 from retrieval.index.scoped import ScopedIndex
 from retrieval.packs.llm import LlmRouter
@@ -45,6 +45,13 @@ def route_query(kb, text: str, mentions, terms, grams, packs: Sequence[str] | No
     probe = [] if packs else kb.index.search(terms, limit, grams=grams, beyond=max(0, (depth or limit) - limit))
     routing = kb.packs.route(text, mentions, probe[:limit], forced=packs, rules=routing_rules(kb.settings),
                              llm=llm_router(kb.settings))
+    if routing.out_of_scope and not packs and (outside := outside_documents(kb.store.db)):
+        # No pack has a basis for it, but the user's own documents (in no pack) were never the packs' to judge:
+        # they are searched, as when there are no packs; the answer stage then says whether they hold an answer.
+        routing.note = "; ".join(filter(None, [routing.note, routing.out_of_scope.split(": ", 1)[-1]]))
+        routing.out_of_scope, routing.outside = None, True
+        store, evidence, index = _pack_evidence(kb, (), outside)
+        return routing, Scope(outside, store, evidence, index=index)
     doc_ids = kb.packs.scope(routing)
     if doc_ids is None:
         return routing, Scope(None, kb.store, kb.evidence, probe if not packs else None, index=kb.index)

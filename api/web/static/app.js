@@ -221,7 +221,9 @@
     if (result.graph) box.append(h("p", { "class": "note graph-walk" }, result.graph.walked === "store"
       ? t("graph_store", { store: result.graph.store }) : t("graph_local", { problem: result.graph.problem || "" })));
     var ids = (result.packs_used || []).map(function (p) { return p.id; });
-    if (ids.length && result.routing && result.routing.fallback) {  // no pack chosen: every pack and the documents outside packs
+    if (result.routing && result.routing.outside) {  // no pack has a basis for it: the documents outside packs were searched
+      box.append(h("p", { "class": "note packs-outside" }, t("packs_outside", { why: result.routing.note })));
+    } else if (ids.length && result.routing && result.routing.fallback) {  // no pack chosen: every pack and the documents outside packs
       var best = Math.max.apply(null, Object.values(result.routing.scores || {}).concat([0]));
       box.append(h("p", { "class": "note packs-fallback" }, t("packs_fallback", { best: best.toFixed(2), packs: ids.join(Kg.sep()) })));
     } else if (ids.length) box.append(h("p", { "class": "note" }, t("col_pack") + ": " + result.packs_used.map(function (p) { return p.id + (p.why ? " (" + p.why + ")" : ""); }).join(Kg.sep())));
