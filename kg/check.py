@@ -23,7 +23,7 @@ from kg.findings import Finding
 from kg.graph import entity_subjects, pick_label
 from ontology import ENT, KG, Vocabulary, local_name
 
-__all__ = ["CODES", "Finding", "check_ontology"]
+__all__ = ["CODES", "Finding", "check_ontology", "import_warnings"]
 
 CODES = (
     "unknown-term",
@@ -97,6 +97,25 @@ def check_ontology(graph: rdflib.Graph, vocab: Vocabulary) -> list[Finding]:
     return sorted(
         findings, key=lambda f: (f.severity != "error", CODES.index(f.code), f.subject, f.message)
     )
+
+
+def import_warnings(incoming: rdflib.Graph, view, vocab: Vocabulary, vocab_before: Iterable[str]) -> list[str]:
+    """What an imported ontology made quietly wrong, found without checking the whole graph (a Protégé file whose
+    classes are named as kgrag's own, whose individual is labelled as an entity the graph already has): the loader's
+    new `vocabulary` warnings, and each of the file's labels that now names two entities."""
+    before = set(vocab_before)
+    found = [w for w in vocab.warnings if w not in before]
+    labelled = {str(o).strip() for p in (RDFS.label, SKOS.prefLabel, SKOS.altLabel)
+                for s, o in incoming.subject_objects(p) if isinstance(s, URIRef) and str(o).strip()}
+    owners: dict[str, set[str]] = defaultdict(set)
+    for surface, iri in view.surfaces():
+        if surface in labelled:
+            owners[surface].add(iri)
+    for name, iris in sorted(owners.items()):
+        if len(iris) > 1:
+            found.append(f"'{name}' names {len(iris)} entities ({', '.join(f'<{i}>' for i in sorted(iris))}): a question "
+                         f"or document saying it is linked to all of them; `kg ontology check` says how to keep it on one")
+    return found
 
 
 class _Checker:

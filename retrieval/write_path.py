@@ -259,7 +259,7 @@ def import_file(kb, path: Path, progress: Progress | None = None, **options) -> 
         # Read (or refuse: .ofn/.omn/.owx, billion laughs) the file before touching the graph.
         incoming = load_rdf(path)
         left_out = _without_control_literals(incoming, path.name)
-        kb.graph.view  # noqa: B018
+        vocab_before = list(kb.graph.vocab.warnings)  # the view is built: queries keep reading it meanwhile
         added, removed = kb.graph.merge_rdf(path, incoming, table=options.get("table"))
         summary = f"{added} new triples" + (f", {removed} removed (gone from the file)" if removed else "")
         if left_out:
@@ -276,6 +276,10 @@ def import_file(kb, path: Path, progress: Progress | None = None, **options) -> 
     kb.commits.mark("import", "graph")
     if not options.get("dry_run"):
         kb._graph_changed()
+        if result["kind"] == "rdf":
+            from kg.check import import_warnings
+
+            result["warnings"] += import_warnings(incoming, kb.graph.view, kb.graph.vocab, vocab_before)
         result["chunks_relinked"] = relink(kb)
         kb.commits.mark("import", "mentions")
         result["chunks_reindexed"] = sync_index_words(kb)

@@ -315,3 +315,33 @@ def test_kg_ontology_help() -> None:
     assert result.exit_code == 0
     assert "check  Find what makes the graph quietly wrong" in result.stdout
     assert kg("ontology", "check", "-h").exit_code == 0
+
+
+def test_an_ontology_import_says_what_it_made_quietly_wrong(tmp_path: Path) -> None:
+    """A Protégé file whose classes are named as kgrag's own and whose individual is labelled as an entity the
+    relation table made: `kg import` said "12 new triples" and nothing else, and the individual lost its class and
+    shared its name with no word until `kg ontology check`. The import says it now, on stderr (and in --json)."""
+    data_dir = tmp_path / "kb"
+    table = tmp_path / "relations.csv"
+    table.write_text("source,relation,target\norder-service,dependsOn,mysql-core\n", encoding="utf-8")
+    assert kg("import", table, "--data-dir", data_dir).exit_code == 0
+    owl = tmp_path / "ops.owl"
+    owl.write_text(
+        '<?xml version="1.0"?>\n<rdf:RDF xmlns="http://example.org/ops#" xmlns:owl="http://www.w3.org/2002/07/owl#"'
+        ' xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:rdfs="http://www.w3.org/2000/01/rdf-schema#">\n'
+        '  <owl:Ontology rdf:about="http://example.org/ops"/>\n'
+        '  <owl:Class rdf:about="http://example.org/ops#Database"/>\n'
+        '  <owl:NamedIndividual rdf:about="http://example.org/ops#mysql-core">'
+        '<rdf:type rdf:resource="http://example.org/ops#Database"/><rdfs:label>mysql-core</rdfs:label></owl:NamedIndividual>\n'
+        '  <owl:NamedIndividual rdf:about="http://example.org/ops#backup-job"><rdfs:label>backup-job</rdfs:label></owl:NamedIndividual>\n'
+        '</rdf:RDF>\n', encoding="utf-8")
+    result = kg("import", owl, "--data-dir", data_dir)
+    assert result.exit_code == 0 and result.stdout.startswith("7 new triples")
+    assert result.stderr.splitlines() == [
+        "  warning: class <http://example.org/ops#Database> has the same name 'Database' as "
+        "<https://kgrag.dev/ontology#Database>; kgrag uses the latter. Rename one of them in the ontology.",
+        "  warning: 'mysql-core' names 2 entities (<http://example.org/ops#mysql-core>, <https://kgrag.dev/entity/mysql-core>): "
+        "a question or document saying it is linked to all of them; `kg ontology check` says how to keep it on one"]
+    # Imported again: the class's name is no news (nothing changed), the shared name still is.
+    again = json.loads(kg("import", owl, "--json", "--data-dir", data_dir).stdout)
+    assert again["triples_added"] == 0 and [w.split(" names ")[0] for w in again["warnings"]] == ["'mysql-core'"]
