@@ -91,3 +91,33 @@ def test_a_taught_word_deleted_again_reads_as_jieba_ships_it(eager, promote_afte
     if isinstance(lazy.FREQ, LazyFreq):
         lazy.FREQ._promote()  # what jieba wrote and was deleted does not come back with the whole dictionary
         assert all(lazy.FREQ.get(key) == eager.FREQ.get(key) for key in new_keys)
+
+
+def test_a_second_install_of_the_same_jieba_adds_a_link_not_a_copy(tmp_path, monkeypatch):
+    """The on-disk dictionary (8.7 MB) was keyed by the installed dict.txt's stat: every new venv or reinstall of the
+    same jieba built another copy in the user's cache, never removed (14 of them here after a day of fresh installs).
+    It is kept under its content's key now, and each install finds it through a link."""
+    import os
+
+    import retrieval.index.jieba_dict as jd
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    installs = []
+    for n in range(2):  # the same bytes, installed at two different times
+        copy = tmp_path / f"venv{n}" / "dict.txt"
+        copy.parent.mkdir()
+        copy.write_bytes(jd._dict_txt(jieba).read_bytes())
+        os.utime(copy, ns=(10**18 + n, 10**18 + n))
+        installs.append(copy)
+    paths = []
+    for copy in installs:
+        monkeypatch.setattr(jd, "_dict_txt", lambda _jieba, copy=copy: copy)
+        paths.append(dictionary_file())
+    cache = tmp_path / "cache" / "kgrag"
+    copies = [p for p in cache.iterdir() if p.is_file() and not p.is_symlink()]
+    assert len(copies) == 1 and copies[0].name.startswith("jieba-c") and copies[0].stat().st_size > 5_000_000
+    assert paths[0] != paths[1] and all(p.is_symlink() and p.resolve() == copies[0].resolve() for p in paths)
+    assert sorted(p.name for p in cache.iterdir()) == sorted([copies[0].name, *(p.name for p in paths)])  # no leftovers
+    tokenizer = jieba.Tokenizer()
+    tokenizer.FREQ = LazyFreq(paths[1], tokenizer)  # read through the link
+    assert tokenizer.FREQ.total == jieba.Tokenizer().gen_pfdict(tokenizer.get_dict_file())[1]

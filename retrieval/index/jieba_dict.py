@@ -51,9 +51,18 @@ def _cache_dir() -> Path:
 
 
 def _dictionary_key(jieba) -> str:
-    path = Path(jieba.__file__).parent / "dict.txt"
-    stat = path.stat()
+    """A key read from the installed dictionary's stat (no read of its 5 MB): the same install, the same key."""
+    stat = _dict_txt(jieba).stat()
     return hashlib.sha256(f"{jieba.__version__}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+
+
+def _content_key(jieba) -> str:
+    """A key of the dictionary's bytes: every install of the same jieba (a new venv, a reinstall) has it."""
+    return hashlib.sha256(_dict_txt(jieba).read_bytes()).hexdigest()[:16]
+
+
+def _dict_txt(jieba) -> Path:
+    return Path(jieba.__file__).parent / "dict.txt"
 
 
 def _build(path: Path, tokenizer) -> None:
@@ -143,12 +152,24 @@ class LazyFreq:
 
 
 def dictionary_file(tokenizer=None) -> Path:
-    """The on-disk prefix dictionary for the installed jieba, built on first use."""
+    """The on-disk prefix dictionary for the installed jieba, built on first use. It is kept under its content's
+    key (`jieba-c<key>.sqlite`, 8.7 MB), found through a link named by the install's stat key, so each new venv or
+    reinstall of the same jieba adds a link, not another copy (one a fresh install piled up in the user's cache)."""
     jieba = _import_jieba()
-    path = _cache_dir() / f"jieba-{_dictionary_key(jieba)}.sqlite"
+    link = _cache_dir() / f"jieba-{_dictionary_key(jieba)}.sqlite"
+    if link.exists():
+        return link
+    path = _cache_dir() / f"jieba-c{_content_key(jieba)}.sqlite"
     if not path.exists():
         _build(path, tokenizer or jieba.Tokenizer())
-    return path
+    try:
+        tmp = link.with_name(f".{link.name}.{os.getpid()}")
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(path.name)  # relative: the cache folder may move as a whole
+        os.replace(tmp, link)
+    except OSError:  # no symbolic links here: the content's file is found by reading the dictionary each time
+        return path
+    return link
 
 
 def load_tokenizer():
