@@ -137,6 +137,8 @@ def test_kg_versions_and_as_of_on_the_command_line(tmp_path):
     lines = listed.stdout.splitlines()
     assert lines[0].startswith("  v1.2     2024-06-01 .. 2025-01-16")
     assert lines[1].startswith("* v1.3     2025-01-16 .. now")
+    listed = runner.invoke(cli, ["documents", "--data-dir", kb], env=env).stdout  # "v1.3 of 2" read as a numbering
+    assert "[md, v1.3 in force (2 versions), " in listed
     result = runner.invoke(cli, ["query", "预算", "--as-of", "2024-08-01", "--data-dir", kb, "--json"], env=env)
     data = json.loads(result.stdout)
     assert (data["as_of"], data["as_of_from"]) == ("2024-08-01", "parameter")

@@ -218,8 +218,10 @@ def documents(data_dir: Path | None, as_json: bool) -> None:
         echo_json({"documents": docs})
         return
     for d in docs:
-        version = d["version"]["label"] if d["version"] else "(none in force)"
-        click.echo(f"{d['doc_id']}  {d['title']}  [{d['format']}, {version} of {d['versions']}, {d['chunks']} chunks]  {d['source']}")
+        # Not "v3 of 2": a version replaced the same day leaves v1 and v3, and a label may be a name ("2024 修订版").
+        shown = f"{d['version']['label']} in force" if d["version"] else "none in force"
+        count = f"{d['versions']} version{'' if d['versions'] == 1 else 's'}"
+        click.echo(f"{d['doc_id']}  {d['title']}  [{d['format']}, {shown} ({count}), {d['chunks']} chunks]  {d['source']}")
 
 
 @cli.command()
