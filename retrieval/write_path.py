@@ -159,6 +159,12 @@ def _ingest_one(kb, src: SourceDocument, link_state, report: IngestReport) -> No
     report.chunks_removed += kb.index.delete_chunks(removed) if removed else 0
     existed = kb.store.document(doc.doc_id) is not None
     change = kb.history.add_version(doc, src, cut.parents, cut.children, kb.today())
+    if src.effective_date and src.effective_date > kb.today().isoformat():
+        # Ingested and searched by nothing yet: say so, or a user asking right after finds it missing with no word why.
+        before = any(v["in_force"] for v in kb.history.versions(doc.doc_id, kb.today()))
+        until = "the version in force today answers" if before else "queries and answers leave it out"
+        report.warnings.append(f"{src.source}: this version takes effect on {src.effective_date} (its effective date): "
+                               f"until then {until}; `kg query --as-of {src.effective_date}` searches it now")
     report.updated += existed
     report.added += not existed
     report.chunks_indexed += index_chunks(kb, change.new_chunks, {doc.doc_id: src.source})

@@ -154,6 +154,25 @@ def test_kg_versions_and_as_of_on_the_command_line(tmp_path):
                                       "`kg documents` lists them)")
 
 
+def test_an_ingest_says_when_a_version_takes_effect_later(tmp_path):
+    """A version dated after today is searched by nothing until then: a user who ingests it and asks at once found it
+    missing with no word why. The ingest says so, and whether another version answers meanwhile."""
+    docs = tmp_path / "docs"
+    runner, kb, env = CliRunner(), str(tmp_path / "kb"), {"KG_TODAY": TODAY.isoformat()}
+    first = write(docs, "a.md", prd("v2", "2026-07-01", "120"))
+    result = runner.invoke(cli, ["ingest", str(docs), "--data-dir", kb], env=env)
+    assert result.exit_code == 0 and result.stderr.splitlines()[1:] == [  # after the bar's "ingesting"
+        f"  warning: {first}: this version takes effect on 2026-07-01 (its effective date): until then queries and "
+        "answers leave it out; `kg query --as-of 2026-07-01` searches it now"]
+    assert json.loads(runner.invoke(cli, ["query", "预算", "--data-dir", kb, "--json"], env=env).stdout)["hits"] == []
+    write(docs, "a.md", prd("v1", "2026-01-01", "80"))  # the version in force today, then the later one again
+    assert json.loads(runner.invoke(cli, ["ingest", str(docs), "--data-dir", kb, "--json"], env=env).stdout)["warnings"] == []
+    write(docs, "a.md", prd("v2", "2026-07-01", "120"))
+    report = json.loads(runner.invoke(cli, ["ingest", str(docs), "--data-dir", kb, "--json"], env=env).stdout)
+    assert [w.split(": until then ")[1] for w in report["warnings"]] == [
+        "the version in force today answers; `kg query --as-of 2026-07-01` searches it now"]
+
+
 def test_doc_id_and_effective_flags_make_a_version(tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     write(one, "plan.md", "# 方案\n\n预算为 10 万元。\n")
