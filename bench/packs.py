@@ -200,6 +200,18 @@ def _gold_files(out: Path) -> dict[str, dict[str, str]]:
     return json.loads(cached.read_text())
 
 
+MODEL_SECTION = "## Routing by a model"
+
+
+def with_model_section(text: str) -> str:
+    """The report, followed by the section bench/packs_model.py's run wrote by hand into the current file (a model
+    served separately measures it), which a rerun of this script keeps."""
+    path = ROOT / "bench" / "RESULTS-packs.md"
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    start = old.find(MODEL_SECTION)
+    return text if start < 0 else text.rstrip("\n") + "\n\n" + old[start:]
+
+
 def render(report: dict) -> str:
     pct = lambda xs: 100 * sum(xs) / len(xs) if xs else 0.0  # noqa: E731
     lines = [
@@ -289,7 +301,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.render:
         report = json.loads((ROOT / "bench" / "out" / "packs.json").read_text())
-        (ROOT / "bench" / "RESULTS-packs.md").write_text(render(report), encoding="utf-8")
+        (ROOT / "bench" / "RESULTS-packs.md").write_text(with_model_section(render(report)), encoding="utf-8")
         return
     if not all((args.bench_dir / p).is_dir() for p in PACKS[1:]):
         sys.exit(f"the shared benchmark sets are not in {args.bench_dir} (give --bench-dir)")
@@ -301,7 +313,7 @@ def main() -> None:
     report = measure(args.bench_dir, args.cache, rebuild)
     (ROOT / "bench" / "out").mkdir(exist_ok=True)
     (ROOT / "bench" / "out" / "packs.json").write_text(json.dumps(report, ensure_ascii=False, indent=1))
-    (ROOT / "bench" / "RESULTS-packs.md").write_text(render(report), encoding="utf-8")
+    (ROOT / "bench" / "RESULTS-packs.md").write_text(with_model_section(render(report)), encoding="utf-8")
     print(render(report))
 
 

@@ -134,6 +134,7 @@ class Settings(BaseModel):
     route_second_share: float = Field(0.5, ge=0, le=1, description="A second pack is searched when its routing score is at least this share of the best one's.")
     route_min_known: float = Field(0.6, ge=0, le=1, description="A question that no card, registry row or entity ties to a pack is out of scope when the words the knowledge base holds carry less than this share of its idf weight ...")
     route_min_coverage: float = Field(0.45, ge=0, le=1, description="... and no one of the best passages holds this share of it.")
+    route_with_model: bool = Field(False, description="Have KG_LLM_MODEL choose the packs (one model call per routed question) instead of the rules (KG_ROUTE_WITH_MODEL); off by default: Qwen2.5-Coder-1.5B chose worse than the rules and took ~18 s a question (bench/RESULTS-packs.md).")
     # -- backends for scaling out (issue 26): the embedded defaults unless set -----------------------
     text_backend: str = Field("whoosh", pattern="^(whoosh|postgres)$", description="Where the text index lives: whoosh (files in the data dir) or postgres (KG_POSTGRES_DSN) (KG_TEXT_BACKEND).")
     postgres_dsn: str | None = Field(None, description="PostgreSQL connection string of the text index, e.g. 'host=/run/postgresql dbname=kgrag' or postgresql://user@host/db (KG_POSTGRES_DSN).")

@@ -333,7 +333,7 @@ def test_a_knowledge_base_without_packs_is_unchanged(kb):
 
 def _llm_kb(packed, reply: str) -> KnowledgeBase:
     packed.close()
-    settings = make_settings(packed.root, llm_model="openai/router-test", llm_mock_response=reply)
+    settings = make_settings(packed.root, llm_model="openai/router-test", llm_mock_response=reply, route_with_model=True)
     return KnowledgeBase(settings)
 
 

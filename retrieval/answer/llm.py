@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from kg.endpoint import endpoint_key
 from kg.files import masked, without_controls
 
 __all__ = ["LlmClient", "LlmConfig", "LlmUnavailable", "char_tokens", "estimate_tokens", "llm_config", "load_litellm", "missing_keys",
@@ -137,18 +138,14 @@ class LlmClient:
                         "temperature": cfg.temperature, "max_tokens": max_tokens or cfg.max_tokens}
         if cfg.base_url:
             kwargs["api_base"] = cfg.base_url
-        if cfg.api_key_env:
-            key = os.environ.get(cfg.api_key_env)
-            if not key:
-                raise LlmUnavailable(f"the key variable {cfg.api_key_env} (KG_LLM_API_KEY_ENV) is not set")
+        key, problem = endpoint_key(cfg.model, cfg.base_url, cfg.api_key_env)
+        if problem:
+            raise LlmUnavailable(problem)
+        if key:
             kwargs["api_key"] = key
         elif not self.mock and (missing := missing_keys(cfg)):
             # Said before the call: a provider reached without its key answers with an opaque error (HTTP 500).
             raise LlmUnavailable(f"{cfg.model} needs {', '.join(missing)} in the environment, which is not set")
-        elif cfg.base_url and cfg.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
-            # A local OpenAI-compatible server (vLLM, llama.cpp, LM Studio) usually wants no key, but
-            # the OpenAI client refuses to start without one.
-            kwargs["api_key"] = "not-needed"
         if self.mock:
             if task not in self.mock:  # a dry run never reaches a real endpoint by accident
                 raise LlmUnavailable(f"no mock reply for the {task} task")

@@ -19,6 +19,10 @@ from retrieval.packs.routing import MAX_PACKS, NO_BASIS, PackChoice, Routing
 
 __all__ = ["LlmRouter", "choose_packs"]
 
+# Two packs with a short reason each fit in ~80 tokens; without a bound a model that loops writes until its context
+# is full (minutes on a CPU) on every routed query.
+MAX_TOKENS = 200
+
 _litellm = None
 
 
@@ -38,6 +42,7 @@ class LlmRouter:
     timeout: float = 20.0
     api_base: str | None = None
     mock_response: str | None = None  # litellm's own stand-in for a model (tests, offline demos)
+    api_key: str | None = None  # `kg.endpoint.endpoint_key`'s: without it a local server without a key was never asked
 
 
 def _load_litellm():
@@ -65,18 +70,36 @@ def _prompt(question: str, cards: Mapping[str, PackCard], rows: Sequence[Registr
     return "\n".join(lines)
 
 
+def _schema(ids: Sequence[str]) -> dict:
+    """The reply's JSON schema, the pack ids as an enum: a server that enforces it (llama.cpp, vLLM, OpenAI) can only
+    name a pack that exists. SmolLM2 asked with `json_object` alone wrote `{"id": "vendor;title;title;…` to the limit."""
+    pick = {"type": "object", "properties": {"id": {"type": "string", "enum": list(ids)},
+                                             "why": {"type": "string", "maxLength": 120}},
+            "required": ["id", "why"], "additionalProperties": False}
+    return {"type": "object", "properties": {"packs": {"type": "array", "items": pick, "maxItems": MAX_PACKS},
+                                             "out_of_scope": {"type": "boolean"}},
+            "required": ["packs", "out_of_scope"], "additionalProperties": False}
+
+
 def choose_packs(router: LlmRouter, question: str, cards: Mapping[str, PackCard], rows: Sequence[RegistryRow],
                  scores: Mapping[str, float]) -> Routing | None:
     """The LLM's routing, or None when it cannot be used (no answer, not JSON, no known pack)."""
     litellm = _load_litellm()
     extra = {"api_base": router.api_base} if router.api_base else {}
+    if router.api_key:
+        extra["api_key"] = router.api_key
     if router.mock_response is not None:
         extra["mock_response"] = router.mock_response
+    ask = {"model": router.model, "messages": [{"role": "user", "content": _prompt(question, cards, rows)}],
+           "temperature": 0, "timeout": router.timeout, "max_retries": 0, "max_tokens": MAX_TOKENS, **extra}
+    schema = {"type": "json_schema", "json_schema": {"name": "route", "schema": _schema(list(cards)), "strict": True}}
     try:
-        response = litellm.completion(
-            model=router.model, messages=[{"role": "user", "content": _prompt(question, cards, rows)}],
-            response_format={"type": "json_object"}, temperature=0, timeout=router.timeout, max_retries=0, **extra,
-        )
+        try:
+            response = litellm.completion(response_format=schema, **ask)
+        except Exception as exc:  # noqa: BLE001
+            if getattr(exc, "status_code", None) not in (400, 422):
+                raise
+            response = litellm.completion(response_format={"type": "json_object"}, **ask)  # no json_schema there
         content = response.choices[0].message.content or ""
     except Exception:  # noqa: BLE001 - any provider failure (connection, timeout, auth, bad request) means: use the rules
         return None

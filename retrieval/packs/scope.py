@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kg.endpoint import endpoint_key
 from kg.settings import Settings
 from retrieval.catalog.packs import PackStore, outside_documents
 from retrieval.graph.seeds import GraphEvidence
@@ -81,7 +82,12 @@ def routing_rules(settings: Settings) -> RoutingRules:
 
 
 def llm_router(settings: Settings) -> LlmRouter | None:
-    if not settings.llm_model:
+    """The model that routes, or None (the rules route): not asked to (KG_ROUTE_WITH_MODEL), none configured, or its key
+    variable unset (the answer says so)."""
+    if not settings.route_with_model or not settings.llm_model:
+        return None
+    key, problem = endpoint_key(settings.llm_model, settings.llm_base_url or None, settings.llm_api_key_env or None)
+    if problem:
         return None
     return LlmRouter(model=settings.llm_model, timeout=settings.llm_timeout, api_base=settings.llm_base_url or None,
-                     mock_response=settings.llm_mock_response)
+                     mock_response=settings.llm_mock_response, api_key=key)
