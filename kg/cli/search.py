@@ -49,7 +49,7 @@ def print_result(result, max_text: int = 160) -> None:
     if (result.routing or {}).get("outside"):
         click.echo(f"packs: none has a basis for it ({result.routing['note']}); searched the documents outside packs")
     elif (result.routing or {}).get("fallback") and result.packs_used:
-        # One line, not "pack: X (… searched every pack)" a pack: no pack was chosen, and the documents in none were searched too.
+        # One line, not "pack: X (… searched every pack)" a pack: no pack was chosen; the documents outside packs were searched too.
         best = max((result.routing.get("scores") or {"": 0.0}).values())
         click.echo(f"packs: none chosen (not sure where to look: the best pack scores {best:.2f}); searched every pack "
                    f"({', '.join(u['id'] for u in result.packs_used)}) and the documents outside them")
