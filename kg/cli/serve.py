@@ -63,6 +63,7 @@ def serve(host: str, port: int, workers: int, allow_open_writes: bool, no_access
             )
         click.echo(f"warning: serving on {host} with NO token: every write endpoint is open to anyone who can reach it",
                    err=True)
+    _port_free(host, port)
     _knowledge_base_or_demo(settings, demo)
     import uvicorn
 
@@ -78,6 +79,27 @@ def serve(host: str, port: int, workers: int, allow_open_writes: bool, no_access
     create_app(settings)  # fail here, once, on a bad setting rather than in every worker
     uvicorn.run("api.app:create_app_from_env", factory=True, host=host, port=port, workers=workers, log_level="info",
                 access_log=not no_access_log, timeout_keep_alive=keep_alive)
+
+
+def _port_free(host: str, port: int) -> None:
+    """A port another server holds, said before anything loads: uvicorn finds it only once the app has started, as one
+    ERROR line among its INFO lines, and exits 3."""
+    import errno
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise ConfigError(f"cannot serve on {host}: {exc.strerror} (give an address or a host name of this machine)") from exc
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a port in TIME_WAIT is free
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"port {port} on {host} is in use (another kg serve?): stop that server or choose "
+                                  "another port with --port") from exc
+            raise ConfigError(f"cannot serve on {host}:{port}: {exc.strerror}") from exc
 
 
 def _knowledge_base_or_demo(settings, demo: bool) -> None:
