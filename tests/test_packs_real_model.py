@@ -30,11 +30,12 @@ def two_packs(tmp_path_factory):
 def test_a_local_server_without_a_key_routes_the_question(two_packs, local_llm, monkeypatch):  # noqa: F811
     """The router asked litellm without a key, which the OpenAI client refuses before any request: with
     KG_LLM_MODEL set to a local server, routing never reached the model and the rules decided every time."""
-    from retrieval.packs.llm import _load_litellm, choose_packs
+    from retrieval.answer.llm import load_litellm
+    from retrieval.packs.llm import choose_packs
     from retrieval.packs.scope import llm_router
     from retrieval.pipeline import KnowledgeBase
 
-    litellm, asked = _load_litellm(), []
+    litellm, asked = load_litellm(), []
     real = litellm.completion
     monkeypatch.setattr(litellm, "completion", lambda **kw: asked.append(kw) or real(**kw))  # the real call, recorded
 

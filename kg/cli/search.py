@@ -50,7 +50,7 @@ def print_result(result, max_text: int = 160) -> None:
         click.echo(f"packs: none has a basis for it ({result.routing['note']}); searched the documents outside packs")
     elif (result.routing or {}).get("fallback") and result.packs_used:
         # One line, not "pack: X (… searched every pack)" a pack: no pack was chosen; the documents outside packs were searched too.
-        best = max((result.routing.get("scores") or {"": 0.0}).values())
+        best = max((result.routing.get("scores") or {}).values(), default=0.0)
         click.echo(f"packs: none chosen (not sure where to look: the best pack scores {best:.2f}); searched every pack "
                    f"({', '.join(u['id'] for u in result.packs_used)}) and the documents outside them")
     else:

@@ -29,7 +29,7 @@ from rdflib import Graph, Literal, URIRef
 from kg.graph_types import Edge, Entity, walkable_steps
 from kg.stores.base import GraphStore
 from kg.stores.owl_paths import related
-from ontology import KG, Vocabulary
+from ontology import KG, Vocabulary, local_name
 
 __all__ = ["StoreGraphView", "store_vocabulary"]
 
@@ -142,7 +142,7 @@ class StoreGraphView:
             if kind is not None and str(kind) in classes:
                 types[str(x)].add(classes[str(kind)])
         for iri in sorted(iris):
-            name = labels.get(iri) or unquote(iri.rstrip("/#").rsplit("/", 1)[-1].rsplit("#", 1)[-1])
+            name = labels.get(iri) or unquote(local_name(iri.rstrip("/#")))
             self.found[iri] = Entity(iri, name, (), tuple(sorted(types[iri])))
 
     def _edges(self, iri: str, rows: list[tuple]) -> list[Edge]:

@@ -46,13 +46,11 @@ class GraphWalk:
         if failed is not None and time.monotonic() - failed[0] < RETRY_AFTER:
             left = RETRY_AFTER - (time.monotonic() - failed[0])
             return None, f"{failed[1]} (asked again in {left:.0f} s)"
-        from kg.stores.sparql_store import SparqlGraphStore
+        from kg.stores import configured_store
         from kg.stores.store_view import StoreGraphView
 
-        settings = self.kb.settings
         try:
-            store = SparqlGraphStore(settings.graph_store[len("sparql+"):], namespace=settings.postgres_schema,
-                                     timeout=settings.graph_walk_timeout)
+            store = configured_store(self.kb.settings, timeout=self.kb.settings.graph_walk_timeout)
             return StoreGraphView(store, local.entities, discover=True), None  # asks for its graphs and ontology
         except Exception as exc:  # noqa: BLE001 - whatever the store did, the query goes on with graph.ttl
             return None, self.failed(exc)

@@ -1,13 +1,12 @@
 """A question + the registry rows and cards in -> the packs an LLM chooses (through litellm, structured JSON), validated and capped at two; any failure -> None (the rules decide).
 
-litellm is imported on first use only (6 s, 220 MB), with its cost map read locally and no retries:
+litellm is imported on first use only (6 s, 220 MB; `retrieval.answer.llm.load_litellm`), with its cost map read locally and no retries:
 an OpenAI-compatible endpoint that is down must fail in a fraction of a second, not in 6000 s.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -22,8 +21,6 @@ __all__ = ["LlmRouter", "choose_packs"]
 # Two packs with a short reason each fit in ~80 tokens; without a bound a model that loops writes until its context
 # is full (minutes on a CPU) on every routed query.
 MAX_TOKENS = 200
-
-_litellm = None
 
 
 class _Pick(BaseModel):
@@ -43,17 +40,6 @@ class LlmRouter:
     api_base: str | None = None
     mock_response: str | None = None  # litellm's own stand-in for a model (tests, offline demos)
     api_key: str | None = None  # `kg.endpoint.endpoint_key`'s: without it a local server without a key was never asked
-
-
-def _load_litellm():
-    global _litellm
-    if _litellm is None:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
-
-        litellm.suppress_debug_info = True
-        _litellm = litellm
-    return _litellm
 
 
 def _prompt(question: str, cards: Mapping[str, PackCard], rows: Sequence[RegistryRow]) -> str:
@@ -84,7 +70,10 @@ def _schema(ids: Sequence[str]) -> dict:
 def choose_packs(router: LlmRouter, question: str, cards: Mapping[str, PackCard], rows: Sequence[RegistryRow],
                  scores: Mapping[str, float]) -> Routing | None:
     """The LLM's routing, or None when it cannot be used (no answer, not JSON, no known pack)."""
-    litellm = _load_litellm()
+    # litellm loaded as every caller of the model loads it (retrieval.vectors too)
+    from retrieval.answer.llm import load_litellm
+
+    litellm = load_litellm()
     extra = {"api_base": router.api_base} if router.api_base else {}
     if router.api_key:
         extra["api_key"] = router.api_key
