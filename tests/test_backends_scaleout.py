@@ -186,34 +186,37 @@ def test_a_client_that_retries_once_on_the_other_server_loses_nothing_when_one_i
     with kg_serve(a_dir, env, tmp_path / "a.log") as (a_process, a), kg_serve(b_dir, env, tmp_path / "b.log") as (_, b):
         assert post(a, "yak", "# Yak service runbook\n\nThe yakservice pages the on-call engineer.\n") == 201
         assert wait_until(lambda: titles(b, "yakservice")) == ["Yak service runbook"]
-        results: list[tuple[str, int, list]] = []
+        results: list[tuple[float, str, int, list]] = []  # (when the request started, who answered, status, titles)
         stop = threading.Event()
 
         def client(first: str, second: str) -> None:
             while not stop.is_set():
+                started = time.monotonic()
                 for base in (first, second):  # the first server, then once the other
                     try:
                         status, body = query(base, "yakservice")
                     except OSError:
                         continue
-                    results.append((base, status, [h["title"] for h in body.get("hits", [])]))
+                    results.append((started, base, status, [h["title"] for h in body.get("hits", [])]))
                     break
                 else:
-                    results.append(("none", 0, []))
+                    results.append((started, "none", 0, []))
 
         clients = [threading.Thread(target=client, args=pair) for pair in ((a, b), (b, a), (a, b))]
         for thread in clients:
             thread.start()
         assert wait_until(lambda: len(results) >= 30)
         os.kill(a_process.pid, signal.SIGKILL)
-        killed_at = len(results)
-        assert wait_until(lambda: len(results) >= killed_at + 30)
+        a_process.wait(30)
+        dead_at = time.monotonic()  # a request started after this cannot have reached A
+        assert wait_until(lambda: sum(r[0] > dead_at for r in results) >= 30)
         stop.set()
         for thread in clients:
             thread.join()
-    assert results and all(r[1:] == (200, ["Yak service runbook"]) for r in results), \
-        [r for r in results if r[1:] != (200, ["Yak service runbook"])][:5]
-    assert {r[0] for r in results[killed_at + 3:]} == {b}  # after the kill, only B answered
+    assert results and all(r[2:] == (200, ["Yak service runbook"]) for r in results), \
+        [r for r in results if r[2:] != (200, ["Yak service runbook"])][:5]
+    assert {r[1] for r in results if r[0] < dead_at} == {a, b}  # both answered before the kill
+    assert {r[1] for r in results if r[0] > dead_at} == {b}  # after it, only B
 
 
 def test_a_postgresql_restart_gives_503s_with_a_message_then_the_same_server_answers_again(tmp_path):
