@@ -17,7 +17,7 @@ from pathlib import Path
 from kg.errors import InputError, TooLargeError
 from kg.files import read_text, replace_file
 from kg.relations.aliases import import_alias_table, is_alias_table
-from retrieval.catalog import commit, filestats
+from retrieval.catalog import commit, filestats, moves
 from retrieval.graph.anchors import anchor_document
 from retrieval.graph.seeds import fold_label
 from retrieval.index.analysis import add_user_words
@@ -100,10 +100,12 @@ def ingest_documents(kb, sources: Iterable[SourceDocument], progress: Progress |
     # the open writer added, so the earlier copy must never reach it).
     batch = list({src.source: src for src in sources}.values())
     def change() -> None:
+        keyless = {src.source: src for src in batch if not src.doc_key}
+        moved = moves.moved_files(kb.store.db, keyless, lambda source: source_fingerprint(keyless[source]))
         for src in batch:
             try:
                 _check_size(kb, src)
-                _ingest_one(kb, src, link_state, report)
+                _ingest_one(kb, src, link_state, report, moved.get(src.source))
             except InputError as exc:
                 if strict:
                     raise
@@ -143,14 +145,47 @@ def _check_size(kb, src: SourceDocument) -> None:
         )
 
 
-def _ingest_one(kb, src: SourceDocument, link_state, report: IngestReport) -> None:
-    """A new version of the document when its text, title or dates changed; only new children are indexed."""
-    doc_id = doc_id_for(src.doc_key or src.source)
+def _ingest_one(kb, src: SourceDocument, link_state, report: IngestReport,
+                moved: tuple[str, str] | None = None) -> None:
+    """`moved`: (doc id, old source) when the file is a document's that moved here (`retrieval.catalog.moves`)."""
+    doc_id, old = moved or (_document_id(kb, src), None)
+    if old is None and src.doc_key:
+        known = kb.store.document(doc_id)
+        if known and known.source != src.source and moves.is_gone_file(known.source) \
+                and kb.store.document_by_source(src.source) is None:
+            old = known.source  # its file moved: the id says which document it is
+    if old is not None:
+        moves.move_source(kb.store.db, doc_id, old, src.source)
+        report.moved.append((old, src.source))
+    indexed = _ingest_version(kb, src, doc_id, link_state, report)
+    if old is not None:  # every chunk is indexed with its file path's words: the ones not indexed just now
+        ids = [c for c in moves.document_chunk_ids(kb.store.db, doc_id) if c not in indexed]
+        index_chunks(kb, list(kb.store.chunks(ids).values()), {doc_id: src.source})
+
+
+def _document_id(kb, src: SourceDocument) -> str:
+    """The id of the document `src` is a version of: from its key, else the document its path names (which may
+    have moved there), else a new one from the path (another if a document that moved away holds that)."""
+    if src.doc_key:
+        return doc_id_for(src.doc_key)
+    found = moves.path_document(kb.store.db, src.source)
+    if found:
+        return found
+    doc_id, n = doc_id_for(src.source), 0
+    while (held := kb.store.document(doc_id)) is not None and held.source != src.source:
+        n += 1
+        doc_id = doc_id_for(f"{src.source}\x00{n}")
+    return doc_id
+
+
+def _ingest_version(kb, src: SourceDocument, doc_id: str, link_state, report: IngestReport) -> set[str]:
+    """A new version of the document when its text, title or dates changed; only new children are indexed
+    (their ids are returned)."""
     last = kb.history.latest_from_source(doc_id, src.source)
     if last is not None and last[:2] == (source_fingerprint(src), src.effective_date) and src.version_label in (None, last[2]):
         report.unchanged += 1  # decided before cutting: an unchanged folder costs one hash a file
         report.doc_ids.append(doc_id)
-        return
+        return set()
     linker, about = link_state()
     cut = cut_document(src, kb.chunk_sizes, doc_id)
     doc = cut.document
@@ -175,6 +210,7 @@ def _ingest_one(kb, src: SourceDocument, link_state, report: IngestReport) -> No
     kb.history.clear_about(doc.doc_id)
     link_document(kb, doc.doc_id, doc.title, change.new_chunks, linker, about)
     report.doc_ids.append(doc.doc_id)
+    return {c.chunk_id for c in change.new_chunks}
 
 
 def delete_documents(kb, doc_ids: Sequence[str]) -> list[dict]:

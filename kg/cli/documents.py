@@ -130,6 +130,8 @@ def _print_report(report, as_json: bool) -> None:
         echo_json(report.to_json())
         return
     click.echo(report.summary())
+    for old, new in report.moved:
+        click.echo(f"  moved {old} -> {new}")
     for source in report.deleted:
         click.echo(f"  removed {source} (its file is gone)")
     for skipped in report.skipped:

@@ -25,10 +25,11 @@ class IngestReport:
     versions_replaced: int = 0  # versions a new one from the same file replaced on the day they began (in force on no day)
     chunks_dropped: int = 0  # their children no other version holds: deleted from the index
     skipped: list[Skipped] = field(default_factory=list)  # files not ingested, with the reason
+    moved: list[tuple[str, str]] = field(default_factory=list)  # (old, new) path of documents whose file moved
     warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        if not (self.added or self.updated or self.deleted or self.versions_removed):
+        if not (self.added or self.updated or self.deleted or self.versions_removed or self.moved):
             text = f"nothing changed: {self.unchanged} document(s) already up to date"
         else:
             text = (
@@ -42,6 +43,8 @@ class IngestReport:
             if self.deleted or self.versions_removed:
                 text += (f"; removed {self.versions_removed} version(s) whose files are gone"
                          f" ({len(self.deleted)} whole document(s), {self.chunks_removed} chunks)")
+        if self.moved:
+            text += f"; {len(self.moved)} moved (the same document at a new path: its versions kept)"
         if self.skipped:
             text += f"; {len(self.skipped)} file(s) skipped"
         return text
@@ -49,4 +52,5 @@ class IngestReport:
     def to_json(self) -> dict:
         data = {k: v for k, v in self.__dict__.items() if k not in ("doc_ids", "skipped")}
         data["skipped"] = [{"path": s.path, "reason": s.reason} for s in self.skipped]
+        data["moved"] = [{"from": old, "to": new} for old, new in self.moved]
         return data

@@ -1,0 +1,122 @@
+"""A file moved or renamed (into a subfolder, as note-takers reorganise) stays the same document.
+
+Before, a document's id was derived from its path whenever it was read, so a moved file became a second document: the
+same passage came back twice in the hits (old path and new) until `kg ingest --sync`, which then deleted the old
+document with all its versions. A file with a front matter `id:` kept its document, but got a new identical version and
+the note "its text still answers questions", and `--sync` then deleted its first version. Now the move is recognised
+(`retrieval.catalog.moves`): the versions follow the file, the hits name the new path, its folder's words are indexed,
+`--sync` has nothing to remove. What is not a move stays as it was: a copy (the old file still there), two files with
+the same text, a file moved and edited without an `id:`. Real CLI (its human output too), whoosh on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+from conftest import kg_in_new_process, make_settings
+
+from retrieval.pipeline import KnowledgeBase
+
+YAK = "# Yak runbook\n\nThe yakservice restarts with `yakctl restart`.\n"
+YAK_2 = "# Yak runbook\n\nThe yakservice restarts with `yakctl restart` and then pages the on-call engineer.\n"
+
+
+def _write(path: Path, text: str, age: int = 10) -> None:
+    """A file written `age` seconds ago (older than the racy-stamp window, so it is recorded as ingested)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    when = path.stat().st_mtime - age
+    os.utime(path, (when, when))
+
+
+def _rows(kb_dir: Path, sql: str) -> list[tuple]:
+    db = sqlite3.connect(kb_dir / "kb.sqlite")
+    try:
+        return db.execute(sql).fetchall()
+    finally:
+        db.close()
+
+
+def test_a_moved_file_keeps_its_document_and_versions_through_the_real_cli(tmp_path: Path) -> None:
+    notes, kb_dir = tmp_path / "notes", tmp_path / "kb"
+    kb = ["--data-dir", str(kb_dir)]
+    _write(notes / "yak.md", YAK)
+    _write(notes / "zebra.md", "# Zebra\n\nZebra handles billing.\n")
+    kg_in_new_process("ingest", "notes", "-q", *kb, cwd=tmp_path)
+    _write(notes / "yak.md", YAK_2, age=5)
+    kg_in_new_process("ingest", "notes", "-q", *kb, cwd=tmp_path)  # a second version of yak.md
+    (notes / "runbooks").mkdir()
+    (notes / "yak.md").rename(notes / "runbooks" / "yak.md")
+
+    out = kg_in_new_process("ingest", "notes", *kb, cwd=tmp_path)
+    moved = notes.resolve() / "runbooks" / "yak.md"
+    assert "0 new, 0 updated, 2 unchanged document(s)" in out and "1 moved" in out, out
+    assert f"moved {notes.resolve() / 'yak.md'} -> {moved}" in out, out
+    hits = json.loads(kg_in_new_process("query", "yakctl", "--json", *kb, cwd=tmp_path))["hits"]
+    assert [h["source"] for h in hits] == [str(moved)]  # once, under its new path
+    # The new folder's name is a word of the path, indexed with every chunk (both versions').
+    assert [h["source"] for h in json.loads(kg_in_new_process(
+        "query", "runbooks", "--mode", "bm25", "--json", *kb, cwd=tmp_path))["hits"]] == [str(moved)]
+    assert [h["source"] for h in json.loads(kg_in_new_process(
+        "query", "runbooks", "--mode", "bm25", "--as-of", "2000-01-01", "--json", *kb, cwd=tmp_path))["hits"]] \
+        == [str(moved)]
+    versions = kg_in_new_process("versions", str(moved), *kb, cwd=tmp_path)
+    assert versions.count(str(moved)) == 2 and "yak.md\n" not in versions.replace(str(moved), ""), versions
+    assert "nothing changed" in kg_in_new_process("ingest", "notes", "--sync", *kb, cwd=tmp_path)
+    assert _rows(kb_dir, "SELECT COUNT(*) FROM versions") == [(3,)]
+    assert kg_in_new_process("check", *kb, cwd=tmp_path).startswith("clean: 2 documents, 3 chunks, 3 indexed")
+
+    # A new file at the old path is a document of its own (the moved one still holds the id that path once gave).
+    _write(notes / "yak.md", "# Yak feeding\n\nThe yak eats hay at noon.\n")
+    as_json = json.loads(kg_in_new_process("ingest", "notes", "--json", *kb, cwd=tmp_path))
+    assert (as_json["added"], as_json["moved"]) == (1, [])
+    ids = _rows(kb_dir, "SELECT doc_id, source FROM documents ORDER BY source")
+    assert len({doc_id for doc_id, _ in ids}) == 3 and [s for _, s in ids] == sorted(
+        str(p) for p in (moved, notes.resolve() / "yak.md", notes.resolve() / "zebra.md"))
+    assert kg_in_new_process("check", *kb, cwd=tmp_path).startswith("clean: 3 documents, 4 chunks, 4 indexed")
+
+
+def test_a_file_with_an_id_moved_gets_no_new_version_and_sync_keeps_its_history(tmp_path: Path) -> None:
+    notes, kb_dir = tmp_path / "notes", tmp_path / "kb"
+    kb = ["--data-dir", str(kb_dir)]
+    _write(notes / "yak.md", "---\nid: yak\n---\n" + YAK)
+    kg_in_new_process("ingest", "notes", "-q", *kb, cwd=tmp_path)
+    (notes / "ops").mkdir()
+    (notes / "yak.md").rename(notes / "ops" / "yak.md")
+    done = kg_in_new_process("ingest", "notes", "--json", *kb, cwd=tmp_path)
+    report = json.loads(done)
+    assert (report["updated"], report["unchanged"]) == (0, 1), report
+    assert report["moved"] == [{"from": str(notes.resolve() / "yak.md"), "to": str(notes.resolve() / "ops" / "yak.md")}]
+    kg_in_new_process("ingest", "notes", "--sync", "-q", *kb, cwd=tmp_path)
+    assert _rows(kb_dir, "SELECT label, source FROM versions") == [("v1", str(notes.resolve() / "ops" / "yak.md"))]
+
+    # Moved and edited at once: the id says which document; the edit is its second version, both from the new path.
+    (notes / "ops" / "yak.md").rename(notes / "yak.md")
+    _write(notes / "yak.md", "---\nid: yak\n---\n" + YAK_2)
+    report = json.loads(kg_in_new_process("ingest", "notes", "--json", *kb, cwd=tmp_path))
+    assert (report["updated"], len(report["moved"])) == (1, 1), report
+    assert {s for (s,) in _rows(kb_dir, "SELECT source FROM versions")} == {str(notes.resolve() / "yak.md")}
+
+
+def test_what_is_not_a_move_stays_as_it_was(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    _write(notes / "a.md", YAK)
+    _write(notes / "twin1.md", "# Twin\n\nTwins share one text.\n")
+    _write(notes / "twin2.md", "# Twin\n\nTwins share one text.\n")
+    _write(notes / "edited.md", "# Edited\n\nThe first text of the edited note.\n")
+    with KnowledgeBase(make_settings(tmp_path / "kb"), create=True) as kb:
+        kb.ingest_paths([notes])
+        _write(notes / "copy" / "a.md", YAK)  # a copy: a.md is still there
+        for name in ("twin1.md", "twin2.md"):  # two documents with one text: which went where is not known
+            (notes / name).rename(notes / "copy" / name)
+        (notes / "edited.md").unlink()  # moved and edited, no id: a new document, the old one until --sync
+        _write(notes / "copy" / "edited.md", "# Edited\n\nThe second text of the edited note.\n")
+        report = kb.ingest_paths([notes])
+        assert (report.added, report.moved) == (4, [])
+        assert len(kb.store.documents()) == 8
+        synced = kb.sync([notes])
+        assert sorted(Path(s).name for s in synced.deleted) == ["edited.md", "twin1.md", "twin2.md"]
+        assert len(kb.store.documents()) == 5
