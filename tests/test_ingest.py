@@ -211,7 +211,7 @@ def test_gbk_file_is_read_and_an_unknown_encoding_says_how_to_fix_it(tmp_path):
     neither.write_bytes(b"# x\n\n\xff\xfe")
     with pytest.raises(InputError) as error:
         read_source_file(neither)
-    assert str(error.value) == f"{neither}: neither UTF-8 nor GBK/GB18030 text (byte 5); save the file as UTF-8 and ingest it again"
+    assert str(error.value) == f"{neither}: neither UTF-8, GBK/GB18030 nor Big5 text (byte 5); save the file as UTF-8 and ingest it again"
 
 
 def _alias_bomb(levels: int) -> str:
@@ -319,3 +319,23 @@ def test_a_long_code_block_or_list_without_sentence_ends_is_cut_at_lines_with_tr
     assert len(holding) == 1 and 'key_1234 = "value 1234"' in holding[0].text and len(holding[0].text) < 2500
     words = [c for c in cut.children if c.line_start == c.line_end == len(source_lines) - 1]
     assert len(words) > 1 and "".join(c.text for c in words) == ("word " * 4000).rstrip()
+
+
+def test_a_big5_file_is_read_as_big5_and_gbk_with_box_drawing_stays_gbk(tmp_path):
+    """GB18030 reads almost any bytes: a Big5 note (Windows' "ANSI" in Taiwan and Hong Kong) came out as rare characters
+    and kana ("眀叭╰参–ら贬挡衡"), indexed and answered as such. Big5 wins when GB18030 makes mostly rare characters of
+    it; a GBK note whose ASCII-art table is box drawing (not letters) stays GBK."""
+    big5 = tmp_path / "帳務.txt"
+    text = "帳務系統每日凌晨結算。\n訂單服務的逾時時間是 800 毫秒，重新啟動請執行 systemctl restart order。\n"
+    big5.write_bytes(text.encode("cp950"))
+    src = read_source_file(big5)
+    assert src.text.strip() == text.strip()
+    assert src.warnings == (f"{big5}: read as BIG5 (it is not UTF-8)",)
+    boxes = tmp_path / "表格.md"
+    table = "# 端口\n\n┌──────┬──────┐\n│ 服务 │ 端口 │\n├──────┼──────┤\n│ 订单 │ 8080 │\n└──────┴──────┘\n"
+    boxes.write_bytes(table.encode("gbk"))
+    src = read_source_file(boxes)
+    assert src.text.strip() == table.strip() and src.warnings == (f"{boxes}: read as GBK (it is not UTF-8)",)
+    short = tmp_path / "短.txt"  # too few Chinese characters to tell: GB18030 as before, and the warning names it
+    short.write_bytes("結算".encode("cp950"))
+    assert read_source_file(short).warnings == (f"{short}: read as GBK (it is not UTF-8)",)

@@ -327,7 +327,7 @@ def test_a_synonym_table_saved_by_a_chinese_windows_editor_is_read(fresh_kb, tmp
     own.write_bytes(b"\x81\x30 not text \xff\xff")
     with pytest.raises(InputError) as error:
         KnowledgeBase(fresh_kb.settings)
-    assert str(error.value) == "synonyms.txt: neither UTF-8 nor GBK/GB18030 text (byte 0); save it as UTF-8"
+    assert str(error.value) == "synonyms.txt: neither UTF-8, GBK/GB18030 nor Big5 text (byte 0); save it as UTF-8"
 
 
 def test_an_unsupported_import_file_says_what_is_accepted(kb, tmp_path):

@@ -140,7 +140,7 @@ def test_kg_ingest_skips_bad_files_with_full_path_and_ingests_the_rest(tmp_path)
     assert report["added"] == 2
     skipped = {s["path"]: s["reason"] for s in report["skipped"]}
     assert skipped[str(docs / "empty.md")] == "the document is empty"
-    assert skipped[str(docs / "gbk.md")] == "neither UTF-8 nor GBK/GB18030 text (byte 5); save the file as UTF-8 and ingest it again"
+    assert skipped[str(docs / "gbk.md")] == "neither UTF-8, GBK/GB18030 nor Big5 text (byte 5); save the file as UTF-8 and ingest it again"
     assert skipped[str(docs / "broken.md")].startswith("the YAML front matter does not parse")
     assert str(docs / "link.md") in skipped and str(docs / "photo.png") in skipped
     query = CliRunner().invoke(cli, ["query", "secret", "--data-dir", str(kb), "--json"], catch_exceptions=False)
