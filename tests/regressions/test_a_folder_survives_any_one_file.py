@@ -53,7 +53,7 @@ def test_every_other_file_is_ingested_and_each_skip_says_why(tmp_path):
         str(docs / "loop-a.md"): "symlink loop: not followed",
         str(docs / "loop-b.md"): "symlink loop: not followed",
         str(docs / "pipe.md"): "a FIFO (named pipe), not a file: not read",
-        str(docs / "neither.md"): "neither UTF-8 nor GBK/GB18030 text (byte 5); save the file as UTF-8 and ingest it again",
+        str(docs / "neither.md"): "neither UTF-8, GBK/GB18030 nor Big5 text (byte 5); save the file as UTF-8 and ingest it again",
     }
     warnings = "\n".join(report["warnings"])
     assert f"{docs / 'image.md'}: 1 unbroken run(s) of 1,000+ letters and digits" in warnings

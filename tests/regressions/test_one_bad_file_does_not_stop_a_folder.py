@@ -28,7 +28,7 @@ def test_bad_files_are_skipped_with_full_path_and_good_ones_ingested(tmp_path: P
     assert report["added"] == 5
     assert {s["path"]: s["reason"] for s in report["skipped"]} == {
         str(docs / "empty.md"): "the document is empty",
-        str(docs / "latin.md"): "neither UTF-8 nor GBK/GB18030 text (byte 5); save the file as UTF-8 and ingest it again",
+        str(docs / "latin.md"): "neither UTF-8, GBK/GB18030 nor Big5 text (byte 5); save the file as UTF-8 and ingest it again",
         str(docs / "passwd.md"): f"symlink to {secret}, outside notes: not followed",
     }
     assert json.loads(_kg("query", "hunter2", "--json", *kb, cwd=tmp_path))["hits"] == []
