@@ -136,10 +136,11 @@ def inspect(kb) -> tuple[CheckReport, dict]:
         report.problems.append(f"{len(found['missing'])} chunk(s) in the catalog are not in the text index (unsearchable)")
     if found["orphans"]:
         report.problems.append(f"{len(found['orphans'])} text index entr(y/ies) have no chunk in the catalog (orphans)")
-    from retrieval.indexing import INDEX_RECIPE, RECIPES, index_recipe
+    from retrieval.indexing import INDEX_RECIPE, RECIPES, holds_traditional, index_recipe
 
     recipe = index_recipe(kb)
-    found["reindex"] = recipe < INDEX_RECIPE
+    # Recipe 3 only reads traditional characters as simplified: an older index without any is already one of it.
+    found["reindex"] = recipe < INDEX_RECIPE and (recipe < 2 or holds_traditional(kb.store.db))
     if found["reindex"]:
         report.problems.append(
             f"the text index was written by an older kgrag ({RECIPES[recipe]}; this one indexes "

@@ -13,12 +13,17 @@ import itertools
 from collections.abc import Callable, Sequence
 
 from retrieval.catalog import commit
-from retrieval.index.analysis import normalize_text, taught_words, vocabulary_version
+from retrieval.index.analysis import (
+    normalize_text,
+    taught_words,
+    traditional_characters,
+    vocabulary_version,
+)
 from retrieval.ingest.readers import path_words
 from retrieval.types import Chunk
 
 __all__ = [
-    "INDEX_RECIPE", "RECIPES", "RECIPE_STATE", "index_chunks", "index_recipe", "optimize_index", "reindex_all",
+    "INDEX_RECIPE", "RECIPES", "RECIPE_STATE", "holds_traditional", "index_chunks", "index_recipe", "optimize_index", "reindex_all",
     "stamp_recipe", "sync_index_words",
 ]
 
@@ -26,10 +31,13 @@ Progress = Callable[[int], None]
 
 # What the write path puts in the text index, numbered, so that an index written by an older
 # kgrag is noticed (`kg check`) and rebuilt (`kg check --repair`) instead of silently searched
-# with less: 1 = a chunk's heading path; 2 = the heading path and its file's path words.
-INDEX_RECIPE = 2
+# with less: 1 = a chunk's heading path; 2 = the heading path and its file's path words; 3 = those, with traditional
+# Chinese characters read as simplified (`fold_traditional`).
+INDEX_RECIPE = 3
 RECIPE_STATE = "index_recipe"
-RECIPES = {1: "heading paths only", 2: "heading paths and the words of each file's path"}
+RECIPES = {1: "heading paths only", 2: "heading paths and the words of each file's path",
+           3: "heading paths and the words of each file's path, traditional Chinese characters read as simplified"}
+_FOLDED_STATE = "recipe_2_has_traditional"  # kb_state: a recipe-2 catalog was looked through and holds some
 
 
 def index_chunks(kb, chunks: Sequence[Chunk], sources: dict[str, str] | None = None) -> int:
@@ -51,10 +59,27 @@ def index_recipe(kb) -> int:
 
 
 def stamp_recipe(kb) -> None:
-    """At the start of a write: an empty data dir is written by this recipe from its first chunk."""
-    if commit.get_state(kb.store.db, RECIPE_STATE) is None and not kb.store.has_chunks():
+    """At the start of a write: an empty data dir is written by this recipe from its first chunk; an index of recipe 2
+    is one of recipe 3 when its catalog holds no traditional Chinese character (reading them as simplified changes
+    none of its terms), looked at once (the first write after the upgrade)."""
+    db = kb.store.db
+    recorded = commit.get_state(db, RECIPE_STATE)
+    if recorded is None and not kb.store.has_chunks():
         with kb.store.transaction():
-            commit.set_state(kb.store.db, RECIPE_STATE, str(INDEX_RECIPE))
+            commit.set_state(db, RECIPE_STATE, str(INDEX_RECIPE))
+    elif recorded == "2" and commit.get_state(db, _FOLDED_STATE) is None:
+        with kb.store.transaction():
+            commit.set_state(db, *((_FOLDED_STATE, "1") if holds_traditional(db) else (RECIPE_STATE, "3")))
+
+
+def holds_traditional(db) -> bool:
+    """Whether any chunk's text or heading path, or any document's title or path, has a traditional Chinese character
+    that `fold_traditional` reads as a simplified one."""
+    pattern = traditional_characters()
+    if pattern is None:
+        return False
+    return any(pattern.search(row[0] or "") or pattern.search(row[1] or "") for sql in (
+        "SELECT text, section FROM chunks", "SELECT title, source FROM documents") for row in db.execute(sql))
 
 
 def reindex_all(kb, progress: Progress | None = None) -> int:

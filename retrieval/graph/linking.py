@@ -26,6 +26,7 @@ from retrieval.index.analysis import (
     CJK,
     ENGLISH_STOPWORDS,
     fold_accents,
+    fold_traditional,
     normalize_text,
     user_word_candidates,
 )
@@ -34,7 +35,7 @@ from retrieval.types import Mention
 __all__ = ["LINKER_CACHE", "EntityLinker", "EntityMatcher", "MatchedSurface", "cached_linker"]
 
 LINKER_CACHE = "linker.cache"
-_LINKER_FORMAT = 2  # bump when EntityLinker/EntityMatcher change what they hold or how surfaces are keyed
+_LINKER_FORMAT = 3  # bump when EntityLinker/EntityMatcher change what they hold or how surfaces are keyed
 
 _WORDCHAR = re.compile(r"[A-Za-z0-9_]")
 # Surfaces made only of letters (words, not identifiers such as LORA-02 or max_threads) are
@@ -44,9 +45,9 @@ _TOKEN = re.compile(rf"[A-Za-z0-9_]+|[{CJK}]|\S")
 
 
 def _fold(text: str) -> str:
-    """Lower-case, accents off (Akinoshū = akinoshu), without changing the length, so offsets in
-    the folded text are offsets in `text`."""
-    text = fold_accents(text)
+    """Lower-case, accents off (Akinoshū = akinoshu), traditional Chinese characters as simplified (看門狗 = 看门狗),
+    without changing the length, so offsets in the folded text are offsets in `text`."""
+    text = fold_traditional(fold_accents(text))
     lowered = text.lower()
     if len(lowered) == len(text):
         return lowered

@@ -29,7 +29,7 @@ from retrieval.index.vocabulary import (
 )
 from retrieval.index.vocabulary import tokenizer as _jieba
 
-__all__ = ["GramAnalyzer", "KgAnalyzer", "Term", "cjk_bigrams", "add_user_words", "analyze", "cjk_terms", "compound_terms", "fold_accents", "idf_weights", "normalize_text", "query_terms", "reset_user_words", "split_runs", "taught_words",
+__all__ = ["GramAnalyzer", "KgAnalyzer", "Term", "cjk_bigrams", "add_user_words", "analyze", "cjk_terms", "compound_terms", "fold_accents", "fold_traditional", "idf_weights", "normalize_text", "query_terms", "reset_user_words", "split_runs", "taught_words", "traditional_characters",
            "user_word_candidates", "vocabulary_version"]
 
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -94,8 +94,59 @@ def taught_words(words: Iterable[str]) -> set[str]:
 
 
 def normalize_text(text: str) -> str:
-    """NFKC (full-width letters/digits/punctuation to half-width), no case change."""
-    return unicodedata.normalize("NFKC", text)
+    """NFKC (full-width letters/digits/punctuation to half-width), no case change, and traditional Chinese characters
+    as their simplified ones (`fold_traditional`)."""
+    return fold_traditional(unicodedata.normalize("NFKC", text))
+
+
+def fold_traditional(text: str) -> str:
+    """結算 -> 结算, 後臺 -> 后台: one character for one (offsets do not move), from OpenCC's traditional-to-simplified
+    character table, so that a note written in traditional characters (Taiwan, Hong Kong) and a question in simplified
+    ones (or the other way round, or a relation table in either) meet on the same words, and jieba, whose dictionary
+    is simplified, cuts them as words. Characters of several meanings fold to one (乾 and 干 both to 干) on both sides
+    alike: a few more matches, none lost. Applied wherever text is matched (`normalize_text`), never to what is shown."""
+    table, pattern = _traditional()
+    return text.translate(table) if pattern is not None and pattern.search(text) else text
+
+
+def traditional_characters() -> re.Pattern | None:
+    """A pattern of the characters `fold_traditional` changes (None when it changes none)."""
+    return _traditional()[1]
+
+
+@lru_cache(maxsize=1)
+def _traditional() -> tuple[dict[int, int], re.Pattern | None]:
+    """(str.translate table, a pattern of its characters) from the `opencc` package's TSCharacters.txt (OpenCC's
+    dictionary, Apache-2.0; `opencc-python-reimplemented`, a dependency). A character whose first simplified form is
+    outside the Chinese runs the analyzer reads (an astral one) stays; chains (薴 -> 苧 -> 苎) are followed."""
+    from importlib.resources import files
+
+    try:
+        lines = (files("opencc") / "dictionary" / "TSCharacters.txt").read_text(encoding="utf-8").splitlines()
+    except (ModuleNotFoundError, OSError):  # another `opencc` package (OpenCC's own binding) in its place
+        import logging
+
+        logging.getLogger("kgrag").warning("traditional Chinese characters are not folded to simplified: the "
+                                           "opencc-python-reimplemented package's table is not installed")
+        return {}, None
+    pairs: dict[str, str] = {}
+    for line in lines:
+        key, _, values = line.partition("\t")
+        first = values.split()[0] if values.split() else ""
+        if len(key) == 1 and len(first) == 1 and key != first and _IN_RUNS.match(first):
+            pairs[key] = first
+    for key, value in pairs.items():
+        seen = {key}
+        while value in pairs and value not in seen:
+            seen.add(value)
+            value = pairs[value]
+        pairs[key] = value
+    if not pairs:
+        return {}, None
+    return {ord(k): ord(v) for k, v in pairs.items()}, re.compile(f"[{''.join(sorted(pairs))}]")
+
+
+_IN_RUNS = re.compile(f"[{CJK}]")
 
 
 class _AccentFolding(dict):
@@ -185,7 +236,7 @@ def analyze(text: str, for_index: bool = False) -> list[Term]:
 def surface_words(terms: Iterable[str], *texts: str) -> list[str]:
     """Each term as a word of the first text that holds it, in that text's own spelling: the stem `redi` as
     `Redis`, `cach` as `cache`, `capit` as `capital` (what a person reads in a "why"). Chinese terms are words
-    already; a term no text spells is kept as it is.
+    already, in the text's own characters (traditional or simplified); a term no text spells is kept as it is.
 
     The texts are read only until every term that a text can spell has its spelling (a hit's "why" used to
     stem every word of its chunk, and of the question, for each hit)."""
@@ -207,7 +258,27 @@ def surface_words(terms: Iterable[str], *texts: str) -> list[str]:
                         missing.discard(term)
             if not missing:
                 break
+    _spell_chinese(terms, texts, spelled)
     return [spelled.get(term, term) for term in terms]
+
+
+def _spell_chinese(terms: list[str], texts: tuple[str, ...], spelled: dict[str, str]) -> None:
+    """A Chinese term (simplified: `fold_traditional`) as the first text that holds it writes it: 结算 as 結算 in a
+    note written in traditional characters. The folding is one character for one, so the place it has in the folded
+    text is its place in the text."""
+    pattern = traditional_characters()
+    chinese = [term for term in terms if _CJK_ONLY.match(term) and term not in spelled]
+    for text in texts:
+        if not chinese or pattern is None:
+            return
+        if not pattern.search(text):
+            continue
+        folded = fold_traditional(text)
+        for term in list(chinese):
+            at = folded.find(term)
+            if at >= 0:
+                spelled[term] = text[at : at + len(term)]
+                chinese.remove(term)
 
 
 def dictionary_words(word: str) -> list[str]:
