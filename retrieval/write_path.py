@@ -9,6 +9,7 @@ derived from it (whoosh, mentions, re-cut index words: the index step is retriev
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
@@ -100,7 +101,7 @@ def ingest_documents(kb, sources: Iterable[SourceDocument], progress: Progress |
     # the open writer added, so the earlier copy must never reach it).
     batch = list({src.source: src for src in sources}.values())
     def change() -> None:
-        keyless = {src.source: src for src in batch if not src.doc_key}
+        keyless = {src.source: src for src in batch if not src.doc_key and os.path.isabs(src.source)}  # files
         moved = moves.moved_files(kb.store.db, keyless, lambda source: source_fingerprint(keyless[source]))
         for src in batch:
             try:
@@ -149,7 +150,7 @@ def _ingest_one(kb, src: SourceDocument, link_state, report: IngestReport,
                 moved: tuple[str, str] | None = None) -> None:
     """`moved`: (doc id, old source) when the file is a document's that moved here (`retrieval.catalog.moves`)."""
     doc_id, old = moved or (_document_id(kb, src), None)
-    if old is None and src.doc_key:
+    if old is None and src.doc_key and os.path.isabs(src.source):  # a file, not an API post
         known = kb.store.document(doc_id)
         if known and known.source != src.source and moves.is_gone_file(known.source) \
                 and kb.store.document_by_source(src.source) is None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from conftest import kg_in_new_process, make_settings
 
 from retrieval.pipeline import KnowledgeBase
+from retrieval.types import SourceDocument
 
 YAK = "# Yak runbook\n\nThe yakservice restarts with `yakctl restart`.\n"
 YAK_2 = "# Yak runbook\n\nThe yakservice restarts with `yakctl restart` and then pages the on-call engineer.\n"
@@ -120,3 +121,6 @@ def test_what_is_not_a_move_stays_as_it_was(tmp_path: Path) -> None:
         synced = kb.sync([notes])
         assert sorted(Path(s).name for s in synced.deleted) == ["edited.md", "twin1.md", "twin2.md"]
         assert len(kb.store.documents()) == 5
+        (notes / "copy" / "a.md").unlink()  # gone, and the same text posted through the API: not a file that moved
+        posted = kb.ingest_documents([SourceDocument(source="api:yak", text=YAK, format="md")])
+        assert (posted.added, posted.moved) == (1, [])
