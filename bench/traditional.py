@@ -1,10 +1,11 @@
 """Traditional and simplified Chinese meeting: `fold_traditional` (retrieval.index.analysis) measured.
 
-The Chinese sets three ways: as they are; with their passages (titles and text) in traditional characters, converted
-phrase by phrase with OpenCC's s2tw (as a colleague in Taiwan would write them) while the questions, relation table and
-aliases stay simplified; and with the questions in traditional characters over the passages as they are. Each in a
-fresh knowledge base, kgrag `--mode bm25` and full, with the folding and without it (its table emptied in this
-process). R@5 and Hit@5, all questions and odd / even ids (`bench/tune_vectors.half`).
+The Chinese sets five ways: as they are; with their passages (titles and text) in traditional characters while the
+questions, relation table and aliases stay simplified; and with the questions in traditional characters over the
+passages as they are; each converted by OpenCC phrase by phrase, with s2tw (the characters only) and with s2twp
+(Taiwan's words too: 記憶體 for 内存, 伺服器 for 服务器, as a colleague in Taiwan would write). Each in a fresh knowledge
+base, kgrag `--mode bm25` and full, with the folding (characters and Taiwan words) and without it (its tables emptied
+in this process). R@5 and Hit@5, all questions and odd / even ids (`bench/tune_vectors.half`).
 
     python bench/traditional.py --bench-dir ../shared/bench [--sets ops_dev_zh,rgb_zh_dev] [--out FILE]
 
@@ -26,15 +27,19 @@ if str(REPO_ROOT) not in sys.path:  # run as a script from a checkout without in
 
 SETS = ("ops_dev_zh", "domainrag_zh_dev", "rgb_zh_dev")
 KS = (5, 10)
-VARIANTS = ("as they are", "passages traditional", "questions traditional")
+VARIANTS = ("as they are", "passages s2tw", "questions s2tw", "passages s2twp", "questions s2twp")
 
 
-def variant(dataset, name: str, convert):
-    if name == "passages traditional":
+def variant(dataset, name: str):
+    from opencc import OpenCC
+
+    if name == "as they are":
+        return dataset
+    which, config = name.split()
+    convert = OpenCC(config).convert
+    if which == "passages":
         return replace(dataset, passages=[replace(p, title=convert(p.title), text=convert(p.text)) for p in dataset.passages])
-    if name == "questions traditional":
-        return replace(dataset, questions=[replace(q, question=convert(q.question)) for q in dataset.questions])
-    return dataset
+    return replace(dataset, questions=[replace(q, question=convert(q.question)) for q in dataset.questions])
 
 
 def measure(dataset, modes) -> dict:
@@ -64,12 +69,16 @@ def measure(dataset, modes) -> dict:
     return out
 
 
+_ORIGINAL: dict = {}  # the tables' loaders as installed
+
+
 def folding(on: bool) -> None:
-    """The folding on (its table as installed) or off (an empty table) for the knowledge bases built next."""
+    """The folding on (its tables as installed) or off (empty tables) for the knowledge bases built next."""
     from retrieval.index import analysis
 
-    _ORIGINAL.cache_clear()
-    analysis._traditional = _ORIGINAL if on else (lambda: ({}, None))
+    for name, original in _ORIGINAL.items():
+        original.cache_clear()
+        setattr(analysis, name, original if on else (lambda: ({}, None)))
 
 
 def main() -> None:
@@ -78,21 +87,17 @@ def main() -> None:
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "RESULTS-traditional.md")
     args = parser.parse_args()
-    from opencc import OpenCC
-
     from retrieval.eval.datasets import load_dataset
     from retrieval.index import analysis
 
-    global _ORIGINAL
-    _ORIGINAL = analysis._traditional
-    convert = OpenCC("s2tw").convert
+    _ORIGINAL.update(_traditional=analysis._traditional, _regional=analysis._regional)
     started = time.time()
     rows = []
     for name in args.sets.split(","):
         dataset = load_dataset(args.bench_dir / name, None, drop_empty_gold=True)
         for which in VARIANTS:
-            data = variant(dataset, which, convert)
-            for on in (False, True):
+            data = variant(dataset, which)
+            for on in ((True,) if which == "as they are" else (False, True)):  # as they are, without: bench/RESULTS.md
                 folding(on)
                 result = measure(data, ("bm25", "full"))
                 for mode, halves in result.items():
@@ -104,9 +109,10 @@ def main() -> None:
         "",
         f"`python bench/traditional.py` at {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))},"
         f" {round((time.time() - started) / 60, 1)} minutes. The sets' passages converted to traditional characters by",
-        "OpenCC's s2tw (phrase by phrase), or their questions; the relation tables and aliases as they are (simplified).",
-        "`fold` = traditional characters read as simplified wherever text is matched (retrieval.index.analysis",
-        "`fold_traditional`); `no fold` = the same code with the table emptied. R@5 and Hit@5 in %, all / odd ids / even ids.",
+        "OpenCC phrase by phrase, or their questions: s2tw (characters only) or s2twp (Taiwan's words too); the relation",
+        "tables and aliases as they are (simplified). `fold` = traditional characters read as simplified wherever text is",
+        "matched, and Taiwan's words with the mainland's beside them (retrieval.index.analysis `fold_traditional`,",
+        "`_regional_words`); `no fold` = the same code with both tables emptied. R@5 and Hit@5 in %, all / odd / even ids.",
         "",
         "| set | questions | variant | mode | folding | R@5 all | R@5 odd | R@5 even | Hit@5 all | Hit@5 odd | Hit@5 even |",
         "|---|---|---|---|---|---|---|---|---|---|---|",

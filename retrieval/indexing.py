@@ -32,11 +32,13 @@ Progress = Callable[[int], None]
 # What the write path puts in the text index, numbered, so that an index written by an older
 # kgrag is noticed (`kg check`) and rebuilt (`kg check --repair`) instead of silently searched
 # with less: 1 = a chunk's heading path; 2 = the heading path and its file's path words; 3 = those, with traditional
-# Chinese characters read as simplified (`fold_traditional`).
+# Chinese characters read as simplified and, in text written in them, Taiwan's words with the mainland's beside them
+# (`fold_traditional`, `_regional_words`): text without traditional characters is indexed as by recipe 2.
 INDEX_RECIPE = 3
 RECIPE_STATE = "index_recipe"
 RECIPES = {1: "heading paths only", 2: "heading paths and the words of each file's path",
-           3: "heading paths and the words of each file's path, traditional Chinese characters read as simplified"}
+           3: "heading paths and the words of each file's path, traditional Chinese characters read as simplified and "
+              "Taiwan's words with the mainland's"}
 _FOLDED_STATE = "recipe_2_has_traditional"  # kb_state: a recipe-2 catalog was looked through and holds some
 
 

@@ -50,6 +50,22 @@ def test_a_traditional_note_answers_a_simplified_question_and_back_through_the_r
     assert kg_in_new_process("check", *kb, cwd=tmp_path).startswith("clean:")
 
 
+def test_taiwan_words_meet_the_mainland_ones_in_both_directions(tmp_path: Path):
+    """Taiwan writes 伺服器 / 執行緒 / 記憶體 where the mainland writes 服务器 / 线程 / 内存 (OpenCC's TWPhrasesRev): in a
+    run written in traditional characters the mainland words stand beside them, in the index and in a question."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "tw.md").write_text("# 維運手冊\n\n記憶體不足時請重新啟動伺服器。\n", encoding="utf-8")
+    (notes / "cn.md").write_text("# 调优\n\n线程数的默认值是 8。\n", encoding="utf-8")
+    with KnowledgeBase(make_settings(tmp_path / "kb"), create=True) as kb:
+        kb.ingest_paths([notes])
+        assert [h.title for h in kb.query("重启服务器", k=1, mode="bm25").hits] == ["維運手冊"]
+        assert [h.title for h in kb.query("執行緒數預設是多少", k=1, mode="bm25").hits] == ["调优"]
+    terms = analyze("記憶體不足時請重新啟動伺服器")
+    assert {("记忆体", 0), ("内存", 0), ("伺服器", 4), ("服务器", 4)} <= set(terms)  # beside them, at their positions
+    assert "设置" not in [t for t, _ in analyze("请设定默认值")]  # 设定 is Taiwan's 设置, but simplified text is as before
+
+
 def _recipe(kb_dir: Path) -> str:
     db = sqlite3.connect(kb_dir / "kb.sqlite")
     try:
@@ -80,7 +96,7 @@ def test_an_older_index_with_traditional_text_is_repaired_and_one_without_is_upg
     check = kg_process("check", *kb, cwd=tmp_path)
     assert check.returncode == 1, check.stderr
     check = check.stdout
-    assert "traditional Chinese characters read as simplified): --repair indexes its 1 chunk(s) again" in check, check
+    assert "Taiwan's words with the mainland's): --repair indexes its 1 chunk(s) again" in check, check
     kg_in_new_process("check", "--repair", *kb, cwd=tmp_path)
     assert _recipe(kb_dir) == "3"
     assert "帳務系統每日凌晨結算" in kg_in_new_process("query", "结算", "--mode", "bm25", *kb, cwd=tmp_path)

@@ -188,13 +188,19 @@ def _ascii_terms(token: str) -> list[str]:
 
 
 def _cjk_words(run: str, for_index: bool) -> Iterator[list[str]]:
-    """jieba's accurate-mode words of a Chinese run (stop words dropped), each with the sub-words
-    that stand at the same position: for the index, those of a user word."""
+    """jieba's accurate-mode words of a Chinese run (stop words dropped), each with the words that stand at the same
+    position: for the index, the sub-words of a user word; in a run written in traditional characters, the mainland
+    words of a Taiwan one (`_regional_words`). The run is folded to simplified characters here (`fold_traditional`)."""
     dt = _jieba()
+    regional = _regional_words(run)
+    run = fold_traditional(run)
+    end = 0
     for word in dt.cut(run, HMM=True):
-        if word in CHINESE_STOPWORDS:
+        start, end = end, end + len(word)
+        also = [term for at, terms in regional if start <= at < end for term in terms]
+        if word in CHINESE_STOPWORDS and not also:
             continue
-        group = [word]
+        group = [word] if word not in CHINESE_STOPWORDS else []
         if for_index and INDEX_SUBWORDS and is_taught(word):
             n = len(word)
             for size in (2, 3):
@@ -202,12 +208,60 @@ def _cjk_words(run: str, for_index: bool) -> Iterator[list[str]]:
                     sub = word[i : i + size]
                     if sub != word and dt.FREQ.get(sub) and sub not in CHINESE_STOPWORDS and sub not in group:
                         group.append(sub)
+        group += [term for term in also if term not in group]
         yield group
 
 
+def _regional_words(run: str) -> list[tuple[int, list[str]]]:
+    """(offset, the mainland words' terms) of each Taiwan word (OpenCC's TWPhrasesRev: 記憶體 -> 内存, 伺服器 -> 服务器,
+    資料庫 -> 数据库, 執行緒 -> 线程) in a run written in traditional characters, so that a note from Taiwan and a question
+    from the mainland meet on them too (and back). Only such runs: simplified text is read as before."""
+    table, pattern = _regional()
+    traditional = traditional_characters()
+    if pattern is None or traditional is None or not traditional.search(run):
+        return []
+    version = vocabulary_version()
+    return [(m.start(), [t for alt in table[m.group()] for t in _mainland_terms(alt, version)])
+            for m in pattern.finditer(fold_traditional(run))]
+
+
+@lru_cache(maxsize=4096)
+def _mainland_terms(word: str, _vocabulary: int) -> tuple[str, ...]:
+    """A mainland word's terms as jieba cuts it with the words it knows now (`vocabulary_version`)."""
+    return tuple(t for t in _jieba().cut(word, HMM=False) if t not in CHINESE_STOPWORDS)
+
+
+@lru_cache(maxsize=1)
+def _regional() -> tuple[dict[str, tuple[str, ...]], re.Pattern | None]:
+    """Taiwan word -> the mainland words, both folded to simplified characters, from the `opencc` package's
+    TWPhrasesRev.txt (words of two characters or more, Chinese characters only), and a pattern of the Taiwan words
+    (longest first)."""
+    from importlib.resources import files
+
+    try:
+        lines = (files("opencc") / "dictionary" / "TWPhrasesRev.txt").read_text(encoding="utf-8").splitlines()
+    except (ModuleNotFoundError, OSError):
+        return {}, None
+    table: dict[str, tuple[str, ...]] = {}
+    for line in lines:
+        key, _, values = line.partition("\t")
+        key = fold_traditional(key.strip())
+        alternatives = tuple(dict.fromkeys(fold_traditional(v) for v in values.split() if _ALL_CJK.match(v)))
+        alternatives = tuple(v for v in alternatives if v != key)
+        if len(key) >= 2 and _ALL_CJK.match(key) and alternatives:
+            table[key] = alternatives
+    if not table:
+        return {}, None
+    return table, re.compile("|".join(sorted(table, key=len, reverse=True)))
+
+
+_ALL_CJK = re.compile(f"^[{CJK}]+$")
+
+
 def _runs(text: str) -> Iterator[tuple[str, bool]]:
-    """The runs `analyze` reads, normalised, each with whether it is a run of Chinese characters."""
-    for m in _RUN.finditer(fold_accents(normalize_text(text))):
+    """The runs `analyze` reads (NFKC, accents folded; a Chinese run in its own characters, which `_cjk_words` folds),
+    each with whether it is a run of Chinese characters."""
+    for m in _RUN.finditer(fold_accents(unicodedata.normalize("NFKC", text))):
         run = m.group()
         yield run, bool(_CJK_ONLY.match(run))
 
