@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -43,30 +42,13 @@ def variant(dataset, name: str):
 
 
 def measure(dataset, modes) -> dict:
-    from bench.tune_vectors import half
-    from kg.settings import Settings
-    from retrieval.eval.evaluate import fill_knowledge_base, rank_passages
-    from retrieval.eval.metrics import QuestionResult, summarize
-    from retrieval.pipeline import KnowledgeBase
+    """Mode -> {"all" / "odd" / "even": metrics} over a fresh knowledge base of `dataset`."""
+    from bench.tune_vectors import filled
+    from bench.tune_vectors import measure as by_half
 
-    out = {}
-    with tempfile.TemporaryDirectory(prefix="kgrag-traditional-") as tmp:
-        with KnowledgeBase(Settings(data_dir=Path(tmp) / "kb"), create=True) as kb:
-            corpus, _ = fill_knowledge_base(kb, dataset)
-            sources = {d.doc_id: d.source for d in kb.store.documents()}
-
-            def passages_of(hit):
-                return corpus.passages_of(sources.get(hit.doc_id, ""), *hit.lines)
-
-            for mode in modes:
-                groups = {"all": [], "odd": [], "even": []}
-                for position, q in enumerate(dataset.questions, start=1):
-                    ranked = rank_passages(kb, q.question, mode, max(KS), passages_of)
-                    result = QuestionResult(q.id, q.type, tuple(q.gold_ids), tuple(ranked), 0.0)
-                    groups["all"].append(result)
-                    groups[half(q.id, position)].append(result)
-                out[mode] = {name: summarize(rows, KS)["metrics"] for name, rows in groups.items() if rows}
-    return out
+    with filled(dataset, "kgrag-traditional-") as (kb, _, passages_of):
+        return {mode: {h: m["metrics"] for h, m in by_half(kb, dataset.questions, mode, passages_of).items()}
+                for mode in modes}
 
 
 _ORIGINAL: dict = {}  # the tables' loaders as installed

