@@ -48,8 +48,10 @@ def ingest(paths: tuple[Path, ...], strict: bool, sync_: bool, doc_id: str | Non
 
     \b
     A changed file becomes a new version of its document: only its changed chunks are indexed.
+    A moved or renamed file stays the same document, with its versions.
     Unchanged files are skipped. Hidden files are ignored; binary, unsupported and unreadable
-    files (empty, neither UTF-8, GBK nor Big5, a PDF without text, FIFOs, symlink loops) are skipped and listed with the reason.
+    files (empty, neither UTF-8, GBK nor Big5, a PDF without text, FIFOs, symlink loops) are
+    skipped and listed with the reason.
     """
     from retrieval.ingest.readers import find_files
 
