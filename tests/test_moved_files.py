@@ -6,7 +6,8 @@ document with all its versions. A file with a front matter `id:` kept its docume
 the note "its text still answers questions", and `--sync` then deleted its first version. Now the move is recognised
 (`retrieval.catalog.moves`): the versions follow the file, the hits name the new path, its folder's words are indexed,
 `--sync` has nothing to remove. What is not a move stays as it was: a copy (the old file still there), two files with
-the same text, a file moved and edited without an `id:`. Real CLI (its human output too), whoosh on disk.
+the same text under other names (the same text under the same names is paired by them), a file moved and edited
+without an `id:`. Real CLI (its human output too), whoosh on disk.
 """
 
 from __future__ import annotations
@@ -108,19 +109,27 @@ def test_what_is_not_a_move_stays_as_it_was(tmp_path: Path) -> None:
     _write(notes / "twin1.md", "# Twin\n\nTwins share one text.\n")
     _write(notes / "twin2.md", "# Twin\n\nTwins share one text.\n")
     _write(notes / "edited.md", "# Edited\n\nThe first text of the edited note.\n")
+    for name in ("same1.md", "same2.md"):  # one text too, but moved with their names: paired by them
+        _write(notes / "pair" / name, "# Same\n\nTwo notes, one text.\n")
     with KnowledgeBase(make_settings(tmp_path / "kb"), create=True) as kb:
         kb.ingest_paths([notes])
+        (notes / "pair").rename(notes / "pairs")
+        report = kb.ingest_paths([notes])
+        assert sorted((Path(a).parent.name, Path(b).parent.name, Path(b).name) for a, b in report.moved) == [
+            ("pair", "pairs", "same1.md"), ("pair", "pairs", "same2.md")]
+        assert {Path(a).name for a, b in report.moved} == {"same1.md", "same2.md"}
+        assert all(Path(a).name == Path(b).name for a, b in report.moved)
         _write(notes / "copy" / "a.md", YAK)  # a copy: a.md is still there
-        for name in ("twin1.md", "twin2.md"):  # two documents with one text: which went where is not known
-            (notes / name).rename(notes / "copy" / name)
+        for name, to in (("twin1.md", "x.md"), ("twin2.md", "y.md")):  # one text, other names: which went where?
+            (notes / name).rename(notes / "copy" / to)
         (notes / "edited.md").unlink()  # moved and edited, no id: a new document, the old one until --sync
         _write(notes / "copy" / "edited.md", "# Edited\n\nThe second text of the edited note.\n")
         report = kb.ingest_paths([notes])
         assert (report.added, report.moved) == (4, [])
-        assert len(kb.store.documents()) == 8
+        assert len(kb.store.documents()) == 10
         synced = kb.sync([notes])
         assert sorted(Path(s).name for s in synced.deleted) == ["edited.md", "twin1.md", "twin2.md"]
-        assert len(kb.store.documents()) == 5
+        assert len(kb.store.documents()) == 7
         (notes / "copy" / "a.md").unlink()  # gone, and the same text posted through the API: not a file that moved
         posted = kb.ingest_documents([SourceDocument(source="api:yak", text=YAK, format="md")])
         assert (posted.added, posted.moved) == (1, [])

@@ -7,8 +7,9 @@ looked up here (`path_document`) rather than derived again from the path.
 A move is recognised when nothing else could explain what an ingest sees: a document keyed by its id whose file
 is gone and that is now read from another path; or a file at a path no version was read from whose text is the
 latest text of exactly one document (keyed by its path, in no pack) whose file is gone, and no other new file of
-that ingest has the same text. A file moved and edited at once, without an `id:`, is a new document (and the old
-path's text answers until `kg ingest --sync`), as before.
+that ingest has the same text; when several gone documents and new files share one text (copies moved together, a
+folder renamed), those whose file name is one file's on each side are paired by it. A file moved and edited at once,
+without an `id:`, is a new document (and the old path's text answers until `kg ingest --sync`), as before.
 """
 
 from __future__ import annotations
@@ -53,7 +54,26 @@ def moved_files(db: sqlite3.Connection, sources: Iterable[str], fingerprint: Cal
                 " AND v.seq = (SELECT MAX(seq) FROM versions w WHERE w.doc_id = v.doc_id)", part):
             if is_gone_file(source, exists):
                 gone.setdefault(print_, []).append((doc_id, source))
-    return {new[p][0]: gone[p][0] for p in gone if len(gone[p]) == 1 and len(new[p]) == 1}
+    moved: dict[str, tuple[str, str]] = {}
+    for print_, olds in gone.items():
+        news = new[print_]
+        if len(olds) == 1 and len(news) == 1:
+            moved[news[0]] = olds[0]
+            continue
+        # Several files with one text (copies moved together, a folder renamed): paired by file name where the name
+        # is one file's on each side.
+        old_names = _by_name([source for _, source in olds])
+        for name, sources in _by_name(news).items():
+            if len(sources) == 1 and len(old_names.get(name, ())) == 1:
+                moved[sources[0]] = next(o for o in olds if o[1] == old_names[name][0])
+    return moved
+
+
+def _by_name(sources: Iterable[str]) -> dict[str, list[str]]:
+    named: dict[str, list[str]] = {}
+    for source in sources:
+        named.setdefault(os.path.basename(source), []).append(source)
+    return named
 
 
 def move_source(db: sqlite3.Connection, doc_id: str, old: str, new: str) -> None:
