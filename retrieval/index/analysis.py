@@ -318,8 +318,9 @@ def surface_words(terms: Iterable[str], *texts: str) -> list[str]:
 
 def _spell_chinese(terms: list[str], texts: tuple[str, ...], spelled: dict[str, str]) -> None:
     """A Chinese term (simplified: `fold_traditional`) as the first text that holds it writes it: 结算 as 結算 in a
-    note written in traditional characters. The folding is one character for one, so the place it has in the folded
-    text is its place in the text."""
+    note written in traditional characters, and a mainland word as the Taiwan word it stands beside (服务器 as 伺服器,
+    `_regional_words`). The folding is one character for one, so the place it has in the folded text is its place in
+    the text."""
     pattern = traditional_characters()
     chinese = [term for term in terms if _CJK_ONLY.match(term) and term not in spelled]
     for text in texts:
@@ -333,6 +334,13 @@ def _spell_chinese(terms: list[str], texts: tuple[str, ...], spelled: dict[str, 
             if at >= 0:
                 spelled[term] = text[at : at + len(term)]
                 chinese.remove(term)
+        table, regional = _regional()
+        for m in regional.finditer(folded) if regional is not None and chinese else ():
+            for alt in table[m.group()]:  # a mainland word the text holds as Taiwan's: 服务器 as 伺服器
+                for term in _mainland_terms(alt, vocabulary_version()):
+                    if term in chinese:
+                        spelled[term] = text[m.start() : m.end()]
+                        chinese.remove(term)
 
 
 def dictionary_words(word: str) -> list[str]:
