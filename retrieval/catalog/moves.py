@@ -62,17 +62,18 @@ def moved_files(db: sqlite3.Connection, sources: Iterable[str], fingerprint: Cal
             continue
         # Several files with one text (copies moved together, a folder renamed): paired by file name where the name
         # is one file's on each side.
-        old_names = _by_name([source for _, source in olds])
-        for name, sources in _by_name(news).items():
+        old_names = _by_name(olds, lambda old: old[1])
+        for name, sources in _by_name(news, str).items():
             if len(sources) == 1 and len(old_names.get(name, ())) == 1:
-                moved[sources[0]] = next(o for o in olds if o[1] == old_names[name][0])
+                moved[sources[0]] = old_names[name][0]
     return moved
 
 
-def _by_name(sources: Iterable[str]) -> dict[str, list[str]]:
-    named: dict[str, list[str]] = {}
-    for source in sources:
-        named.setdefault(os.path.basename(source), []).append(source)
+def _by_name(items: Iterable, path: Callable) -> dict[str, list]:
+    """The items by the file name of their path."""
+    named: dict[str, list] = {}
+    for item in items:
+        named.setdefault(os.path.basename(path(item)), []).append(item)
     return named
 
 

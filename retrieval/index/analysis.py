@@ -132,7 +132,7 @@ def _traditional() -> tuple[dict[int, int], re.Pattern | None]:
     pairs: dict[str, str] = {}
     for line in lines:
         key, _, values = line.partition("\t")
-        first = values.split()[0] if values.split() else ""
+        first = next(iter(values.split()), "")
         if len(key) == 1 and len(first) == 1 and key != first and _IN_RUNS.match(first):
             pairs[key] = first
     for key, value in pairs.items():
@@ -192,12 +192,13 @@ def _cjk_words(run: str, for_index: bool) -> Iterator[list[str]]:
     position: for the index, the sub-words of a user word; in a run written in traditional characters, the mainland
     words of a Taiwan one (`_regional_words`). The run is folded to simplified characters here (`fold_traditional`)."""
     dt = _jieba()
-    regional = _regional_words(run)
-    run = fold_traditional(run)
+    folded = fold_traditional(run)
+    regional = _regional_words(folded) if folded != run else []  # only a run written in traditional characters
+    run = folded
     end = 0
     for word in dt.cut(run, HMM=True):
         start, end = end, end + len(word)
-        also = [term for at, terms in regional if start <= at < end for term in terms]
+        also = [term for at, _, terms in regional if start <= at < end for term in terms]
         if word in CHINESE_STOPWORDS and not also:
             continue
         group = [word] if word not in CHINESE_STOPWORDS else []
@@ -212,17 +213,17 @@ def _cjk_words(run: str, for_index: bool) -> Iterator[list[str]]:
         yield group
 
 
-def _regional_words(run: str) -> list[tuple[int, list[str]]]:
-    """(offset, the mainland words' terms) of each Taiwan word (OpenCC's TWPhrasesRev: 記憶體 -> 内存, 伺服器 -> 服务器,
-    資料庫 -> 数据库, 執行緒 -> 线程) in a run written in traditional characters, so that a note from Taiwan and a question
-    from the mainland meet on them too (and back). Only such runs: simplified text is read as before."""
+def _regional_words(folded: str) -> list[tuple[int, int, list[str]]]:
+    """(start, end, the mainland words' terms) of each Taiwan word (OpenCC's TWPhrasesRev: 記憶體 -> 内存, 伺服器 -> 服务器,
+    資料庫 -> 数据库, 執行緒 -> 线程) in a run written in traditional characters (`folded`: the run after
+    `fold_traditional`), so that a note from Taiwan and a question from the mainland meet on them too (and back). The
+    caller asks only of such runs: simplified text is read as before."""
     table, pattern = _regional()
-    traditional = traditional_characters()
-    if pattern is None or traditional is None or not traditional.search(run):
+    if pattern is None:
         return []
     version = vocabulary_version()
-    return [(m.start(), [t for alt in table[m.group()] for t in _mainland_terms(alt, version)])
-            for m in pattern.finditer(fold_traditional(run))]
+    return [(m.start(), m.end(), [t for alt in table[m.group()] for t in _mainland_terms(alt, version)])
+            for m in pattern.finditer(folded)]
 
 
 @lru_cache(maxsize=4096)
@@ -321,26 +322,23 @@ def _spell_chinese(terms: list[str], texts: tuple[str, ...], spelled: dict[str, 
     note written in traditional characters, and a mainland word as the Taiwan word it stands beside (服务器 as 伺服器,
     `_regional_words`). The folding is one character for one, so the place it has in the folded text is its place in
     the text."""
-    pattern = traditional_characters()
     chinese = [term for term in terms if _CJK_ONLY.match(term) and term not in spelled]
     for text in texts:
-        if not chinese or pattern is None:
+        if not chinese:
             return
-        if not pattern.search(text):
-            continue
         folded = fold_traditional(text)
+        if folded == text:  # no traditional character: the terms are spelled as it writes them
+            continue
         for term in list(chinese):
             at = folded.find(term)
             if at >= 0:
                 spelled[term] = text[at : at + len(term)]
                 chinese.remove(term)
-        table, regional = _regional()
-        for m in regional.finditer(folded) if regional is not None and chinese else ():
-            for alt in table[m.group()]:  # a mainland word the text holds as Taiwan's: 服务器 as 伺服器
-                for term in _mainland_terms(alt, vocabulary_version()):
-                    if term in chinese:
-                        spelled[term] = text[m.start() : m.end()]
-                        chinese.remove(term)
+        for start, end, mainland in _regional_words(folded) if chinese else ():  # a mainland word held as Taiwan's
+            for term in mainland:
+                if term in chinese:
+                    spelled[term] = text[start:end]
+                    chinese.remove(term)
 
 
 def dictionary_words(word: str) -> list[str]:
