@@ -191,7 +191,7 @@ def test_unsupported_suffix_names_the_file_and_the_supported_types(tmp_path):
         find_source_files([sheet])
     assert (
         str(error.value)
-        == "report.xlsx: unsupported file type '.xlsx' (kgrag reads .htm, .html, .markdown, .md, .pdf, .text, .txt)"
+        == "report.xlsx: unsupported file type '.xlsx' (kgrag reads .docx, .htm, .html, .markdown, .md, .pdf, .text, .txt)"
     )
 
 

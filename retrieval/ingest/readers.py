@@ -1,6 +1,6 @@
 """Paths in, `SourceDocument`s out: which files a folder holds (and which it skips, and why), and one reader per format.
 
-Markdown and text are read here (YAML front matter becomes metadata, not body text); HTML and PDF
+Markdown and text are read here (YAML front matter becomes metadata, not body text); HTML, PDF and Word
 have their own modules. A reader that cannot read a file raises `InputError` naming the full path
 and how to fix it, so a folder ingest can skip that file and carry on.
 """
@@ -37,13 +37,16 @@ __all__ = [
 
 SUPPORTED_SUFFIXES = {
     ".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt",
-    ".html": "html", ".htm": "html", ".pdf": "pdf",
+    ".html": "html", ".htm": "html", ".pdf": "pdf", ".docx": "docx",
 }
 # Files that are certainly not documents: said so in one word instead of "unsupported".
 _BINARY_SUFFIXES = {
     ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".zip", ".gz", ".tar", ".7z", ".exe",
     ".dll", ".so", ".bin", ".pyc", ".mp3", ".mp4", ".mov", ".woff", ".woff2", ".ttf", ".sqlite", ".db",
 }
+# Word processors' own formats: what to do with them, instead of "unsupported".
+_SAVE_AS_DOCX = {".doc": "a Word 97-2003 document", ".wps": "a WPS Writer document", ".odt": "an OpenDocument text",
+                 ".rtf": "a Rich Text document"}
 _FRONT_MATTER_KEYS = ("title", "summary", "aliases", "id", "effective", "tags", "version")
 _PATH_PREFIX = re.compile(r"^[^/:]*:(?=[^/]*/|[^/:]*$)")  # a drive (C:) or a label (set:dir/file.md)
 _FOLDER_INDEX = {"_index", "index", "readme"}  # a folder's own page is named for the folder
@@ -80,10 +83,18 @@ def _supported() -> str:
     return ", ".join(sorted(SUPPORTED_SUFFIXES))
 
 
+def _unsupported(suffix: str) -> str:
+    if suffix in _SAVE_AS_DOCX:
+        return (f"{_SAVE_AS_DOCX[suffix]}: save it as .docx (Word or WPS: Save As; LibreOffice: "
+                f"soffice --headless --convert-to docx FILE) and ingest that")
+    return f"unsupported file type '{visible(suffix)}' (kgrag reads {_supported()})"
+
+
 def find_files(paths: Iterable[Path]) -> FoundFiles:
     """Every readable file under `paths` (files or folders), sorted, and what was skipped and why.
 
-    Hidden files and folders are skipped silently (they are tool state: .git, .obsidian); binary and
+    Hidden files and folders are skipped silently (they are tool state: .git, .obsidian), and so are the
+    `~$…` lock files Word keeps beside an open document; binary and
     unsupported files, and symlinks that lead outside the folder being ingested, are reported.
     A file named directly must be supported: that is an error, not a skip.
     """
@@ -94,7 +105,7 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
             raise InputError(f"{path}: no such file or folder")
         if path.is_file():
             if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-                raise InputError(f"{visible(path.name)}: unsupported file type '{visible(path.suffix)}' (kgrag reads {_supported()})")
+                raise InputError(f"{visible(path.name)}: {_unsupported(path.suffix.lower())}")
             if NAME_CONTROLS.search(str(path.resolve())):
                 raise InputError(f"{visible(str(path))}: {_CONTROL_NAME}")
             found.files.append(path)
@@ -131,7 +142,7 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
             dirnames[:] = kept
             for name in sorted(filenames):
                 file = here / name
-                if name.startswith("."):
+                if name.startswith((".", "~$")):  # ~$: the lock file Word and WPS keep beside an open document
                     continue
                 if NAME_CONTROLS.search(name):
                     found.skipped.append(Skipped(os.path.abspath(file), _CONTROL_NAME))
@@ -148,7 +159,8 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
                 if suffix in _BINARY_SUFFIXES:
                     found.skipped.append(Skipped(os.path.abspath(file), "binary file"))
                 elif suffix not in SUPPORTED_SUFFIXES:
-                    found.skipped.append(Skipped(os.path.abspath(file), f"unsupported file type '{suffix or name}' (kgrag reads {_supported()})"))
+                    found.skipped.append(Skipped(os.path.abspath(file), _unsupported(suffix) if suffix else
+                                                 f"unsupported file type '{name}' (kgrag reads {_supported()})"))
                 elif (odd := _not_regular(file)) is not None:
                     found.skipped.append(odd)
                 else:
@@ -270,6 +282,10 @@ def _read_source_bytes(raw: bytes, fmt: str, source: str, label: str) -> SourceD
         from retrieval.ingest.pdf import read_pdf
 
         return read_pdf(raw, source, label)
+    if fmt == "docx":
+        from retrieval.ingest.docx import read_docx
+
+        return read_docx(raw, source, label)
     text, encoding = decode_text(raw, label)
     if "\x00" in text:
         head = raw[:4096]

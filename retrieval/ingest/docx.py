@@ -1,0 +1,291 @@
+"""Word (.docx) bytes in, a Markdown-headed `SourceDocument` out: headings, numbered and bulleted lists and tables, in the document's order.
+
+A .docx is a zip of XML parts; only three are read: the body (`word/document.xml`), the styles (which paragraph
+style is a heading, at which level, or a list) and the numbering (whether a list is numbered or bulleted), plus the
+title in the document's properties. The standard library reads them (python-docx needs lxml and would be one more
+compiled dependency for a few hundred lines of XML walking). What a reader of the document sees is what gets
+indexed: deleted tracked changes, field codes, a table of contents (it repeats the headings, each with a page
+number), headers, footers and comments are left out; a text box's paragraphs follow the paragraph that anchors it.
+
+Headings become `#` lines (the "Title" style `#`, a style named "heading N" / "标题 N" or a paragraph with an
+outline level one `#` more, as a note's sections sit under its title), list paragraphs `1. ` or `- ` lines indented by their level, a table a Markdown table with its
+first row as the header (a one-column table, a box around notes, is read as its paragraphs), so the chunker,
+the answer's list and table handling and the citations see the same structure as in a Markdown note.
+
+Guarded as a file from someone else: the XML parts read are capped in size (read, not trusted from the zip's
+directory), a part declaring a DTD is refused (entity expansion), and a password-protected document or an old
+binary .doc renamed (both are OLE compound files) is refused with what to do.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from dataclasses import dataclass, field
+from io import BytesIO
+from xml.etree import ElementTree
+
+from kg.errors import InputError
+from retrieval.types import SourceDocument
+
+__all__ = ["MAX_PART_BYTES", "read_docx"]
+
+MAX_PART_BYTES = 64 * 1024 * 1024  # of one XML part, uncompressed: a 300-page report's body is ~5-10 MB
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_HEADING_NAME = re.compile(r"^(?:heading|标题)\s*([1-9])$", re.IGNORECASE)
+_UNNUMBERED = {"bullet", "none", ""}
+_SKIPPED = {"del", "moveFrom", "instrText", "delInstrText", "fldChar", "footnoteReference", "endnoteReference",
+            "commentReference", "Fallback", "pPr", "rPr", "sectPr", "tblPr", "trPr", "tcPr"}
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]  # transitional (schemas.openxmlformats.org) and strict (purl.oclc.org) alike
+
+
+def _attr(el, name: str) -> str | None:
+    for key, value in el.attrib.items():
+        if _local(key) == name:
+            return value
+    return None
+
+
+def _child(el, name: str):
+    return next((c for c in el if _local(c.tag) == name), None)
+
+
+@dataclass
+class _Style:
+    name: str = ""
+    based_on: str | None = None
+    outline: int | None = None  # 0-8; 9 is body text
+    num: tuple[str, int] | None = None  # (numId, level) a list style numbers its paragraphs with
+
+
+@dataclass
+class _Parts:
+    styles: dict[str, _Style] = field(default_factory=dict)
+    formats: dict[tuple[str, int], str] = field(default_factory=dict)  # (numId, level) -> numFmt
+
+
+def _numbering(pPr) -> tuple[str, int] | None:
+    num_pr = _child(pPr, "numPr") if pPr is not None else None
+    if num_pr is None:
+        return None
+    num_id, ilvl = _child(num_pr, "numId"), _child(num_pr, "ilvl")
+    value = _attr(num_id, "val") if num_id is not None else None
+    return (value, int(_attr(ilvl, "val") or 0) if ilvl is not None else 0) if value else None
+
+
+def _outline(pPr) -> int | None:
+    el = _child(pPr, "outlineLvl") if pPr is not None else None
+    value = _attr(el, "val") if el is not None else None
+    return int(value) if value and value.isdigit() else None
+
+
+def _parse(zf: zipfile.ZipFile, name: str, label: str, required: bool = False):
+    try:
+        info = zf.getinfo(name)
+    except KeyError:
+        if required:
+            raise InputError(f"{label}: not a Word document (no {name} inside): damaged, or another format renamed "
+                             "to .docx") from None
+        return None
+    with zf.open(info) as f:
+        raw = f.read(MAX_PART_BYTES + 1)  # the directory's size can lie; what inflates is what counts
+    if len(raw) > MAX_PART_BYTES:
+        raise InputError(f"{label}: {name} inflates past {MAX_PART_BYTES // 2**20} MB (a file made to exhaust memory, "
+                         "or a huge document): not read; split it")
+    if b"<!DOCTYPE" in raw[:4096] or b"<!ENTITY" in raw:
+        raise InputError(f"{label}: {name} declares a DTD, which Word never writes (entity expansion): not read")
+    try:
+        return ElementTree.fromstring(raw)
+    except ElementTree.ParseError as exc:
+        raise InputError(f"{label}: {name} is not well-formed XML ({exc}): damaged; save it again from Word") from None
+
+
+def _read_parts(zf: zipfile.ZipFile, label: str) -> _Parts:
+    parts = _Parts()
+    styles = _parse(zf, "word/styles.xml", label)
+    for el in styles.iter() if styles is not None else ():
+        if _local(el.tag) != "style" or _attr(el, "type") != "paragraph" or not _attr(el, "styleId"):
+            continue
+        name, based, pPr = _child(el, "name"), _child(el, "basedOn"), _child(el, "pPr")
+        parts.styles[_attr(el, "styleId")] = _Style((_attr(name, "val") or "") if name is not None else "",
+                                                    _attr(based, "val") if based is not None else None,
+                                                    _outline(pPr), _numbering(pPr))
+    numbering = _parse(zf, "word/numbering.xml", label)
+    if numbering is not None:
+        abstract: dict[str, dict[int, str]] = {}
+        for el in numbering:
+            if _local(el.tag) == "abstractNum":
+                levels = abstract.setdefault(_attr(el, "abstractNumId") or "", {})
+                for lvl in el:
+                    fmt = _child(lvl, "numFmt") if _local(lvl.tag) == "lvl" else None
+                    if fmt is not None:
+                        levels[int(_attr(lvl, "ilvl") or 0)] = _attr(fmt, "val") or ""
+        for el in numbering:
+            ref = _child(el, "abstractNumId") if _local(el.tag) == "num" else None
+            if ref is not None:
+                for level, fmt in abstract.get(_attr(ref, "val") or "", {}).items():
+                    parts.formats[(_attr(el, "numId") or "", level)] = fmt
+    return parts
+
+
+def _style_chain(parts: _Parts, style_id: str | None):
+    seen = set()
+    while style_id and style_id in parts.styles and style_id not in seen and len(seen) < 20:
+        seen.add(style_id)
+        yield parts.styles[style_id]
+        style_id = parts.styles[style_id].based_on
+
+
+class _Writer:
+    """The body's blocks in order -> Markdown lines."""
+
+    def __init__(self, parts: _Parts) -> None:
+        self.parts = parts
+        self.lines: list[str] = []
+        self.counters: dict[tuple[str, int], int] = {}
+        self.in_list: str | None = None  # the list (numId) the last block was an item of: its next item continues it
+
+    def blocks(self, container) -> None:
+        for el in container:
+            tag = _local(el.tag)
+            if tag == "p":
+                self.paragraph(el)
+            elif tag == "tbl":
+                self.table(el)
+            elif tag in ("sdt", "sdtContent", "customXml", "ins", "moveTo"):
+                if not self._is_toc(el):
+                    self.blocks(_child(el, "sdtContent") if tag == "sdt" and _child(el, "sdtContent") is not None else el)
+
+    @staticmethod
+    def _is_toc(el) -> bool:
+        gallery = next((g for g in el.iter() if _local(g.tag) == "docPartGallery"), None) if _local(el.tag) == "sdt" else None
+        return gallery is not None and "contents" in (_attr(gallery, "val") or "").lower()
+
+    def _text(self, el, boxes: list) -> str:
+        out = []
+        for child in el:
+            tag = _local(child.tag)
+            if tag in _SKIPPED:
+                continue
+            if tag == "t":
+                out.append(child.text or "")
+            elif tag in ("tab", "ptab"):
+                out.append(" ")
+            elif tag in ("br", "cr"):
+                out.append("" if _attr(child, "type") == "page" else "\n")
+            elif tag == "noBreakHyphen":
+                out.append("-")
+            elif tag == "txbxContent":
+                boxes.append(child)  # its paragraphs are blocks of their own, after this one
+            else:
+                out.append(self._text(child, boxes))
+        return "".join(out)
+
+    def paragraph(self, p) -> None:
+        boxes: list = []
+        text = re.sub(r"[ \t\u00a0]+", " ", self._text(p, boxes)).strip()
+        text = "\n".join(line.strip() for line in text.split("\n") if line.strip())
+        pPr = _child(p, "pPr")
+        style_el = _child(pPr, "pStyle") if pPr is not None else None
+        chain = list(_style_chain(self.parts, _attr(style_el, "val") if style_el is not None else None))
+        level = self._heading_level(pPr, chain)
+        if text and not any(s.name.lower().startswith("toc") for s in chain[:1]):
+            if level is not None:
+                self._block(f"{'#' * min(level, 6)} {' '.join(text.split())}")
+            elif (num := _numbering(pPr) or next((s.num for s in chain if s.num), None)) and num[0] != "0":
+                self._item(text, num)
+            else:
+                self._block(text)
+        for box in boxes:
+            self.blocks(box)
+
+    def _heading_level(self, pPr, chain: list[_Style]) -> int | None:
+        # The title is the one `#`; "Heading 1" (outline level 0) is `##`, as a Markdown note writes its sections.
+        for style in chain[:1]:
+            if style.name.lower() in ("title", "标题"):
+                return 1
+            match = _HEADING_NAME.match(style.name)
+            if match:
+                return int(match.group(1)) + 1
+        outline = _outline(pPr)
+        if outline is None:
+            outline = next((s.outline for s in chain if s.outline is not None), None)
+        return outline + 2 if outline is not None and outline < 9 else None
+
+    def _block(self, text: str) -> None:
+        self.lines.extend(text.split("\n"))
+        self.lines.append("")
+        self.in_list = None
+
+    def _item(self, text: str, num: tuple[str, int]) -> None:
+        num_id, level = num
+        fmt = self.parts.formats.get(num, "bullet")
+        for key in [k for k in self.counters if k[0] == num_id and k[1] > level]:
+            del self.counters[key]  # a sub-list starts again under each item of its parent
+        if fmt in _UNNUMBERED:
+            marker = "- "
+        else:
+            self.counters[num] = self.counters.get(num, 0) + 1
+            marker = f"{self.counters[num]}. "
+        if self.in_list == num_id or (self.in_list and level):
+            self.lines.pop()  # one list, not items each a paragraph
+        indent = "   " * min(level, 5)
+        first, *rest = text.split("\n")
+        self.lines.append(f"{indent}{marker}{first}")
+        self.lines.extend(f"{indent}{' ' * len(marker)}{line}" for line in rest)
+        self.lines.append("")
+        self.in_list = num_id
+
+    def table(self, tbl) -> None:
+        rows = []
+        for tr in (r for r in tbl if _local(r.tag) == "tr"):
+            cells = []
+            for tc in (c for c in tr if _local(c.tag) == "tc"):
+                boxes: list = []
+                text = " ".join(" ".join(self._text(p, boxes).split()) for p in tc.iter() if _local(p.tag) == "p")
+                cells.append(" ".join(text.split()).replace("|", "\\|"))
+                tcPr = _child(tc, "tcPr")
+                span = _child(tcPr, "gridSpan") if tcPr is not None else None
+                cells.extend([""] * (int(_attr(span, "val") or 1) - 1 if span is not None else 0))
+            if any(cells):
+                rows.append(cells)
+        if not rows:
+            return
+        if max(len(r) for r in rows) == 1:  # a box around paragraphs, not a table of values
+            for tc in (c for tr in tbl if _local(tr.tag) == "tr" for c in tr if _local(c.tag) == "tc"):
+                self.blocks(tc)
+            return
+        width = max(len(r) for r in rows)
+        rows = [r + [""] * (width - len(r)) for r in rows]
+        lines = [f"| {' | '.join(rows[0])} |", "|" + " --- |" * width] + [f"| {' | '.join(r)} |" for r in rows[1:]]
+        self._block("\n".join(lines))
+
+
+def read_docx(raw: bytes, source: str, label: str) -> SourceDocument:
+    if raw.startswith(_OLE_MAGIC):
+        raise InputError(f"{label}: a password-protected Word document, or an old binary .doc renamed to .docx: save an "
+                         "unprotected copy as .docx (Word: Save As > Word Document) and ingest that")
+    try:
+        zf = zipfile.ZipFile(BytesIO(raw))
+    except (zipfile.BadZipFile, OSError):
+        raise InputError(f"{label}: not a Word document (not a zip archive: damaged, cut short, or another format "
+                         "renamed to .docx); save it again as .docx") from None
+    with zf:
+        try:
+            body = _child(_parse(zf, "word/document.xml", label, required=True), "body")
+            writer = _Writer(_read_parts(zf, label))
+            if body is not None:
+                writer.blocks(body)
+            core = _parse(zf, "docProps/core.xml", label)
+        except (zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError) as exc:  # a damaged or encrypted member
+            raise InputError(f"{label}: a part of the Word document cannot be read ({exc}); save it again as .docx") from None
+    title_el = next((el for el in core.iter() if _local(el.tag) == "title"), None) if core is not None else None
+    title = " ".join((title_el.text or "").split()) if title_el is not None else ""
+    text = "\n".join(writer.lines).strip("\n")
+    if not text.strip():
+        raise InputError(f"{label}: the Word document holds no text (only pictures or drawings?)")
+    # The first heading is the title, as in Markdown, unless the document's properties name one.
+    return SourceDocument(source=source, text=text + "\n", format="docx", title=title or None)
