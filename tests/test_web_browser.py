@@ -388,6 +388,22 @@ def test_upload_by_drag_and_drop_asks_for_the_token(browser, server, tmp_path):
     browser.goto(server + "/?lang=en")
     ask(browser, "quokkabackup")
     assert texts(browser, ".hit .hit-head strong")[0] == "备份策略 quokkabackup"
+    # A Word document goes as its bytes (read as text it would be a zip's noise): the token is in the tab already.
+    # A file of no type kgrag reads is refused by the server, not added as text noise.
+    runbook = tmp_path / "settlement-runbook.docx"
+    runbook.write_bytes((Path(__file__).parent / "data" / "docx" / "settlement-runbook.docx").read_bytes())
+    sheet = tmp_path / "budget.xlsx"
+    sheet.write_bytes(b"PK\x03\x04" + bytes(range(256)) * 4)
+    browser.goto(server + "/?lang=en#documents")
+    browser.wait_for("!document.querySelector('#view-documents').hidden && document.querySelector('#documents-list table')")
+    browser.drop_files("#drop", [runbook, sheet])
+    browser.wait_for("document.querySelector('#upload-progress').value === 2", timeout=60)
+    lines = texts(browser, "#upload-log li")
+    assert lines[1].startswith("settlement-runbook.docx: 1 added"), lines
+    assert lines[0].startswith("budget.xlsx:") and "unsupported file type" in lines[0], lines
+    browser.goto(server + "/?lang=en")
+    ask(browser, "settlectl retry")
+    assert texts(browser, ".hit .hit-head strong")[0] == "结算服务运行手册"
 
 
 def test_import_errors_are_shown_by_line(browser, server, tmp_path, shots):

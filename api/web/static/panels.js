@@ -126,7 +126,7 @@
     loadDocuments();
   };
 
-  var FORMATS = { md: "md", markdown: "md", txt: "txt", text: "txt", html: "html", htm: "html", pdf: "pdf" };
+  var FORMATS = { md: "md", markdown: "md", txt: "txt", text: "txt", html: "html", htm: "html", pdf: "pdf", docx: "docx" };
   function readFile(file, binary) {
     return new Promise(function (resolve, reject) {
       var reader = new FileReader();
@@ -135,20 +135,22 @@
       if (binary) reader.readAsDataURL(file); else reader.readAsText(file);
     });
   }
-  /* Reads each file and POSTs /documents (text formats as text, PDF as content_base64), one at a
+  /* Reads each file and POSTs /documents (text formats as text, others as content_base64), one at a
      time, with a bar over all of them and a line per file that says what happened or why not. */
   Kg.upload = async function (files) {
     var log = $("#upload-log"), bar = $("#upload-progress"), total = files.length, failed = 0;
     bar.hidden = false; bar.max = total; bar.value = 0;
     for (var i = 0; i < total; i++) {
-      var file = files[i], ext = (file.name.split(".").pop() || "").toLowerCase(), format = FORMATS[ext] || "txt";
+      var file = files[i], ext = (file.name.split(".").pop() || "").toLowerCase(), format = FORMATS[ext];
       var line = h("li", { "class": "busy", "data-file": file.name }, t("upload_busy", { name: file.name, i: i + 1, n: total }));
       log.prepend(line);
       var res;
       try {
-        var body = { source: "upload:" + file.name, format: format };
-        if (format === "pdf") { body.content_base64 = await readFile(file, true); body.filename = file.name; }
-        else body.text = await readFile(file, false);
+        var body = { source: "upload:" + file.name };
+        /* PDF, Word and files of no known type go as bytes: the server reads them or says why not (a picture or a
+           spreadsheet read as text in the page would be added as noise). */
+        if (!format || format === "pdf" || format === "docx") { body.content_base64 = await readFile(file, true); body.filename = file.name; }
+        else { body.format = format; body.text = await readFile(file, false); }
         res = await Kg.api("POST", "/documents", body, { write: true });
       } catch (e) {
         res = { status: 0, data: { error: { message: String(e && e.message || e) } } };
