@@ -83,11 +83,12 @@ class Fts5Chunks:
         return [self.ids[i] for i in self.index.search(query_terms(question), k)]
 
 
-def measure(root: Path, mode: str, overrides: dict, vectors: bool = False) -> dict:
+def measure(root: Path, mode: str, overrides: dict, vectors: bool = False, docs: Path | None = None) -> dict:
+    """`docs`: the same files in another form (`bench/word_files.py`'s .docx), each named as its .md with another suffix."""
     passages = read_corpus(root / "corpus.jsonl")
     questions = read_questions(root / "questions.jsonl", drop_empty_gold=True)
     mapping = PassageMap(passages)
-    docs_root = root / "docs"
+    docs_root = docs or root / "docs"
     with tempfile.TemporaryDirectory(prefix="kgrag-files-") as tmp, \
             KnowledgeBase(Settings(data_dir=Path(tmp) / "kb", **overrides), create=True) as kb:
         started = time.perf_counter()
@@ -120,7 +121,7 @@ def measure(root: Path, mode: str, overrides: dict, vectors: bool = False) -> di
             ranked: dict[str, None] = {}
             for chunk_id in ids:
                 chunk = texts[chunk_id]
-                doc = source_of[chunk.doc_id].relative_to(docs_root).as_posix()
+                doc = source_of[chunk.doc_id].relative_to(docs_root).with_suffix(".md").as_posix()
                 found = mapping.passages_of(doc, chunk.text)
                 hits_seen += 1
                 unmapped += not found

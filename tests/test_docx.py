@@ -63,12 +63,16 @@ def test_a_libreoffice_runbook_reads_as_headed_text_with_its_table_and_numbered_
     src = read_source_file(DATA / "settlement-runbook.docx")
     assert src.format == "docx" and src.title == "结算服务运行手册"  # from the document's properties
     lines = src.text.split("\n")
-    assert "### 结算任务失败" in lines and "#### 注意事项" in lines
+    assert lines[0] == "# 结算服务运行手册"  # no title paragraph: "Heading 1" is `#`, and the first names the document
+    assert "## 结算任务失败" in lines and "### 注意事项" in lines
     assert "| settle.batch_size | 500 | 每批结算的订单数 |" in lines
     assert lines[lines.index("| 键 | 默认值 | 说明 |") + 1] == "| --- | --- | --- |"
     steps = [line for line in lines if line[:3] in ("1. ", "2. ", "3. ")]
     assert steps[0].startswith("1. 在 Grafana") and steps[2].startswith("3. 若账务系统恢复")
     assert "- 不得手工修改 ledger 表。" in lines
+    assert "3. 若账务系统恢复，执行 `settlectl retry --batch` 重跑该批。" in lines  # LibreOffice's "Source Text"
+    fence = lines.index("settlectl retry --batch 20261201-03")  # "Preformatted Text" paragraphs: one fenced block
+    assert lines[fence - 1] == "```" and lines[fence + 1] == "settlectl status --batch 20261201-03" and lines[fence + 2] == "```"
     cut = cut_document(src)
     sections = {c.section for c in cut.children}
     assert any(s.endswith("结算任务失败") for s in sections) and any(s.endswith("配置项") for s in sections)
@@ -125,7 +129,10 @@ def test_what_a_reader_does_not_see_is_not_indexed(tmp_path):
         "## 部署", "", "### 准备", "", "端口为 9090 （见附录）", "", "架构图说明", "", "网关在最前面", "",
         "## 附录", "", "## 附录二", "", "### 第二章", "", "注意：", "", "先备份", "",
         "| 合并 |  | C |", "| --- | --- | --- |", "| 1 | 2 | 3 |", ""]
-    assert src.title is None  # no properties: the chunker names it (its first level-1 heading, else the file)
+    # Three top-level headings are chapters, not a title: with no properties either, the file names the document.
+    assert src.title is None
+    cut = cut_document(src)
+    assert cut.document.title == "deploy" and "附录二 > 第二章" in {c.section for c in cut.children}
 
 
 def test_numbered_lists_count_per_list_and_level_and_a_sub_list_starts_again(tmp_path):
@@ -147,17 +154,38 @@ def test_numbered_lists_count_per_list_and_level_and_a_sub_list_starts_again(tmp
         "1. 一", "   1. 甲", "   2. 乙", "2. 二", "   1. 丙", "", "无编号", ""]
 
 
+def test_code_is_fenced_or_backticked_and_chinese_in_a_monospaced_font_is_prose(tmp_path):
+    styles = _style("Pre", "HTML Preformatted") + (
+        '<w:style w:type="character" w:styleId="Src"><w:name w:val="Source Text"/></w:style>')
+
+    def run(text, font=None, style=None):
+        rpr = (f'<w:rFonts w:ascii="{font}" w:hAnsi="{font}"/>' if font else "") + (f'<w:rStyle w:val="{style}"/>' if style else "")
+        return f'<w:r><w:rPr>{rpr}</w:rPr><w:t xml:space="preserve">{text}</w:t></w:r>'
+
+    body = (f'<w:p>{run("把 ")}{run("max_", "Consolas")}{run("connections", "Consolas")}{run(" 调到 ")}'
+            f'{run("500", style="Src")}{run("。")}</w:p>'
+            + _p("kubectl get pods", "Pre") + '<w:p><w:pPr><w:pStyle w:val="Pre"/></w:pPr></w:p>'
+            + f'<w:p><w:pPr><w:pStyle w:val="Pre"/></w:pPr><w:r><w:tab/><w:t>-n prod</w:t></w:r></w:p>'
+            + f'<w:p>{run("systemctl restart nginx", "Courier New")}</w:p>'
+            + f'<w:p>{run("注意：以下命令需要 root", "Courier New")}</w:p>')
+    src = read_source_file(_docx(tmp_path / "code.docx", body, styles))
+    assert src.text.split("\n") == [
+        "把 `max_connections` 调到 `500`。", "",
+        "```", "kubectl get pods", "", "    -n prod", "systemctl restart nginx", "```", "",
+        "注意：以下命令需要 root", ""]
+
+
 def test_the_strict_namespace_reads_the_same(tmp_path):
     strict = "http://purl.oclc.org/ooxml/wordprocessingml/main"
     body = _p("标题", "H") + _p("正文")
     src = read_source_file(_docx(tmp_path / "s.docx", body, _style("H", "Heading 1"), ns=strict, title="Strict"))
-    assert src.text == "## 标题\n\n正文\n" and src.title == "Strict"
+    assert src.text == "# 标题\n\n正文\n" and src.title == "Strict"
 
 
 @pytest.mark.parametrize(("content", "message"), [
     (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600, "password-protected Word document, or an old binary .doc"),
     (b"just some text, renamed", "not a Word document (not a zip archive"),
-])
+], ids=["ole-compound-file", "not-a-zip"])
 def test_a_protected_or_renamed_file_is_refused_with_what_to_do(tmp_path, content, message):
     path = tmp_path / "x.docx"
     path.write_bytes(content)

@@ -7,8 +7,9 @@ compiled dependency for a few hundred lines of XML walking). What a reader of th
 indexed: deleted tracked changes, field codes, a table of contents (it repeats the headings, each with a page
 number), headers, footers and comments are left out; a text box's paragraphs follow the paragraph that anchors it.
 
-Headings become `#` lines (the "Title" style `#`, a style named "heading N" / "标题 N" or a paragraph with an
-outline level one `#` more, as a note's sections sit under its title), list paragraphs `1. ` or `- ` lines indented by their level, a table a Markdown table with its
+Headings become `#` lines (a style named "heading N" / "标题 N", or a paragraph with an outline level): one "Heading
+1" names the document, as a Markdown note's `#` does; under a "Title" paragraph, or where several "Heading 1" are the
+chapters, the headings sit one level down and the document is named by its properties or its file), list paragraphs `1. ` or `- ` lines indented by their level, a table a Markdown table with its
 first row as the header (a one-column table, a box around notes, is read as its paragraphs), so the chunker,
 the answer's list and table handling and the citations see the same structure as in a Markdown note.
 
@@ -34,6 +35,13 @@ MAX_PART_BYTES = 64 * 1024 * 1024  # of one XML part, uncompressed: a 300-page r
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _HEADING_NAME = re.compile(r"^(?:heading|标题)\s*([1-9])$", re.IGNORECASE)
 _UNNUMBERED = {"bullet", "none", ""}
+# A style for code (LibreOffice's "Preformatted Text" and "Source Text", Word's "HTML Code" and "Plain Text", a
+# house style "Code" / "代码"), or a run set in a monospaced font: what a Markdown note writes in backticks or fences.
+_CODE_STYLE = re.compile(r"preformatted|source text|\bcode\b|html (?:code|keyboard|typewriter|sample)|plain text|"
+                         r"macro text|代码", re.IGNORECASE)
+_MONO_FONT = re.compile(r"mono|courier|consolas|menlo|monaco|lucida console|source code|cascadia|fira code|等宽",
+                        re.IGNORECASE)
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
 _SKIPPED = {"del", "moveFrom", "instrText", "delInstrText", "fldChar", "footnoteReference", "endnoteReference",
             "commentReference", "Fallback", "pPr", "rPr", "sectPr", "tblPr", "trPr", "tcPr"}
 
@@ -64,6 +72,7 @@ class _Style:
 @dataclass
 class _Parts:
     styles: dict[str, _Style] = field(default_factory=dict)
+    code_runs: set[str] = field(default_factory=set)  # character styles for code
     formats: dict[tuple[str, int], str] = field(default_factory=dict)  # (numId, level) -> numFmt
 
 
@@ -107,9 +116,16 @@ def _read_parts(zf: zipfile.ZipFile, label: str) -> _Parts:
     parts = _Parts()
     styles = _parse(zf, "word/styles.xml", label)
     for el in styles.iter() if styles is not None else ():
-        if _local(el.tag) != "style" or _attr(el, "type") != "paragraph" or not _attr(el, "styleId"):
+        if _local(el.tag) != "style" or not _attr(el, "styleId"):
             continue
         name, based, pPr = _child(el, "name"), _child(el, "basedOn"), _child(el, "pPr")
+        if _attr(el, "type") == "character":
+            rPr = _child(el, "rPr")
+            if _CODE_STYLE.search(_attr(name, "val") or "" if name is not None else "") or _mono(rPr):
+                parts.code_runs.add(_attr(el, "styleId"))
+            continue
+        if _attr(el, "type") != "paragraph":
+            continue
         parts.styles[_attr(el, "styleId")] = _Style((_attr(name, "val") or "") if name is not None else "",
                                                     _attr(based, "val") if based is not None else None,
                                                     _outline(pPr), _numbering(pPr))
@@ -131,6 +147,34 @@ def _read_parts(zf: zipfile.ZipFile, label: str) -> _Parts:
     return parts
 
 
+def _mono(rPr) -> bool:
+    fonts = _child(rPr, "rFonts") if rPr is not None else None
+    return fonts is not None and any(_MONO_FONT.search(_attr(fonts, key) or "") for key in ("ascii", "hAnsi"))
+
+
+def _joined(segments: list[tuple[str, bool]], inline_code: bool) -> str:
+    """Runs' text, code runs in backticks (`inline_code`): adjacent code runs are one span, and a span with Chinese
+    in it is prose set in a monospaced font, not code."""
+    merged: list[list] = []
+    for text, code in segments:
+        if merged and merged[-1][1] == code:
+            merged[-1][0] += text
+        else:
+            merged.append([text, code])
+    out = []
+    for text, code in merged:
+        body = text.strip()
+        if inline_code and code and body and "`" not in body and "\n" not in body and not _CJK.search(body):
+            out.append(text.replace(body, f"`{body}`", 1))
+        else:
+            out.append(text)
+    return "".join(out)
+
+
+def _is_title(style: _Style) -> bool:
+    return style.name.lower() in ("title", "标题")
+
+
 def _style_chain(parts: _Parts, style_id: str | None):
     seen = set()
     while style_id and style_id in parts.styles and style_id not in seen and len(seen) < 20:
@@ -142,11 +186,13 @@ def _style_chain(parts: _Parts, style_id: str | None):
 class _Writer:
     """The body's blocks in order -> Markdown lines."""
 
-    def __init__(self, parts: _Parts) -> None:
+    def __init__(self, parts: _Parts, shift: int = 0) -> None:
         self.parts = parts
+        self.shift = shift  # 1 when the headings sit under a title: see `heading_shift`
         self.lines: list[str] = []
         self.counters: dict[tuple[str, int], int] = {}
         self.in_list: str | None = None  # the list (numId) the last block was an item of: its next item continues it
+        self.code: list[str] = []  # lines of code paragraphs in a row, written as one fenced block
 
     def blocks(self, container) -> None:
         for el in container:
@@ -164,34 +210,52 @@ class _Writer:
         gallery = next((g for g in el.iter() if _local(g.tag) == "docPartGallery"), None) if _local(el.tag) == "sdt" else None
         return gallery is not None and "contents" in (_attr(gallery, "val") or "").lower()
 
-    def _text(self, el, boxes: list) -> str:
+    def _segments(self, el, boxes: list, code: bool = False) -> list[tuple[str, bool]]:
+        """The text under `el` as (text, set as code) pieces, a piece per run."""
         out = []
         for child in el:
             tag = _local(child.tag)
             if tag in _SKIPPED:
                 continue
             if tag == "t":
-                out.append(child.text or "")
+                out.append((child.text or "", code))
             elif tag in ("tab", "ptab"):
-                out.append(" ")
+                out.append(("\t", code))
             elif tag in ("br", "cr"):
-                out.append("" if _attr(child, "type") == "page" else "\n")
+                out.append(("" if _attr(child, "type") == "page" else "\n", code))
             elif tag == "noBreakHyphen":
-                out.append("-")
+                out.append(("-", code))
             elif tag == "txbxContent":
                 boxes.append(child)  # its paragraphs are blocks of their own, after this one
+            elif tag == "r":
+                rPr = _child(child, "rPr")
+                style = _child(rPr, "rStyle") if rPr is not None else None
+                out.extend(self._segments(child, boxes, _mono(rPr) or (style is not None and _attr(style, "val") in
+                                                                       self.parts.code_runs)))
             else:
-                out.append(self._text(child, boxes))
-        return "".join(out)
+                out.extend(self._segments(child, boxes, code))
+        return out
+
+    def _text(self, el, boxes: list) -> str:
+        return _joined(self._segments(el, boxes), inline_code=True)
 
     def paragraph(self, p) -> None:
         boxes: list = []
-        text = re.sub(r"[ \t\u00a0]+", " ", self._text(p, boxes)).strip()
-        text = "\n".join(line.strip() for line in text.split("\n") if line.strip())
+        segments = self._segments(p, boxes)
         pPr = _child(p, "pPr")
         style_el = _child(pPr, "pStyle") if pPr is not None else None
         chain = list(_style_chain(self.parts, _attr(style_el, "val") if style_el is not None else None))
         level = self._heading_level(pPr, chain)
+        raw = "".join(text for text, _ in segments)
+        if level is None and (any(_CODE_STYLE.search(s.name) for s in chain) or (
+                raw.strip() and all(code for text, code in segments if text.strip()) and not _CJK.search(raw))):
+            if raw.strip() or self.code:  # a code block's blank line, not one before it
+                self.code.extend(raw.replace("\t", "    ").replace("\u00a0", " ").rstrip().split("\n"))
+            for box in boxes:
+                self.blocks(box)
+            return
+        text = re.sub(r"[ \t\u00a0]+", " ", _joined(segments, inline_code=True)).strip()
+        text = "\n".join(line.strip() for line in text.split("\n") if line.strip())
         if text and not any(s.name.lower().startswith("toc") for s in chain[:1]):
             if level is not None:
                 self._block(f"{'#' * min(level, 6)} {' '.join(text.split())}")
@@ -202,25 +266,48 @@ class _Writer:
         for box in boxes:
             self.blocks(box)
 
+    def heading_shift(self, body) -> int:
+        """1 when the document has a "Title" paragraph or several top-level headings (chapters: the document is
+        named by its properties or its file), 0 when one top-level heading names it, as a Markdown note's `#` does."""
+        tops = 0
+        for p in (el for el in body.iter() if _local(el.tag) == "p"):
+            pPr = _child(p, "pPr")
+            style_el = _child(pPr, "pStyle") if pPr is not None else None
+            chain = list(_style_chain(self.parts, _attr(style_el, "val") if style_el is not None else None))
+            if chain and _is_title(chain[0]):
+                return 1
+            tops += self._heading_level(pPr, chain) == 1
+        return int(tops > 1)
+
     def _heading_level(self, pPr, chain: list[_Style]) -> int | None:
-        # The title is the one `#`; "Heading 1" (outline level 0) is `##`, as a Markdown note writes its sections.
+        # The title is the one `#`; "Heading 1" (outline level 0) is `#` when it names the document, else `##`.
         for style in chain[:1]:
-            if style.name.lower() in ("title", "标题"):
+            if _is_title(style):
                 return 1
             match = _HEADING_NAME.match(style.name)
             if match:
-                return int(match.group(1)) + 1
+                return int(match.group(1)) + self.shift
         outline = _outline(pPr)
         if outline is None:
             outline = next((s.outline for s in chain if s.outline is not None), None)
-        return outline + 2 if outline is not None and outline < 9 else None
+        return outline + 1 + self.shift if outline is not None and outline < 9 else None
+
+    def flush_code(self) -> None:
+        while self.code and not self.code[-1].strip():
+            self.code.pop()
+        if self.code:
+            self.lines.extend(["```", *self.code, "```", ""])
+            self.in_list = None
+        self.code = []
 
     def _block(self, text: str) -> None:
+        self.flush_code()
         self.lines.extend(text.split("\n"))
         self.lines.append("")
         self.in_list = None
 
     def _item(self, text: str, num: tuple[str, int]) -> None:
+        self.flush_code()
         num_id, level = num
         fmt = self.parts.formats.get(num, "bullet")
         for key in [k for k in self.counters if k[0] == num_id and k[1] > level]:
@@ -254,6 +341,7 @@ class _Writer:
                 rows.append(cells)
         if not rows:
             return
+        self.flush_code()
         if max(len(r) for r in rows) == 1:  # a box around paragraphs, not a table of values
             for tc in (c for tr in tbl if _local(tr.tag) == "tr" for c in tr if _local(c.tag) == "tc"):
                 self.blocks(tc)
@@ -276,9 +364,12 @@ def read_docx(raw: bytes, source: str, label: str) -> SourceDocument:
     with zf:
         try:
             body = _child(_parse(zf, "word/document.xml", label, required=True), "body")
-            writer = _Writer(_read_parts(zf, label))
+            parts = _read_parts(zf, label)
+            writer = _Writer(parts)
             if body is not None:
+                writer.shift = writer.heading_shift(body)
                 writer.blocks(body)
+            writer.flush_code()
             core = _parse(zf, "docProps/core.xml", label)
         except (zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError) as exc:  # a damaged or encrypted member
             raise InputError(f"{label}: a part of the Word document cannot be read ({exc}); save it again as .docx") from None
