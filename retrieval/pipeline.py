@@ -212,12 +212,14 @@ class KnowledgeBase(QueryPath):
 
     @writes
     def ingest_paths(self, paths: Sequence[Path], progress: Progress | None = None, *, strict: bool = False,
-                     doc_id: str | None = None, effective: str | None = None, workers: int = 0) -> IngestReport:
+                     doc_id: str | None = None, effective: str | None = None, workers: int = 0,
+                     ignore: bool = True) -> IngestReport:
         """Files and folders. A file that cannot be read is skipped and reported (`strict`: an error).
-        `workers`: processes that analyse and index the new chunks beside this one (whoosh only)."""
+        `workers`: processes that analyse and index the new chunks beside this one (whoosh only).
+        `ignore`: obey the folders' .kgignore / .gitignore (`retrieval.ingest.ignore`)."""
         from retrieval import write_path
         return write_path.ingest_paths(self, paths, progress, strict=strict, doc_id=doc_id, effective=effective,
-                                       workers=workers)
+                                       workers=workers, ignore=ignore)
 
     @writes
     def ingest_documents(self, sources: Iterable[SourceDocument], progress: Progress | None = None, *,
@@ -233,10 +235,11 @@ class KnowledgeBase(QueryPath):
         return write_path.delete_documents(self, doc_ids)
 
     @writes
-    def sync(self, paths: Sequence[Path]) -> IngestReport:
-        """Remove the versions (and documents) whose source files under the folders `paths` are gone."""
+    def sync(self, paths: Sequence[Path], ignore: bool = True) -> IngestReport:
+        """Remove the versions (and documents) whose source files under the folders `paths` are gone (or, with
+        `ignore`, left out by the folders' .kgignore / .gitignore)."""
         from retrieval import write_path
-        return write_path.sync(self, paths)
+        return write_path.sync(self, paths, ignore)
 
     @writes
     def relink(self, progress: Progress | None = None) -> int:

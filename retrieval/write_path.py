@@ -50,9 +50,10 @@ RDF_SUFFIXES = (".ttl", ".owl", ".rdf", ".xml", ".nt", ".jsonld", ".ofn", ".omn"
 Progress = Callable[[int], None]
 
 def ingest_paths(kb, paths: Sequence[Path], progress: Progress | None = None, *, strict: bool = False,
-                 doc_id: str | None = None, effective: str | None = None, workers: int = 0) -> IngestReport:
+                 doc_id: str | None = None, effective: str | None = None, workers: int = 0,
+                 ignore: bool = True) -> IngestReport:
     """Files and folders. A file that cannot be read is skipped and reported (`strict`: an error)."""
-    found = find_files(paths)
+    found = find_files(paths, ignore)
     if not found.files:
         skipped = "".join(f"\n  skipped {s}" for s in found.skipped)
         raise InputError("no readable files found in " + ", ".join(str(p) for p in paths)
@@ -70,6 +71,7 @@ def ingest_paths(kb, paths: Sequence[Path], progress: Progress | None = None, *,
                            max_text_bytes=kb.settings.max_document_bytes)
     report = ingest_documents(kb, sources, progress, strict=strict, skipped=skipped, workers=workers)
     report.unchanged += len(known)  # neither read nor hashed: same size, mtime and inode as when ingested
+    report.ignored = found.ignored
     report.doc_ids += list(known.values())
     if progress and known:
         progress(len(known))
@@ -221,9 +223,10 @@ def delete_documents(kb, doc_ids: Sequence[str]) -> list[dict]:
     return _catalog_then_index(kb, "delete", lambda: remove_documents(kb.store, kb.history, kb.index, found))
 
 
-def sync(kb, paths: Sequence[Path]) -> IngestReport:
-    """Remove the versions (and documents) whose source files under the folders `paths` are gone."""
-    removed = _catalog_then_index(kb, "sync", lambda: remove_missing_sources(kb.store, kb.history, kb.index, paths))
+def sync(kb, paths: Sequence[Path], ignore: bool = True) -> IngestReport:
+    """Remove the versions (and documents) whose source files under the folders `paths` are gone (or ignored)."""
+    removed = _catalog_then_index(kb, "sync", lambda: remove_missing_sources(kb.store, kb.history, kb.index, paths,
+                                                                             ignore))
     return IngestReport(versions_removed=removed.versions, chunks_removed=removed.chunks, deleted=removed.documents)
 
 

@@ -36,6 +36,8 @@ def init(data_dir: Path | None) -> None:
 @click.option("--interval", type=float, default=2.0, show_default=True, help="With --watch: seconds between looks.")
 @click.option("--embed", is_flag=True, help="Then give the new and changed chunks their vectors (KG_EMBED_MODEL, as `kg "
               "embed`; also what an earlier embedding left undone), after each change with --watch.")
+@click.option("--no-ignore", "no_ignore", is_flag=True,
+              help="Also read what .kgignore / .gitignore files leave out, and node_modules / __pycache__ folders.")
 @click.option("--workers", type=click.IntRange(0, 32), default=0, show_default=True,
               help="Processes that analyse and index the new chunks while this one reads, cuts and links the files "
                    "(0: this process does it all). For large folders on several cores; each worker takes ~250 MB.")
@@ -43,23 +45,26 @@ def init(data_dir: Path | None) -> None:
 @json_option
 @quiet_option
 def ingest(paths: tuple[Path, ...], strict: bool, sync_: bool, doc_id: str | None, effective: str | None, watch: bool,
-           interval: float, embed: bool, workers: int, data_dir: Path | None, as_json: bool, quiet: bool) -> None:
+           interval: float, embed: bool, no_ignore: bool, workers: int, data_dir: Path | None, as_json: bool,
+           quiet: bool) -> None:
     """Index Markdown, text, HTML, Word (.docx) and PDF files (folders are walked).
 
     \b
     A changed file becomes a new version of its document: only its changed chunks are indexed.
     A moved or renamed file stays the same document, with its versions.
-    Unchanged files are skipped. Hidden files are ignored; binary, unsupported and unreadable
+    Unchanged files are skipped. Hidden files are ignored, and so is what a .kgignore file
+    (gitignore's syntax) leaves out, or a .gitignore inside a git work tree, and node_modules
+    and __pycache__ folders (--no-ignore reads them); binary, unsupported and unreadable
     files (empty, neither UTF-8, GBK nor Big5, a PDF without text, FIFOs, symlink loops) are
     skipped and listed with the reason.
     """
     from retrieval.ingest.readers import find_files
 
-    found = find_files(paths)
+    found = find_files(paths, ignore=not no_ignore)
     files = found.files
     if not (sync_ or watch or doc_id or effective or as_json or embed or found.skipped) and \
-            _nothing_changed(data_dir, files):
-        _gone_note(data_dir, paths, files, quiet)
+            _nothing_changed(data_dir, files, found.ignored):
+        _gone_note(data_dir, paths, files, quiet, not no_ignore)
         return
     with open_kb(data_dir, create=True) as kb:
         if embed and kb.vectors.embedder() is None:
@@ -67,16 +72,16 @@ def ingest(paths: tuple[Path, ...], strict: bool, sync_: bool, doc_id: str | Non
                                    "pip install 'kgrag[embed]', or a litellm model such as ollama/bge-m3)")
         with Progress(len(files), "ingesting", quiet or as_json) as bar:
             report = kb.ingest_paths(list(paths), progress=bar, strict=strict, doc_id=doc_id, effective=effective,
-                                     workers=workers)
+                                     workers=workers, ignore=not no_ignore)
         if sync_ or watch:
-            _merge_sync(report, kb.sync(list(paths)))
+            _merge_sync(report, kb.sync(list(paths), ignore=not no_ignore))
         _show(kb, report, embed, quiet, as_json)
         if report.chunks_indexed and not as_json:
             _segments_note(kb)
         if not (sync_ or watch or as_json):
-            _gone_note(kb.root, paths, files, quiet)
+            _gone_note(kb.root, paths, files, quiet, not no_ignore)
         if watch:
-            _watch(kb, list(paths), interval, strict, as_json, embed)
+            _watch(kb, list(paths), interval, strict, as_json, embed, not no_ignore)
 
 
 def _show(kb, report, embed: bool, quiet: bool, as_json: bool) -> None:
@@ -95,7 +100,7 @@ def _show(kb, report, embed: bool, quiet: bool, as_json: bool) -> None:
         echo_json({**report.to_json(), **({"embedding": embedded.to_json()} if embedded else {})})
 
 
-def _nothing_changed(data_dir: Path | None, files: list[Path]) -> bool:
+def _nothing_changed(data_dir: Path | None, files: list[Path], ignored: int = 0) -> bool:
     """Every file as it was ingested (stat against the catalog): say so without opening the knowledge base."""
     from retrieval.catalog.filestats import unchanged_folder
     from retrieval.ingest.report import IngestReport
@@ -103,21 +108,30 @@ def _nothing_changed(data_dir: Path | None, files: list[Path]) -> bool:
     n = unchanged_folder(data_dir or Path(".kgrag"), files)
     if n is None:
         return False
-    click.echo(IngestReport(unchanged=n).summary())
+    click.echo(IngestReport(unchanged=n, ignored=ignored).summary())
     return True
 
 
-def _gone_note(data_dir: Path | None, paths: tuple[Path, ...], files: list[Path], quiet: bool) -> None:
-    """Files ingested from these folders that are gone: without --sync their text still answers, so say so."""
-    from retrieval.catalog.filestats import gone_sources
+def _gone_note(data_dir: Path | None, paths: tuple[Path, ...], files: list[Path], quiet: bool, ignore: bool = True) -> None:
+    """Files ingested from these folders that are gone, or that their ignore rules now leave out: without --sync their
+    text still answers, so say so."""
+    import os
 
-    gone = gone_sources(data_dir or Path(".kgrag"), paths, files)
-    if gone and not quiet:
+    from retrieval.catalog.filestats import gone_sources
+    from retrieval.ingest.ignore import Ignores
+
+    rules = [Ignores(Path(p).resolve()) for p in paths if Path(p).is_dir()] if ignore else []
+    stale = gone_sources(data_dir or Path(".kgrag"), paths, files,
+                         lambda source: any(r.ignored_file(Path(source)) for r in rules))
+    if stale and not quiet:
         folders = " ".join(shlex.quote(str(p)) for p in paths)
-        which = f"{', '.join(gone[:3])}{', …' if len(gone) > 3 else ''}"
-        said = ("1 file ingested from here is gone, and its text still answers questions" if len(gone) == 1 else
-                f"{len(gone)} files ingested from here are gone, and their text still answers questions")
-        click.echo(f"  note: {said} ({which}); `kg ingest --sync {folders}` removes {'it' if len(gone) == 1 else 'them'}",
+        which = f"{', '.join(stale[:3])}{', …' if len(stale) > 3 else ''}"
+        gone = sum(not os.path.isfile(s) for s in stale)
+        what = ("gone" if gone == len(stale) else "now ignored (.kgignore / .gitignore)" if not gone else
+                f"gone or now ignored ({gone} gone)")
+        said = (f"1 file ingested from here is {what}, and its text still answers questions" if len(stale) == 1 else
+                f"{len(stale)} files ingested from here are {what}, and their text still answers questions")
+        click.echo(f"  note: {said} ({which}); `kg ingest --sync {folders}` removes {'it' if len(stale) == 1 else 'them'}",
                    err=True)
 
 
@@ -151,7 +165,8 @@ def _segments_note(kb) -> None:
         click.echo(f"  note: {note}", err=True)
 
 
-def _watch(kb, paths: list[Path], interval: float, strict: bool, as_json: bool, embed: bool = False) -> None:
+def _watch(kb, paths: list[Path], interval: float, strict: bool, as_json: bool, embed: bool = False,
+           ignore: bool = True) -> None:
     """Polls the folders' file names, sizes and modification times; a change re-ingests and syncs."""
     import signal
     import time
@@ -160,7 +175,7 @@ def _watch(kb, paths: list[Path], interval: float, strict: bool, as_json: bool, 
 
     def state():
         out = {}
-        for file in find_files(paths).files:
+        for file in find_files(paths, ignore).files:
             try:
                 stat = file.stat()
             except OSError:
@@ -182,8 +197,8 @@ def _watch(kb, paths: list[Path], interval: float, strict: bool, as_json: bool, 
             if now == seen:
                 continue
             seen = now
-            report = kb.ingest_paths(paths, strict=strict) if now else None
-            synced = kb.sync(paths)
+            report = kb.ingest_paths(paths, strict=strict, ignore=ignore) if now else None
+            synced = kb.sync(paths, ignore)
             if report is None:
                 report = synced
             else:

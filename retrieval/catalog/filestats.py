@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 __all__ = ["CONTEXT_KEY", "context_of", "file_stamp", "gone_sources", "record", "source_of", "unchanged", "unchanged_folder"]
@@ -125,10 +125,12 @@ def unchanged_folder(root: Path, files: Sequence[Path]) -> int | None:
         db.close()
 
 
-def gone_sources(root: Path, folders: Sequence[Path], present: Sequence[Path] = ()) -> list[str]:
-    """The files under `folders` that versions in the catalog were read from and that no longer exist: their
-    text still answers until `kg ingest --sync` (or `kg delete`) removes it. Read-only, from the catalog alone;
-    `present` (the files just found there) are not looked at again."""
+def gone_sources(root: Path, folders: Sequence[Path], present: Sequence[Path] = (),
+                 left_out: Callable[[str], bool] | None = None) -> list[str]:
+    """The files under `folders` that versions in the catalog were read from and that no longer exist (or that
+    `left_out` says the folder's ignore rules now leave out): their text still answers until `kg ingest --sync` (or
+    `kg delete`) removes it. Read-only, from the catalog alone; `present` (the files just found there) are not looked
+    at again."""
     roots = [str(Path(p).resolve()) for p in folders if Path(p).is_dir()]
     catalog = Path(root) / CATALOG
     if not roots or not catalog.exists():
@@ -150,4 +152,4 @@ def gone_sources(root: Path, folders: Sequence[Path], present: Sequence[Path] = 
     finally:
         db.close()
     seen = {source_of(f) for f in present}
-    return sorted(s for s in sources if s not in seen and not os.path.isfile(s))
+    return sorted(s for s in sources if s not in seen and (not os.path.isfile(s) or (left_out and left_out(s))))

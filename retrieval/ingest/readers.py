@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from kg.errors import InputError
 from kg.files import NAME_CONTROLS, visible, without_controls, yaml_without_aliases
 from kg.files import decode_text as decode_files_text
+from retrieval.ingest.ignore import Ignores
 from retrieval.types import SourceDocument
 
 __all__ = [
@@ -77,6 +78,7 @@ class FoundFiles:
     files: list[Path] = field(default_factory=list)
     roots: dict[Path, Path] = field(default_factory=dict)  # file -> the folder it was found under
     skipped: list[Skipped] = field(default_factory=list)
+    ignored: int = 0  # files and folders left out by .kgignore / .gitignore / ALWAYS_IGNORED (not listed one by one)
 
 
 def _supported() -> str:
@@ -90,11 +92,12 @@ def _unsupported(suffix: str) -> str:
     return f"unsupported file type '{visible(suffix)}' (kgrag reads {_supported()})"
 
 
-def find_files(paths: Iterable[Path]) -> FoundFiles:
+def find_files(paths: Iterable[Path], ignore: bool = True) -> FoundFiles:
     """Every readable file under `paths` (files or folders), sorted, and what was skipped and why.
 
     Hidden files and folders are skipped silently (they are tool state: .git, .obsidian), and so are the
-    `~$…` lock files Word keeps beside an open document; binary and
+    `~$…` lock files Word keeps beside an open document; what `.kgignore` / `.gitignore` leave out is counted
+    (`retrieval.ingest.ignore`; `ignore=False` reads it too); binary and
     unsupported files, and symlinks that lead outside the folder being ingested, are reported.
     A file named directly must be supported: that is an error, not a skip.
     """
@@ -114,6 +117,8 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
         if NAME_CONTROLS.search(str(root)):
             raise InputError(f"{visible(str(path))}: {_CONTROL_NAME}")
 
+        rules = Ignores(root, enabled=ignore)
+
         def unreadable(error: OSError, root: Path = root) -> None:  # os.walk passes over such a folder in silence
             found.skipped.append(Skipped(os.path.abspath(error.filename or root), f"cannot be read ({error.strerror or error})"))
 
@@ -124,6 +129,9 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
             for name in sorted(dirnames):
                 sub = here / name
                 if name.startswith("."):
+                    continue
+                if rules.ignored(sub, is_dir=True):
+                    found.ignored += 1
                     continue
                 if NAME_CONTROLS.search(name):
                     found.skipped.append(Skipped(os.path.abspath(sub), f"folder: {_CONTROL_NAME}"))
@@ -143,6 +151,9 @@ def find_files(paths: Iterable[Path]) -> FoundFiles:
             for name in sorted(filenames):
                 file = here / name
                 if name.startswith((".", "~$")):  # ~$: the lock file Word and WPS keep beside an open document
+                    continue
+                if rules.ignored(file):
+                    found.ignored += 1
                     continue
                 if NAME_CONTROLS.search(name):
                     found.skipped.append(Skipped(os.path.abspath(file), _CONTROL_NAME))

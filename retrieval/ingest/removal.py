@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kg.errors import InputError, NotFoundError
+from retrieval.ingest.ignore import Ignores
 
 __all__ = ["Removed", "delete_documents", "remove_missing_sources", "resolve_documents"]
 
@@ -53,14 +54,18 @@ def delete_documents(store, history, index, doc_ids: Sequence[str]) -> list[dict
     return out
 
 
-def remove_missing_sources(store, history, index, folders: Sequence[Path]) -> Removed:
-    """The versions whose source is a file under `folders` that no longer exists (and documents left with none)."""
+def remove_missing_sources(store, history, index, folders: Sequence[Path], ignore: bool = True) -> Removed:
+    """The versions whose source is a file under `folders` that no longer exists, or (`ignore`) that the folders'
+    .kgignore / .gitignore now leave out (and documents left with none)."""
     roots = [Path(p).resolve() for p in folders]
+    rules = {root: Ignores(root, enabled=ignore) for root in roots if root.is_dir()}
 
     def exists(source: str) -> bool:
         path = Path(source)
         if not path.is_absolute() or not any(path.is_relative_to(r) for r in roots):
             return True  # not a file of these folders (an API document, another folder): not ours to judge
+        if any(path.is_relative_to(root) and r.ignored_file(path) for root, r in rules.items()):
+            return False  # left out of the folder by its rules: no longer one of its files
         return path.is_file()
 
     removed = Removed()

@@ -26,6 +26,7 @@ class IngestReport:
     chunks_dropped: int = 0  # their children no other version holds: deleted from the index
     skipped: list[Skipped] = field(default_factory=list)  # files not ingested, with the reason
     moved: list[tuple[str, str]] = field(default_factory=list)  # (old, new) path of documents whose file moved
+    ignored: int = 0  # files and folders the folders' .kgignore / .gitignore left out (not read)
     warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -47,6 +48,8 @@ class IngestReport:
             text += f"; {len(self.moved)} moved (the same document at a new path: its versions kept)"
         if self.skipped:
             text += f"; {len(self.skipped)} file(s) skipped"
+        if self.ignored:
+            text += f"; {self.ignored} file(s)/folder(s) ignored (.kgignore, .gitignore, node_modules)"
         return text
 
     def to_json(self) -> dict:
