@@ -165,7 +165,7 @@ def test_code_is_fenced_or_backticked_and_chinese_in_a_monospaced_font_is_prose(
     body = (f'<w:p>{run("把 ")}{run("max_", "Consolas")}{run("connections", "Consolas")}{run(" 调到 ")}'
             f'{run("500", style="Src")}{run("。")}</w:p>'
             + _p("kubectl get pods", "Pre") + '<w:p><w:pPr><w:pStyle w:val="Pre"/></w:pPr></w:p>'
-            + f'<w:p><w:pPr><w:pStyle w:val="Pre"/></w:pPr><w:r><w:tab/><w:t>-n prod</w:t></w:r></w:p>'
+            + '<w:p><w:pPr><w:pStyle w:val="Pre"/></w:pPr><w:r><w:tab/><w:t>-n prod</w:t></w:r></w:p>'
             + f'<w:p>{run("systemctl restart nginx", "Courier New")}</w:p>'
             + f'<w:p>{run("注意：以下命令需要 root", "Courier New")}</w:p>')
     src = read_source_file(_docx(tmp_path / "code.docx", body, styles))
