@@ -17,7 +17,7 @@ from kg.settings import MAX_K
 from retrieval.catalog.anchors import anchors_about, chunk_parents
 from retrieval.catalog.docstore import DocStore
 from retrieval.catalog.timewords import as_of_day
-from retrieval.catalog.versions import one_hit_per_parent
+from retrieval.catalog.versions import one_hit_per_text
 from retrieval.graph.expand import chunks_for_entities, expand_neighbours, relation_cues
 from retrieval.graph.seeds import fold_label
 from retrieval.index.analysis import cjk_bigrams, compound_terms, normalize_text, query_terms
@@ -170,15 +170,18 @@ class QueryPath:
             if dense is not None and mode == "full" and self.settings.dense_weight > 0 and not early:
                 fused = fuse_meaning(self, fused, dense, scope, parent_of)
             diverse = dense is not None and mode == "full" and self.settings.diversity > 0 and dense.vectors_of is not None
+            copies: dict[str, list[str]] = {}
             if self.settings.one_hit_per_parent:
                 seen = max(k, DIVERSITY_WINDOW) if diverse else k  # the re-ordered head is one hit per parent too
-                fused = one_hit_per_parent(fused, self.history.parent_of([f.id for f in fused[: seen * 4]]))
+                head = [f.id for f in fused[: seen * 4]]
+                fused, copies = one_hit_per_text(fused, self.history.parent_texts(head), self.store.chunk_documents(head))
             if diverse:  # near-copies of the best hit give way to the other documents a question may need
                 head = [f.id for f in fused[:DIVERSITY_WINDOW]]
                 fused = diversify(fused, dense.vectors_of(head), self.settings.diversity)
             hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits,
                               question=text, dense_sims=dense.chunk_sims if dense is not None else None)
             self.history.annotate(hits, day)  # the version that answered, its lines and page, the parent
+            note_copies(self.store, hits, copies)
             t5 = time.perf_counter()
         timings.update(link=(t1 - t0) * 1e3, bm25=(t2 - t1) * 1e3, graph=(t3 - t2) * 1e3, fuse=(t4 - t3) * 1e3,
                        followup=(t5 - t4) * 1e3)
@@ -317,6 +320,13 @@ class _NameMatcher:
         text = normalize_text(text)
         return {name for m in self.matcher.find(text) if not _HOW_BEFORE.search(text[max(0, m.start - 16) : m.start])
                 for name in m.entities}
+
+
+def note_copies(store: DocStore, hits, copies: dict[str, list[str]]) -> None:
+    """`why.copies`: the other documents holding a hit's very text (collapsed into it), so a copy is said, not shown twice."""
+    for hit in hits:
+        if copies.get(hit.chunk_id):
+            hit.why["copies"] = _docs(store, copies[hit.chunk_id])
 
 
 def _docs(store: DocStore, chunk_ids: list[str]) -> list[dict]:

@@ -401,9 +401,18 @@ def test_upload_by_drag_and_drop_asks_for_the_token(browser, server, tmp_path):
     lines = texts(browser, "#upload-log li")
     assert lines[1].startswith("settlement-runbook.docx: 1 added"), lines
     assert lines[0].startswith("budget.xlsx:") and "unsupported file type" in lines[0], lines
+    # The same runbook again under another name: one hit, whose why names the copy.
+    copy = tmp_path / "runbook-copy.docx"
+    copy.write_bytes(runbook.read_bytes())
+    browser.drop_files("#drop", [copy])
+    browser.wait_for("document.querySelector('#upload-progress').value === 1 && "
+                     "!document.querySelector('#upload-log li.busy')", timeout=60)
     browser.goto(server + "/?lang=en")
     ask(browser, "settlectl retry")
     assert texts(browser, ".hit .hit-head strong")[0] == "结算服务运行手册"
+    assert texts(browser, ".hit .hit-head strong").count("结算服务运行手册") == 1
+    why = texts(browser, ".hit .why li")
+    assert "the same text is also in runbook-copy.docx (shown once)" in why, why
 
 
 def test_import_errors_are_shown_by_line(browser, server, tmp_path, shots):

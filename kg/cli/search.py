@@ -90,6 +90,10 @@ def print_result(result, max_text: int = 160) -> None:
         if "followup" in hit.why:
             reasons.append(f"second round #{hit.why['followup']['rank']} ({', '.join(_words(hit.why['followup'])[:6])})")
         click.echo("    why: " + " | ".join(reasons))
+        if hit.why.get("copies"):
+            copies = [c["source"] or c["title"] for c in hit.why["copies"]]
+            more = f" (+{len(copies) - 3} more)" if len(copies) > 3 else ""
+            click.echo(f"    same text also in: {', '.join(copies[:3])}{more}")
 
 
 def graph_line(note: dict) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from retrieval.catalog.in_force import VersionsInForce, version_json
 from retrieval.types import Chunk, Document, ParentChunk, SourceDocument
 
-__all__ = ["VersionCatalog", "VersionChange", "ensure_schema", "one_hit_per_parent"]
+__all__ = ["VersionCatalog", "VersionChange", "ensure_schema", "one_hit_per_parent", "one_hit_per_text"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS versions (
@@ -282,6 +282,16 @@ class VersionCatalog:
             return {}
         return dict(self.db.execute(f"SELECT chunk_id, parent_id FROM chunks WHERE chunk_id IN ({','.join('?' * len(ids))})", ids))
 
+    def parent_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """Chunk id -> the hash of its parent's text (its own id for a title-only chunk): one key for every child of
+        a parent, and one for two parents of the same text (a file kept twice, a backup folder's copy)."""
+        ids = list(dict.fromkeys(chunk_ids))
+        if not ids:
+            return {}
+        return dict(self.db.execute(
+            "SELECT c.chunk_id, COALESCE(p.sha256, c.chunk_id) FROM chunks c LEFT JOIN parents p ON p.parent_id = c.parent_id"
+            f" WHERE c.chunk_id IN ({','.join('?' * len(ids))})", ids))
+
     def resolve(self, key: str) -> str | None:
         """A document id, a front matter `id:`/--doc-id, or a source (path) -> the document id."""
         for sql in ("SELECT doc_id FROM documents WHERE doc_id = ?", "SELECT doc_id FROM documents WHERE doc_key = ?",
@@ -336,6 +346,22 @@ class VersionCatalog:
     def clear_about(self, doc_id: str) -> None:
         """Before a new version's title is matched against the entities again."""
         self.db.execute("DELETE FROM about WHERE doc_id = ?", (doc_id,))
+
+
+def one_hit_per_text(ranked: Sequence, text_of: dict[str, str], doc_of: dict[str, str]) -> tuple[list, dict[str, list[str]]]:
+    """Ranked items -> the best one of each parent text (`parent_texts`), in order, and for each kept item the chunks of
+    *other* documents holding the same text that gave way to it (their copies, said with the hit)."""
+    kept: dict[str, str] = {}  # text -> the kept item's id
+    out, copies = [], {}
+    for item in ranked:
+        key = text_of.get(item.id) or item.id
+        first = kept.get(key)
+        if first is None:
+            kept[key] = item.id
+            out.append(item)
+        elif doc_of.get(item.id) not in (None, doc_of.get(first)):
+            copies.setdefault(first, []).append(item.id)
+    return out, copies
 
 
 def one_hit_per_parent(ranked: Sequence, parent_of: dict[str, str]) -> list:

@@ -147,6 +147,8 @@
       if (g.about) words.push(t("why_about", { about: g.about }));
     }
     if (why.followup) words.push(t("why_followup", { terms: Kg.shownTerms(text || "", why.followup.terms).join(Kg.sep()), rank: why.followup.rank }));
+    if (why.copies && why.copies.length) words.push(t("why_copies", { sources: why.copies.map(function (c) {
+      return (c.source || c.title).split("/").pop().replace(/^(?:api:)?(?:upload:)?/, ""); }).join(Kg.sep()) }));
     return words;
   };
 
