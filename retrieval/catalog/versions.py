@@ -282,7 +282,7 @@ class VersionCatalog:
             return {}
         return dict(self.db.execute(f"SELECT chunk_id, parent_id FROM chunks WHERE chunk_id IN ({','.join('?' * len(ids))})", ids))
 
-    def parent_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+    def parent_text_keys(self, chunk_ids: Sequence[str]) -> dict[str, str]:
         """Chunk id -> the hash of its parent's text (its own id for a title-only chunk): one key for every child of
         a parent, and one for two parents of the same text (a file kept twice, a backup folder's copy)."""
         ids = list(dict.fromkeys(chunk_ids))
@@ -349,7 +349,7 @@ class VersionCatalog:
 
 
 def one_hit_per_text(ranked: Sequence, text_of: dict[str, str], doc_of: dict[str, str]) -> tuple[list, dict[str, list[str]]]:
-    """Ranked items -> the best one of each parent text (`parent_texts`), in order, and for each kept item the chunks of
+    """Ranked items -> the best one of each parent text (`parent_text_keys`), in order, and for each kept item the chunks of
     *other* documents holding the same text that gave way to it (their copies, said with the hit)."""
     kept: dict[str, str] = {}  # text -> the kept item's id
     out, copies = [], {}
