@@ -28,7 +28,8 @@ FILLER = "The nationality of a composer is often asked about. Every composer of 
 def _build(root: Path, **overrides) -> KnowledgeBase:
     docs = root / "docs"
     docs.mkdir(parents=True)
-    pages = dict(PAGES) | {f"Composer notes {i}": FILLER for i in range(12)}
+    # Twelve pages, not one page twelve times (copies would be one hit): each names its own session.
+    pages = dict(PAGES) | {f"Composer notes {i}": f"{FILLER} Session {i}." for i in range(12)}
     for n, (title, text) in enumerate(pages.items()):
         (docs / f"page{n:02d}.md").write_text(f"# {title}\n\n{text}\n", encoding="utf-8")
     relations = root / "relations.csv"
