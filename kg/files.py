@@ -141,6 +141,21 @@ _BIG5_READS_AS_CHINESE = 0.8
 _SAMPLE = 20_000  # letters looked at: enough to tell, and a large file costs no more
 
 
+def legacy_chinese_codec(sample: bytes) -> str:
+    """The codec of a Chinese file that is not UTF-8, from a sample of its first lines, by `decode_text`'s rule: "gbk"
+    (GB18030 reads it as common characters, or Big5 does not either) or Big5's "cp950" / "big5hkscs". For a file read
+    one line at a time (a relation table), where the whole text is not at hand."""
+    if _chinese_share(sample.decode("gb18030", errors="replace")) >= _GB_READS_AS_CHINESE:
+        return "gbk"
+    for encoding in ("cp950", "big5hkscs"):
+        try:
+            text = sample.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        return encoding if _chinese_share(text) >= _BIG5_READS_AS_CHINESE else "gbk"
+    return "gbk"
+
+
 def _big5(raw: bytes) -> str | None:
     """The text read as Big5 (cp950, else with Hong Kong's characters) when that reads as Chinese, else None."""
     for encoding in ("cp950", "big5hkscs"):

@@ -370,7 +370,7 @@ def test_undecodable_file(vocab: Vocabulary, tmp_path: Path) -> None:
     with pytest.raises(RelationTableError) as caught:
         read_relation_table(path, vocab)
     assert str(caught.value) == (
-        "relations.csv: the file is neither UTF-8 nor GBK (byte 0xff at offset 24); in Excel use "
+        "relations.csv: the file is neither UTF-8, GBK nor Big5 (byte 0xff at offset 24); in Excel use "
         'File > Save As... > "CSV UTF-8 (Comma delimited) (*.csv)"'
     )
 

@@ -120,7 +120,7 @@ def test_undecodable_byte_far_down_is_named_with_its_offset(
         check_relation_table(path, vocab)
     # The offset counts from after a BOM, as it always did.
     assert str(caught.value) == (
-        f"relations.csv: the file is neither UTF-8 nor GBK (byte 0xff at offset {offset}); "
+        f"relations.csv: the file is neither UTF-8, GBK nor Big5 (byte 0xff at offset {offset}); "
         'in Excel use File > Save As... > "CSV UTF-8 (Comma delimited) (*.csv)"'
     )
 

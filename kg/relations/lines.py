@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kg.errors import KgError
 from kg.relations.check import RowParser
-from kg.relations.source import TableSource, _Undecodable
+from kg.relations.source import TableSource, _Undecodable, table_encodings
 from ontology import Vocabulary
 
 __all__ = ["WantedEdge", "row_lines"]
@@ -39,7 +39,7 @@ def row_lines(path: Path, vocab: Vocabulary, wanted: Sequence[WantedEdge]) -> li
             by_source.setdefault(name, []).append(i)
     if not by_source:
         return found
-    for encoding in ("utf-8", "gbk"):
+    for encoding in table_encodings(path):
         try:
             _scan(path, vocab, wanted, by_source, found, encoding)
             return found

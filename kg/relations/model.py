@@ -144,9 +144,10 @@ class ImportReport:
                      "skips bad rows removes nothing (fix them and import again)")
         if bad_rows and self.rows:
             text += f"; {_count(bad_rows, 'bad row')} skipped"
-        if self.encoding == "gbk":
+        if self.encoding in ("gbk", "cp950", "big5hkscs"):
             text += (
-                '; the file was read as GBK (save it as "CSV UTF-8" to be sure of the characters)'
+                f'; the file was read as {"GBK" if self.encoding == "gbk" else "Big5"} (save it as "CSV UTF-8" to be '
+                'sure of the characters)'
             )
         return f"dry run: {text}" if self.dry_run else text
 

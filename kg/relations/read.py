@@ -15,7 +15,13 @@ from kg.errors import RelationTableError
 from kg.files import file_stamp
 from kg.relations.check import RowChecker, RowParser
 from kg.relations.model import CheckedTable, RelationRow, RelationTable
-from kg.relations.source import BOM_ENCODING, TableSource, _Undecodable, encoding_error
+from kg.relations.source import (
+    BOM_ENCODING,
+    TableSource,
+    _Undecodable,
+    encoding_error,
+    table_encodings,
+)
 from ontology import Vocabulary
 
 Sink = Callable[[dict[str, tuple[str, int]]], Callable[[RelationRow], None]]
@@ -33,7 +39,7 @@ def check_relation_table(
     path = Path(path)
     stamp = _stamp(path)
     first_error: _Undecodable | None = None
-    for encoding in ("utf-8", "gbk"):
+    for encoding in table_encodings(path):
         try:
             return _check(path, encoding, vocab, stamp, new_sink)
         except _Undecodable as e:

@@ -4,7 +4,9 @@ Nothing here holds more than the current line: the file is read as bytes line by
 b"\\n", which is never part of a multi-byte UTF-8 or GBK character), each line is decoded and fed to
 the csv module. The encoding is found as the old whole-file decode found it: a UTF-8 BOM means
 UTF-8; otherwise UTF-8 until a line does not decode, and then the reading starts over in GBK (what
-Chinese Excel writes). `_Undecodable` tells the caller to start over; it is not an error the user sees.
+Chinese Excel writes), or in Big5 (Excel's "CSV" in Taiwan and Hong Kong) when the file's first lines read as Chinese
+in Big5 and not in GBK (`table_encodings`, `kg.files.legacy_chinese_codec`). `_Undecodable` tells the caller to start
+over; it is not an error the user sees.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from kg.errors import RelationTableError
+from kg.files import legacy_chinese_codec
 from kg.relations.model import ALLOWED_COLUMNS, OPTIONAL_COLUMNS, PROBLEM_COLUMN, REQUIRED_COLUMNS
 
 BOM_ENCODING = "utf-8-sig"
@@ -33,7 +36,7 @@ class _Undecodable(Exception):
 class TableSource:
     """One pass over a relation table in one encoding: `header` / `columns` once open, then `rows()`.
 
-    Use as a context manager; `encoding` is "utf-8-sig" (BOM), "utf-8" or "gbk".
+    Use as a context manager; `encoding` is "utf-8-sig" (BOM), "utf-8", "gbk" or Big5's "cp950" / "big5hkscs".
     """
 
     def __init__(self, path: Path, encoding: str | None = None) -> None:
@@ -140,13 +143,28 @@ class TableSource:
                 yield line, fields
 
 
+SNIFF_BYTES = 64 * 1024  # of a table's first lines: enough Chinese to tell GBK from Big5 (`legacy_chinese_codec`)
+
+
+def table_encodings(path: Path) -> tuple[str, str]:
+    """The encodings a relation table is tried in: UTF-8, then GBK or Big5, whichever its first lines read as."""
+    try:
+        with Path(path).open("rb") as f:
+            sample = f.read(SNIFF_BYTES)
+    except OSError:
+        return ("utf-8", "gbk")  # the reading itself will say why
+    if len(sample) == SNIFF_BYTES and b"\n" in sample:
+        sample = sample[: sample.rindex(b"\n")]  # whole lines: a character is not cut in two
+    return ("utf-8", legacy_chinese_codec(sample))
+
+
 def decode_bytes(data: bytes, name: str) -> tuple[str, str]:
     """A whole small file's text and encoding, by the same rules (the alias table is read this way)."""
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         raise _utf16_error(name)
     bom = data.startswith(codecs.BOM_UTF8)
     body = data[len(codecs.BOM_UTF8) :] if bom else data
-    for encoding in ("utf-8",) if bom else ("utf-8", "gbk"):
+    for encoding in ("utf-8",) if bom else ("utf-8", legacy_chinese_codec(body[:SNIFF_BYTES])):
         try:
             return body.decode(encoding), BOM_ENCODING if bom else encoding
         except UnicodeDecodeError as e:
@@ -164,7 +182,7 @@ def _utf16_error(name: str) -> RelationTableError:
 
 def encoding_error(name: str, e: _Undecodable) -> RelationTableError:
     return RelationTableError(
-        f"{name}: the file is neither UTF-8 nor GBK (byte 0x{e.byte:02x} at offset "
+        f"{name}: the file is neither UTF-8, GBK nor Big5 (byte 0x{e.byte:02x} at offset "
         f'{e.offset}); in Excel use File > Save As... > "CSV UTF-8 (Comma delimited) (*.csv)"'
     )
 
