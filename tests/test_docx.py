@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from kg.cli import cli
 from kg.errors import InputError
-from retrieval.ingest import docx as docx_reader
+from retrieval.ingest import ooxml
 from retrieval.ingest.chunking import cut_document
 from retrieval.ingest.readers import read_source_bytes, read_source_file
 
@@ -183,7 +183,7 @@ def test_the_strict_namespace_reads_the_same(tmp_path):
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600, "password-protected Word document, or an old binary .doc"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600, "password-protected Word document, or an old binary one"),
     (b"just some text, renamed", "not a Word document (not a zip archive"),
 ], ids=["ole-compound-file", "not-a-zip"])
 def test_a_protected_or_renamed_file_is_refused_with_what_to_do(tmp_path, content, message):
@@ -205,7 +205,7 @@ def test_hostile_parts_are_refused_unread(tmp_path, monkeypatch):
     with pytest.raises(InputError, match="holds no text"):
         read_source_file(_docx(tmp_path / "empty.docx", "<w:p/><w:sectPr/>"))
     # A part that inflates past the bound (the zip's directory saying otherwise changes nothing): refused.
-    monkeypatch.setattr(docx_reader, "MAX_PART_BYTES", 10_000)
+    monkeypatch.setattr(ooxml, "MAX_PART_BYTES", 10_000)
     with pytest.raises(InputError, match="inflates past"):
         read_source_file(_docx(tmp_path / "big.docx", _p("重复" * 20_000)))
 

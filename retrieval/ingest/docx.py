@@ -23,16 +23,17 @@ from __future__ import annotations
 import re
 import zipfile
 from dataclasses import dataclass, field
-from io import BytesIO
-from xml.etree import ElementTree
 
 from kg.errors import InputError
+from retrieval.ingest.ooxml import UNREADABLE_MEMBER, core_title, open_package, parse_part
+from retrieval.ingest.ooxml import attr as _attr
+from retrieval.ingest.ooxml import child as _child
+from retrieval.ingest.ooxml import local as _local
 from retrieval.types import SourceDocument
 
-__all__ = ["MAX_PART_BYTES", "read_docx"]
+__all__ = ["read_docx"]
 
-MAX_PART_BYTES = 64 * 1024 * 1024  # of one XML part, uncompressed: a 300-page report's body is ~5-10 MB
-_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_KIND = "Word document"
 _HEADING_NAME = re.compile(r"^(?:heading|标题)\s*([1-9])$", re.IGNORECASE)
 _UNNUMBERED = {"bullet", "none", ""}
 # A style for code (LibreOffice's "Preformatted Text" and "Source Text", Word's "HTML Code" and "Plain Text", a
@@ -44,21 +45,6 @@ _MONO_FONT = re.compile(r"mono|courier|consolas|menlo|monaco|lucida console|sour
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
 _SKIPPED = {"del", "moveFrom", "instrText", "delInstrText", "fldChar", "footnoteReference", "endnoteReference",
             "commentReference", "Fallback", "pPr", "rPr", "sectPr", "tblPr", "trPr", "tcPr"}
-
-
-def _local(tag: str) -> str:
-    return tag.rsplit("}", 1)[-1]  # transitional (schemas.openxmlformats.org) and strict (purl.oclc.org) alike
-
-
-def _attr(el, name: str) -> str | None:
-    for key, value in el.attrib.items():
-        if _local(key) == name:
-            return value
-    return None
-
-
-def _child(el, name: str):
-    return next((c for c in el if _local(c.tag) == name), None)
 
 
 @dataclass
@@ -91,30 +77,9 @@ def _outline(pPr) -> int | None:
     return int(value) if value and value.isdigit() else None
 
 
-def _parse(zf: zipfile.ZipFile, name: str, label: str, required: bool = False):
-    try:
-        info = zf.getinfo(name)
-    except KeyError:
-        if required:
-            raise InputError(f"{label}: not a Word document (no {name} inside): damaged, or another format renamed "
-                             "to .docx") from None
-        return None
-    with zf.open(info) as f:
-        raw = f.read(MAX_PART_BYTES + 1)  # the directory's size can lie; what inflates is what counts
-    if len(raw) > MAX_PART_BYTES:
-        raise InputError(f"{label}: {name} inflates past {MAX_PART_BYTES // 2**20} MB (a file made to exhaust memory, "
-                         "or a huge document): not read; split it")
-    if b"<!DOCTYPE" in raw[:4096] or b"<!ENTITY" in raw:
-        raise InputError(f"{label}: {name} declares a DTD, which Word never writes (entity expansion): not read")
-    try:
-        return ElementTree.fromstring(raw)
-    except ElementTree.ParseError as exc:
-        raise InputError(f"{label}: {name} is not well-formed XML ({exc}): damaged; save it again from Word") from None
-
-
 def _read_parts(zf: zipfile.ZipFile, label: str) -> _Parts:
     parts = _Parts()
-    styles = _parse(zf, "word/styles.xml", label)
+    styles = parse_part(zf, "word/styles.xml", label, _KIND)
     for el in styles.iter() if styles is not None else ():
         if _local(el.tag) != "style" or not _attr(el, "styleId"):
             continue
@@ -129,7 +94,7 @@ def _read_parts(zf: zipfile.ZipFile, label: str) -> _Parts:
         parts.styles[_attr(el, "styleId")] = _Style((_attr(name, "val") or "") if name is not None else "",
                                                     _attr(based, "val") if based is not None else None,
                                                     _outline(pPr), _numbering(pPr))
-    numbering = _parse(zf, "word/numbering.xml", label)
+    numbering = parse_part(zf, "word/numbering.xml", label, _KIND)
     if numbering is not None:
         abstract: dict[str, dict[int, str]] = {}
         for el in numbering:
@@ -353,30 +318,20 @@ class _Writer:
 
 
 def read_docx(raw: bytes, source: str, label: str) -> SourceDocument:
-    if raw.startswith(_OLE_MAGIC):
-        raise InputError(f"{label}: a password-protected Word document, or an old binary .doc renamed to .docx: save an "
-                         "unprotected copy as .docx (Word: Save As > Word Document) and ingest that")
-    try:
-        zf = zipfile.ZipFile(BytesIO(raw))
-    except (zipfile.BadZipFile, OSError):
-        raise InputError(f"{label}: not a Word document (not a zip archive: damaged, cut short, or another format "
-                         "renamed to .docx); save it again as .docx") from None
-    with zf:
+    with open_package(raw, label, _KIND, ".docx", "Word or WPS") as zf:
         try:
-            body = _child(_parse(zf, "word/document.xml", label, required=True), "body")
+            body = _child(parse_part(zf, "word/document.xml", label, _KIND, required=True), "body")
             parts = _read_parts(zf, label)
             writer = _Writer(parts)
             if body is not None:
                 writer.shift = writer.heading_shift(body)
                 writer.blocks(body)
             writer.flush_code()
-            core = _parse(zf, "docProps/core.xml", label)
-        except (zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError) as exc:  # a damaged or encrypted member
+            title = core_title(zf, label)
+        except UNREADABLE_MEMBER as exc:
             raise InputError(f"{label}: a part of the Word document cannot be read ({exc}); save it again as .docx") from None
-    title_el = next((el for el in core.iter() if _local(el.tag) == "title"), None) if core is not None else None
-    title = " ".join((title_el.text or "").split()) if title_el is not None else ""
     text = "\n".join(writer.lines).strip("\n")
     if not text.strip():
         raise InputError(f"{label}: the Word document holds no text (only pictures or drawings?)")
     # The first heading is the title, as in Markdown, unless the document's properties name one.
-    return SourceDocument(source=source, text=text + "\n", format="docx", title=title or None)
+    return SourceDocument(source=source, text=text + "\n", format="docx", title=title)
