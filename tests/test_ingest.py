@@ -185,13 +185,13 @@ def test_a_document_that_is_only_a_title_is_one_chunk():
 
 
 def test_unsupported_suffix_names_the_file_and_the_supported_types(tmp_path):
-    sheet = tmp_path / "report.xlsx"
+    sheet = tmp_path / "report.pptx"
     sheet.write_bytes(b"PK\x03\x04")
     with pytest.raises(InputError) as error:
         find_source_files([sheet])
     assert (
         str(error.value)
-        == "report.xlsx: unsupported file type '.xlsx' (kgrag reads .docx, .htm, .html, .markdown, .md, .pdf, .text, .txt)"
+        == "report.pptx: unsupported file type '.pptx' (kgrag reads .docx, .htm, .html, .markdown, .md, .pdf, .text, .txt, .xlsx)"
     )
 
 
@@ -279,7 +279,7 @@ def test_terminal_escapes_in_a_document_never_reach_a_terminal(tmp_path):
 
 
 def test_folders_are_walked_sorted_skipping_hidden_and_unsupported_files(tmp_path):
-    for name in ["b.md", "a/c.txt", "a/d.markdown", ".git/e.md", "a/.hidden.md", "f.xlsx", "g.MD"]:
+    for name in ["b.md", "a/c.txt", "a/d.markdown", ".git/e.md", "a/.hidden.md", "f.pptx", "g.MD"]:
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x", encoding="utf-8")

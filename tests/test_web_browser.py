@@ -392,7 +392,7 @@ def test_upload_by_drag_and_drop_asks_for_the_token(browser, server, tmp_path):
     # A file of no type kgrag reads is refused by the server, not added as text noise.
     runbook = tmp_path / "settlement-runbook.docx"
     runbook.write_bytes((Path(__file__).parent / "data" / "docx" / "settlement-runbook.docx").read_bytes())
-    sheet = tmp_path / "budget.xlsx"
+    sheet = tmp_path / "budget.numbers"  # Apple Numbers: no type kgrag reads
     sheet.write_bytes(b"PK\x03\x04" + bytes(range(256)) * 4)
     browser.goto(server + "/?lang=en#documents")
     browser.wait_for("!document.querySelector('#view-documents').hidden && document.querySelector('#documents-list table')")
@@ -400,7 +400,7 @@ def test_upload_by_drag_and_drop_asks_for_the_token(browser, server, tmp_path):
     browser.wait_for("document.querySelector('#upload-progress').value === 2", timeout=60)
     lines = texts(browser, "#upload-log li")
     assert lines[1].startswith("settlement-runbook.docx: 1 added"), lines
-    assert lines[0].startswith("budget.xlsx:") and "unsupported file type" in lines[0], lines
+    assert lines[0].startswith("budget.numbers:") and "unsupported file type" in lines[0], lines
     # The same runbook again under another name: one hit, whose why names the copy.
     copy = tmp_path / "runbook-copy.docx"
     copy.write_bytes(runbook.read_bytes())

@@ -1,6 +1,6 @@
 """Paths in, `SourceDocument`s out: which files a folder holds (and which it skips, and why), and one reader per format.
 
-Markdown and text are read here (YAML front matter becomes metadata, not body text); HTML, PDF and Word
+Markdown and text are read here (YAML front matter becomes metadata, not body text); HTML, PDF, Word and Excel
 have their own modules. A reader that cannot read a file raises `InputError` naming the full path
 and how to fix it, so a folder ingest can skip that file and carry on.
 """
@@ -38,16 +38,18 @@ __all__ = [
 
 SUPPORTED_SUFFIXES = {
     ".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt",
-    ".html": "html", ".htm": "html", ".pdf": "pdf", ".docx": "docx",
+    ".html": "html", ".htm": "html", ".pdf": "pdf", ".docx": "docx", ".xlsx": "xlsx",
 }
 # Files that are certainly not documents: said so in one word instead of "unsupported".
 _BINARY_SUFFIXES = {
     ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".zip", ".gz", ".tar", ".7z", ".exe",
     ".dll", ".so", ".bin", ".pyc", ".mp3", ".mp4", ".mov", ".woff", ".woff2", ".ttf", ".sqlite", ".db",
 }
-# Word processors' own formats: what to do with them, instead of "unsupported".
-_SAVE_AS_DOCX = {".doc": "a Word 97-2003 document", ".wps": "a WPS Writer document", ".odt": "an OpenDocument text",
-                 ".rtf": "a Rich Text document"}
+# Office suites' own formats: what to do with them, instead of "unsupported".
+_SAVE_AS = {".doc": ("a Word 97-2003 document", ".docx"), ".wps": ("a WPS Writer document", ".docx"),
+            ".odt": ("an OpenDocument text", ".docx"), ".rtf": ("a Rich Text document", ".docx"),
+            ".xls": ("an Excel 97-2003 workbook", ".xlsx"), ".et": ("a WPS Spreadsheets workbook", ".xlsx"),
+            ".ods": ("an OpenDocument spreadsheet", ".xlsx")}
 _FRONT_MATTER_KEYS = ("title", "summary", "aliases", "id", "effective", "tags", "version")
 _PATH_PREFIX = re.compile(r"^[^/:]*:(?=[^/]*/|[^/:]*$)")  # a drive (C:) or a label (set:dir/file.md)
 _FOLDER_INDEX = {"_index", "index", "readme"}  # a folder's own page is named for the folder
@@ -86,9 +88,10 @@ def _supported() -> str:
 
 
 def _unsupported(suffix: str) -> str:
-    if suffix in _SAVE_AS_DOCX:
-        return (f"{_SAVE_AS_DOCX[suffix]}: save it as .docx (Word or WPS: Save As; LibreOffice: "
-                f"soffice --headless --convert-to docx FILE) and ingest that")
+    if suffix in _SAVE_AS:
+        what, to = _SAVE_AS[suffix]
+        return (f"{what}: save it as {to} (Office or WPS: Save As; LibreOffice: "
+                f"soffice --headless --convert-to {to[1:]} FILE) and ingest that")
     return f"unsupported file type '{visible(suffix)}' (kgrag reads {_supported()})"
 
 
@@ -297,6 +300,10 @@ def _read_source_bytes(raw: bytes, fmt: str, source: str, label: str) -> SourceD
         from retrieval.ingest.docx import read_docx
 
         return read_docx(raw, source, label)
+    if fmt == "xlsx":
+        from retrieval.ingest.xlsx import read_xlsx
+
+        return read_xlsx(raw, source, label)
     text, encoding = decode_text(raw, label)
     if "\x00" in text:
         head = raw[:4096]
