@@ -1,6 +1,6 @@
 """Which files of an ingested folder the user left out: `.kgignore` files (gitignore's syntax), inside a git work tree its `.gitignore` files too, and `node_modules` / `__pycache__` folders always.
 
-`kg ingest ~/work/docs-repo` should index the notes, not the site a docs generator built next to them (`site/`,
+`kg ingest ~/docs-repo` should index the notes, not the site a docs generator built next to them (`site/`,
 `_build/`: every page again as HTML), a package folder's thousands of READMEs or the drafts a user keeps out. Each
 `.kgignore` (and `.gitignore` where git would read it) applies to the paths under its own folder, deeper files
 after shallower ones, the last matching pattern deciding (`!pattern` takes a path back), as git does; the patterns
