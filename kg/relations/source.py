@@ -14,7 +14,9 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -146,16 +148,23 @@ class TableSource:
 SNIFF_BYTES = 64 * 1024  # of a table's first lines: enough Chinese to tell GBK from Big5 (`legacy_chinese_codec`)
 
 
-def table_encodings(path: Path) -> tuple[str, str]:
-    """The encodings a relation table is tried in: UTF-8, then GBK or Big5, whichever its first lines read as."""
+def table_encodings(path: Path) -> Iterator[str]:
+    """The encodings a relation table is tried in, lazily: UTF-8, then (only once UTF-8 failed) GBK or Big5, whichever
+    the file's first lines read as. A table that is not a regular file (a pipe: read once, as it comes) gets GBK, as
+    before, without a look ahead that would take its lines or wait for more."""
+    yield "utf-8"
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            yield "gbk"
+            return
         with Path(path).open("rb") as f:
             sample = f.read(SNIFF_BYTES)
     except OSError:
-        return ("utf-8", "gbk")  # the reading itself will say why
+        yield "gbk"  # the reading itself will say why
+        return
     if len(sample) == SNIFF_BYTES and b"\n" in sample:
         sample = sample[: sample.rindex(b"\n")]  # whole lines: a character is not cut in two
-    return ("utf-8", legacy_chinese_codec(sample))
+    yield legacy_chinese_codec(sample)
 
 
 def decode_bytes(data: bytes, name: str) -> tuple[str, str]:
