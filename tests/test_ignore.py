@@ -105,3 +105,12 @@ def test_rules_read_as_git_reads_them(tmp_path):
     assert rules.ignored(r / "#hash.md") and not rules.ignored(r / "ok.md")
     assert not Ignores(r, enabled=False).ignored_file(r / "top.md")
     assert [f.name for f in find_files([root]).files] == ["ok.md", "top.md"]
+
+
+def test_a_pipe_in_place_of_a_rules_file_is_not_waited_on(tmp_path):
+    import os
+
+    root = tmp_path / "n"
+    _write(root, {"a.md": "x", "b.md": "x"})
+    os.mkfifo(root / ".kgignore")  # nobody writes to it: reading it would wait for ever
+    assert [f.name for f in find_files([root]).files] == ["a.md", "b.md"]

@@ -11,6 +11,8 @@ too. A file named on the command line is read whatever the rules say, and `--no-
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from pathspec import GitIgnoreSpec
@@ -19,6 +21,7 @@ __all__ = ["ALWAYS_IGNORED", "IGNORE_FILE", "Ignores"]
 
 IGNORE_FILE = ".kgignore"
 ALWAYS_IGNORED = frozenset({"node_modules", "__pycache__"})  # folders that never hold anyone's notes
+MAX_RULES_BYTES = 1024 * 1024  # of one rules file: what is past it is not read
 
 
 def _git_top(folder: Path) -> Path | None:
@@ -44,8 +47,11 @@ class Ignores:
         if folder not in self._specs:
             specs = []
             for name in self.names:
-                try:
-                    text = (folder / name).read_text(encoding="utf-8", errors="replace")
+                try:  # a regular file, read up to a bound: a pipe or a device in its place is not waited on
+                    if not stat.S_ISREG(os.stat(folder / name).st_mode):
+                        continue
+                    with open(folder / name, "rb") as f:
+                        text = f.read(MAX_RULES_BYTES).decode("utf-8", errors="replace")
                 except OSError:  # none there (or unreadable: nothing to obey)
                     continue
                 specs.append(GitIgnoreSpec.from_lines(text.splitlines()))
