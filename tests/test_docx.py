@@ -273,3 +273,16 @@ def test_a_word_document_posted_to_the_api(tmp_path):
         hits = client.post("/query", json={"query": "settle.cron 什么时候结算"}).json()["hits"]
         assert "每日凌晨 2 点开始结算" in hits[0]["text"]
     assert read_source_bytes(raw, "docx", "api:runbook.docx").title == "结算服务运行手册"
+
+
+def test_values_that_are_not_what_the_format_says_make_a_damaged_file_not_a_crash(tmp_path):
+    # A hand-edited or hostile file: a list level, a column span and a heading level that are not numbers.
+    numbering = ('<w:abstractNum w:abstractNumId="0"><w:lvl w:ilvl="one"><w:numFmt w:val="decimal"/></w:lvl></w:abstractNum>'
+                 '<w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num>')
+    path = _docx(tmp_path / "odd.docx", _p("正文"), numbering=numbering)
+    with pytest.raises(InputError, match="a part of the Word document cannot be read"):
+        read_source_file(path)
+    span = ('<w:tbl><w:tr><w:tc><w:tcPr><w:gridSpan w:val="wide"/></w:tcPr><w:p><w:r><w:t>a</w:t></w:r></w:p></w:tc>'
+            '<w:tc><w:p><w:r><w:t>b</w:t></w:r></w:p></w:tc></w:tr></w:tbl>')
+    with pytest.raises(InputError, match="cannot be read"):
+        read_source_file(_docx(tmp_path / "span.docx", span))

@@ -136,3 +136,9 @@ def test_a_workbook_in_a_folder_through_the_cli_and_the_api(tmp_path):
         assert sent.status_code == 201 and sent.json()["added"] == 1, sent.text
         hits = client.post("/query", json={"query": "order-service 端口"}).json()["hits"]
         assert "| order-service | 交易组 | 8080 |" in hits[0]["text"]
+
+
+def test_a_cell_style_that_is_not_a_number_makes_a_damaged_workbook_not_a_crash(tmp_path):
+    rows = '<row r="1"><c r="A1" s="bold"><v>1</v></c><c r="B1" t="inlineStr"><is><t>x</t></is></c></row>'
+    with pytest.raises(InputError, match="a part of the spreadsheet cannot be read"):
+        read_source_file(_workbook(tmp_path / "odd.xlsx", [("S", "visible", rows)]))

@@ -18,7 +18,10 @@ __all__ = ["MAX_PART_BYTES", "attr", "child", "core_title", "local", "open_packa
 
 MAX_PART_BYTES = 64 * 1024 * 1024  # of one XML part, uncompressed: a 300-page report's body is ~5-10 MB
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-UNREADABLE_MEMBER = (zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError)  # damaged or encrypted members
+# A damaged or encrypted member, or a part whose values are not what the format says (a number that is not one, an
+# index past its list): what a damaged, hand-edited or hostile file raises in the readers' walk.
+UNREADABLE_MEMBER = (zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError, ValueError, IndexError, KeyError,
+                     TypeError, RecursionError)
 
 
 def local(tag: str) -> str:
