@@ -25,7 +25,13 @@ import zipfile
 from dataclasses import dataclass, field
 
 from kg.errors import InputError
-from retrieval.ingest.ooxml import UNREADABLE_MEMBER, core_title, open_package, parse_part
+from retrieval.ingest.ooxml import (
+    UNREADABLE_MEMBER,
+    core_title,
+    open_package,
+    parse_part,
+    table_lines,
+)
 from retrieval.ingest.ooxml import attr as _attr
 from retrieval.ingest.ooxml import child as _child
 from retrieval.ingest.ooxml import local as _local
@@ -140,6 +146,13 @@ def _is_title(style: _Style) -> bool:
     return style.name.lower() in ("title", "标题")
 
 
+def _is_toc(el) -> bool:
+    """A content control holding a table of contents (its properties name the gallery)."""
+    props = _child(el, "sdtPr") if _local(el.tag) == "sdt" else None
+    gallery = next((g for g in props.iter() if _local(g.tag) == "docPartGallery"), None) if props is not None else None
+    return gallery is not None and "contents" in (_attr(gallery, "val") or "").lower()
+
+
 def _style_chain(parts: _Parts, style_id: str | None):
     seen = set()
     while style_id and style_id in parts.styles and style_id not in seen and len(seen) < 20:
@@ -151,9 +164,9 @@ def _style_chain(parts: _Parts, style_id: str | None):
 class _Writer:
     """The body's blocks in order -> Markdown lines."""
 
-    def __init__(self, parts: _Parts, shift: int = 0) -> None:
+    def __init__(self, parts: _Parts) -> None:
         self.parts = parts
-        self.shift = shift  # 1 when the headings sit under a title: see `heading_shift`
+        self.shift = 0  # 1 when the headings sit under a title: see `heading_shift`
         self.lines: list[str] = []
         self.counters: dict[tuple[str, int], int] = {}
         self.in_list: str | None = None  # the list (numId) the last block was an item of: its next item continues it
@@ -166,14 +179,8 @@ class _Writer:
                 self.paragraph(el)
             elif tag == "tbl":
                 self.table(el)
-            elif tag in ("sdt", "sdtContent", "customXml", "ins", "moveTo"):
-                if not self._is_toc(el):
-                    self.blocks(_child(el, "sdtContent") if tag == "sdt" and _child(el, "sdtContent") is not None else el)
-
-    @staticmethod
-    def _is_toc(el) -> bool:
-        gallery = next((g for g in el.iter() if _local(g.tag) == "docPartGallery"), None) if _local(el.tag) == "sdt" else None
-        return gallery is not None and "contents" in (_attr(gallery, "val") or "").lower()
+            elif tag in ("sdt", "sdtContent", "customXml", "ins", "moveTo") and not _is_toc(el):
+                self.blocks(el)  # a content control's properties are passed over, its content read
 
     def _segments(self, el, boxes: list, code: bool = False) -> list[tuple[str, bool]]:
         """The text under `el` as (text, set as code) pieces, a piece per run."""
@@ -204,12 +211,16 @@ class _Writer:
     def _text(self, el, boxes: list) -> str:
         return _joined(self._segments(el, boxes), inline_code=True)
 
+    def _style(self, p) -> tuple:
+        """A paragraph's properties and its style with the styles it is based on."""
+        pPr = _child(p, "pPr")
+        style_el = _child(pPr, "pStyle") if pPr is not None else None
+        return pPr, list(_style_chain(self.parts, _attr(style_el, "val") if style_el is not None else None))
+
     def paragraph(self, p) -> None:
         boxes: list = []
         segments = self._segments(p, boxes)
-        pPr = _child(p, "pPr")
-        style_el = _child(pPr, "pStyle") if pPr is not None else None
-        chain = list(_style_chain(self.parts, _attr(style_el, "val") if style_el is not None else None))
+        pPr, chain = self._style(p)
         level = self._heading_level(pPr, chain)
         raw = "".join(text for text, _ in segments)
         if level is None and (any(_CODE_STYLE.search(s.name) for s in chain) or (
@@ -236,9 +247,7 @@ class _Writer:
         named by its properties or its file), 0 when one top-level heading names it, as a Markdown note's `#` does."""
         tops = 0
         for p in (el for el in body.iter() if _local(el.tag) == "p"):
-            pPr = _child(p, "pPr")
-            style_el = _child(pPr, "pStyle") if pPr is not None else None
-            chain = list(_style_chain(self.parts, _attr(style_el, "val") if style_el is not None else None))
+            pPr, chain = self._style(p)
             if chain and _is_title(chain[0]):
                 return 1
             tops += self._heading_level(pPr, chain) == 1
@@ -298,7 +307,7 @@ class _Writer:
             for tc in (c for c in tr if _local(c.tag) == "tc"):
                 boxes: list = []
                 text = " ".join(" ".join(self._text(p, boxes).split()) for p in tc.iter() if _local(p.tag) == "p")
-                cells.append(" ".join(text.split()).replace("|", "\\|"))
+                cells.append(" ".join(text.split()))
                 tcPr = _child(tc, "tcPr")
                 span = _child(tcPr, "gridSpan") if tcPr is not None else None
                 cells.extend([""] * (int(_attr(span, "val") or 1) - 1 if span is not None else 0))
@@ -311,10 +320,7 @@ class _Writer:
             for tc in (c for tr in tbl if _local(tr.tag) == "tr" for c in tr if _local(c.tag) == "tc"):
                 self.blocks(tc)
             return
-        width = max(len(r) for r in rows)
-        rows = [r + [""] * (width - len(r)) for r in rows]
-        lines = [f"| {' | '.join(rows[0])} |", "|" + " --- |" * width] + [f"| {' | '.join(r)} |" for r in rows[1:]]
-        self._block("\n".join(lines))
+        self._block("\n".join(table_lines(rows)))
 
 
 def read_docx(raw: bytes, source: str, label: str) -> SourceDocument:

@@ -14,7 +14,7 @@ from xml.etree import ElementTree
 
 from kg.errors import InputError
 
-__all__ = ["MAX_PART_BYTES", "attr", "child", "core_title", "local", "open_package", "parse_part"]
+__all__ = ["MAX_PART_BYTES", "attr", "child", "core_title", "local", "open_package", "parse_part", "table_lines"]
 
 MAX_PART_BYTES = 64 * 1024 * 1024  # of one XML part, uncompressed: a 300-page report's body is ~5-10 MB
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -70,6 +70,13 @@ def parse_part(zf: zipfile.ZipFile, name: str, label: str, kind: str, required: 
         return ElementTree.fromstring(raw)
     except ElementTree.ParseError as exc:
         raise InputError(f"{label}: {name} is not well-formed XML ({exc}): damaged; save it again") from None
+
+
+def table_lines(rows: list[list[str]]) -> list[str]:
+    """Rows of cell texts -> a Markdown table under its first row (short rows padded, `|` in a cell escaped)."""
+    width = max(len(r) for r in rows)
+    cells = [[cell.replace("|", "\\|") for cell in r] + [""] * (width - len(r)) for r in rows]
+    return [f"| {' | '.join(cells[0])} |", "|" + " --- |" * width] + [f"| {' | '.join(r)} |" for r in cells[1:]]
 
 
 def core_title(zf: zipfile.ZipFile, label: str) -> str | None:

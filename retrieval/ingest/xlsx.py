@@ -25,6 +25,7 @@ from retrieval.ingest.ooxml import (
     local,
     open_package,
     parse_part,
+    table_lines,
 )
 from retrieval.types import SourceDocument
 
@@ -120,6 +121,8 @@ class _Book:
         data = child(root, "sheetData") if root is not None else None
         rows: dict[int, dict[int, str]] = {}
         for row in data if data is not None else ():
+            if self.cells >= MAX_CELLS:
+                break  # the bound: what is past it is not read
             for c in row:
                 if local(c.tag) != "c" or self.cells >= MAX_CELLS:
                     continue
@@ -152,11 +155,7 @@ class _Book:
 
 
 def _table(grid: list[list[str]]) -> list[str]:
-    if len(grid[0]) == 1:  # a list kept in a sheet: its lines
-        return [row[0] for row in grid]
-    cells = [[cell.replace("|", "\\|") for cell in row] for row in grid]
-    return ([f"| {' | '.join(cells[0])} |", "|" + " --- |" * len(cells[0])]
-            + [f"| {' | '.join(row)} |" for row in cells[1:]])
+    return [row[0] for row in grid] if len(grid[0]) == 1 else table_lines(grid)  # one column: a list kept in a sheet
 
 
 def read_xlsx(raw: bytes, source: str, label: str) -> SourceDocument:
@@ -165,6 +164,8 @@ def read_xlsx(raw: bytes, source: str, label: str) -> SourceDocument:
             book = _Book(zf, label)
             lines: list[str] = []
             for name, part in book.sheets():
+                if book.cells >= MAX_CELLS:
+                    break
                 grid = book.grid(part)
                 if grid:
                     lines += [f"## {' '.join(name.split()) or part}", "", *_table(grid), ""]
