@@ -147,23 +147,24 @@ def legacy_chinese_codec(sample: bytes) -> str:
     one line at a time (a relation table), where the whole text is not at hand."""
     if _chinese_share(sample.decode("gb18030", errors="replace")) >= _GB_READS_AS_CHINESE:
         return "gbk"
-    for encoding in ("cp950", "big5hkscs"):
-        try:
-            text = sample.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-        return encoding if _chinese_share(text) >= _BIG5_READS_AS_CHINESE else "gbk"
-    return "gbk"
+    big5 = _big5_reading(sample)
+    return big5[1] if big5 is not None else "gbk"
 
 
 def _big5(raw: bytes) -> str | None:
     """The text read as Big5 (cp950, else with Hong Kong's characters) when that reads as Chinese, else None."""
+    big5 = _big5_reading(raw)
+    return big5[0] if big5 is not None else None
+
+
+def _big5_reading(raw: bytes) -> tuple[str, str] | None:
+    """(text, codec) of `raw` read as Big5 (cp950, else with Hong Kong's characters) when that reads as Chinese."""
     for encoding in ("cp950", "big5hkscs"):
         try:
             text = raw.decode(encoding)
         except UnicodeDecodeError:
             continue
-        return text if _chinese_share(text) >= _BIG5_READS_AS_CHINESE else None
+        return (text, encoding) if _chinese_share(text) >= _BIG5_READS_AS_CHINESE else None
     return None
 
 
