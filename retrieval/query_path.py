@@ -173,8 +173,7 @@ class QueryPath:
             copies: dict[str, list[str]] = {}
             if self.settings.one_hit_per_parent:
                 seen = max(k, DIVERSITY_WINDOW) if diverse else k  # the re-ordered head is one hit per parent too
-                head = [f.id for f in fused[: seen * 4]]
-                fused, copies = one_hit_per_text(fused, self.history.parent_text_keys(head), self.store.chunk_documents(head))
+                fused, copies = one_hit_per_text(fused, self.history.parent_text_keys([f.id for f in fused[: seen * 4]]))
             if diverse:  # near-copies of the best hit give way to the other documents a question may need
                 head = [f.id for f in fused[:DIVERSITY_WINDOW]]
                 fused = diversify(fused, dense.vectors_of(head), self.settings.diversity)

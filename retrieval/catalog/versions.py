@@ -282,15 +282,15 @@ class VersionCatalog:
             return {}
         return dict(self.db.execute(f"SELECT chunk_id, parent_id FROM chunks WHERE chunk_id IN ({','.join('?' * len(ids))})", ids))
 
-    def parent_text_keys(self, chunk_ids: Sequence[str]) -> dict[str, str]:
-        """Chunk id -> the hash of its parent's text (its own id for a title-only chunk): one key for every child of
-        a parent, and one for two parents of the same text (a file kept twice, a backup folder's copy)."""
+    def parent_text_keys(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """Chunk id -> (the hash of its parent's text (its own id for a title-only chunk), its document): one key for
+        every child of a parent, and one for two parents of the same text (a file kept twice, a backup folder's copy)."""
         ids = list(dict.fromkeys(chunk_ids))
         if not ids:
             return {}
-        return dict(self.db.execute(
-            "SELECT c.chunk_id, COALESCE(p.sha256, c.chunk_id) FROM chunks c LEFT JOIN parents p ON p.parent_id = c.parent_id"
-            f" WHERE c.chunk_id IN ({','.join('?' * len(ids))})", ids))
+        return {chunk_id: (key, doc_id) for chunk_id, key, doc_id in self.db.execute(
+            "SELECT c.chunk_id, COALESCE(p.sha256, c.chunk_id), c.doc_id FROM chunks c"
+            f" LEFT JOIN parents p ON p.parent_id = c.parent_id WHERE c.chunk_id IN ({','.join('?' * len(ids))})", ids)}
 
     def resolve(self, key: str) -> str | None:
         """A document id, a front matter `id:`/--doc-id, or a source (path) -> the document id."""
@@ -348,18 +348,18 @@ class VersionCatalog:
         self.db.execute("DELETE FROM about WHERE doc_id = ?", (doc_id,))
 
 
-def one_hit_per_text(ranked: Sequence, text_of: dict[str, str], doc_of: dict[str, str]) -> tuple[list, dict[str, list[str]]]:
-    """Ranked items -> the best one of each parent text (`parent_text_keys`), in order, and for each kept item the chunks of
-    *other* documents holding the same text that gave way to it (their copies, said with the hit)."""
+def one_hit_per_text(ranked: Sequence, keys: dict[str, tuple[str, str]]) -> tuple[list, dict[str, list[str]]]:
+    """Ranked items -> the best one of each parent text (`keys`: `parent_text_keys`), in order, and for each kept item
+    the chunks of *other* documents holding the same text that gave way to it (their copies, said with the hit)."""
     kept: dict[str, str] = {}  # text -> the kept item's id
     out, copies = [], {}
     for item in ranked:
-        key = text_of.get(item.id) or item.id
+        key, doc = keys.get(item.id, (item.id, None))
         first = kept.get(key)
         if first is None:
             kept[key] = item.id
             out.append(item)
-        elif doc_of.get(item.id) not in (None, doc_of.get(first)):
+        elif doc is not None and doc != keys.get(first, ("", None))[1]:
             copies.setdefault(first, []).append(item.id)
     return out, copies
 
