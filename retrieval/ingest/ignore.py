@@ -40,23 +40,21 @@ class Ignores:
         git = _git_top(root) if enabled else None
         self.top = git if git is not None else root  # where the rules start: the work tree's top, else the folder
         self.names = (IGNORE_FILE, ".gitignore") if git is not None else (IGNORE_FILE,)
-        self._specs: dict[Path, list[GitIgnoreSpec]] = {}
         self._chains: dict[Path, list[tuple[str, GitIgnoreSpec]]] = {}
 
     def _folder_specs(self, folder: Path) -> list[GitIgnoreSpec]:
-        if folder not in self._specs:
-            specs = []
-            for name in self.names:
-                try:  # a regular file, read up to a bound: a pipe or a device in its place is not waited on
-                    if not stat.S_ISREG(os.stat(folder / name).st_mode):
-                        continue
-                    with open(folder / name, "rb") as f:
-                        text = f.read(MAX_RULES_BYTES).decode("utf-8", errors="replace")
-                except OSError:  # none there (or unreadable: nothing to obey)
+        """The rules files of `folder` (read once a folder: `_chain` keeps them)."""
+        specs = []
+        for name in self.names:
+            try:  # a regular file, read up to a bound: a pipe or a device in its place is not waited on
+                if not stat.S_ISREG(os.stat(folder / name).st_mode):
                     continue
-                specs.append(GitIgnoreSpec.from_lines(text.splitlines()))
-            self._specs[folder] = specs
-        return self._specs[folder]
+                with open(folder / name, "rb") as f:
+                    text = f.read(MAX_RULES_BYTES).decode("utf-8", errors="replace")
+            except OSError:  # none there (or unreadable: nothing to obey)
+                continue
+            specs.append(GitIgnoreSpec.from_lines(text.splitlines()))
+        return specs
 
     def _chain(self, folder: Path) -> list[tuple[str, GitIgnoreSpec]]:
         """The rules that apply under `folder`, shallowest first, each with its folder (as a posix prefix): once a folder."""
