@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from kg import ooxml
 from kg.cli import cli
 from kg.errors import InputError
-from retrieval.ingest import ooxml
 from retrieval.ingest.chunking import cut_document
 from retrieval.ingest.readers import read_source_bytes, read_source_file
 

@@ -25,16 +25,16 @@ import zipfile
 from dataclasses import dataclass, field
 
 from kg.errors import InputError
-from retrieval.ingest.ooxml import (
+from kg.ooxml import (
     UNREADABLE_MEMBER,
     core_title,
     open_package,
     parse_part,
     table_lines,
 )
-from retrieval.ingest.ooxml import attr as _attr
-from retrieval.ingest.ooxml import child as _child
-from retrieval.ingest.ooxml import local as _local
+from kg.ooxml import attr as _attr
+from kg.ooxml import child as _child
+from kg.ooxml import local as _local
 from retrieval.types import SourceDocument
 
 __all__ = ["read_docx"]
