@@ -249,7 +249,7 @@ class KnowledgeBase(QueryPath):
 
     @writes
     def import_file(self, path: Path, progress: Progress | None = None, **options) -> dict:
-        """A relation table (.csv), an RDF/OWL file (.ttl .owl .rdf .nt) or a synonym table (.txt)."""
+        """A relation or alias table (.csv, .xlsx), an RDF/OWL file (.ttl .owl .rdf .nt) or a synonym table (.txt)."""
         from retrieval import write_path
         return write_path.import_file(self, path, progress, **options)
 

@@ -13,6 +13,7 @@ from rdflib import URIRef
 
 from kg.relations.ledger import statements
 from kg.relations.lines import WantedEdge, row_lines
+from kg.relations.sheet import is_workbook
 from retrieval.packs.tables import table_name
 
 __all__ = ["edge_origins"]
@@ -36,7 +37,7 @@ def edge_origins(root: Path, view, vocab) -> Callable[[Sequence[Edge]], list[str
         lines: dict[tuple[str, int], int] = {}
         for table in dict.fromkeys(t for found in tables for t in found):
             path = Path(table)
-            if path.suffix.lower() != ".csv" or not path.is_file():  # an RDF file's record, an upload, elsewhere
+            if not (path.suffix.lower() == ".csv" or is_workbook(path)) or not path.is_file():  # RDF, an upload, elsewhere
                 continue
             at = [i for i, found in enumerate(tables) if table in found]
             wanted = [WantedEdge(surfaces(edges[i][0]), edges[i][1], surfaces(edges[i][2])) for i in at]

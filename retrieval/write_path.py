@@ -18,6 +18,7 @@ from pathlib import Path
 from kg.errors import InputError, TooLargeError
 from kg.files import read_text, replace_file
 from kg.relations.aliases import import_alias_table, is_alias_table
+from kg.relations.sheet import is_workbook
 from retrieval.catalog import commit, filestats, moves
 from retrieval.graph.anchors import anchor_document
 from retrieval.graph.seeds import fold_label
@@ -287,15 +288,17 @@ def relink(kb, progress: Progress | None = None) -> int:
 
 
 def import_file(kb, path: Path, progress: Progress | None = None, **options) -> dict:
-    """A relation table (.csv), an RDF/OWL file (.ttl .owl .rdf .nt) or a synonym table (.txt)."""
+    """A relation or alias table (.csv, or a sheet of an .xlsx), an RDF/OWL file (.ttl .owl .rdf .nt) or a synonym
+    table (.txt)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     suffix = path.suffix.lower()
-    if suffix == ".csv" and is_alias_table(path):
+    table = suffix == ".csv" or is_workbook(path)  # a workbook holds a relation or alias table (kg/relations/sheet.py)
+    if table and is_alias_table(path):
         kb.graph.view  # noqa: B018 - queries keep reading the view built before the triples change
         result = _import_aliases(kb, path, **options)
-    elif suffix == ".csv":
+    elif table:
         kb.graph.view  # noqa: B018 - queries keep reading the view built before the triples change
         report = kb.graph.import_relations(path, progress=progress, **options)
         result = {"kind": "relations", "summary": report.summary(), "report": _report_json(report)}
@@ -316,7 +319,7 @@ def import_file(kb, path: Path, progress: Progress | None = None, **options) -> 
         return _import_synonyms(kb, path)
     else:
         raise InputError(
-            f"{path.name}: cannot import '{suffix}' files: give a relation table (.csv), an ontology "
+            f"{path.name}: cannot import '{suffix}' files: give a relation table (.csv or .xlsx), an ontology "
             "(.ttl, .owl, .rdf) or a synonym table (.txt)"
         )
     kb.commits.mark("import", "graph")

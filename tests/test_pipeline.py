@@ -331,12 +331,12 @@ def test_a_synonym_table_saved_by_a_chinese_windows_editor_is_read(fresh_kb, tmp
 
 
 def test_an_unsupported_import_file_says_what_is_accepted(kb, tmp_path):
-    path = tmp_path / "relations.xlsx"
+    path = tmp_path / "relations.ods"
     path.write_bytes(b"PK")
     with pytest.raises(InputError) as error:
         kb.import_file(path)
     assert str(error.value) == (
-        "relations.xlsx: cannot import '.xlsx' files: give a relation table (.csv), an ontology "
+        "relations.ods: cannot import '.ods' files: give a relation table (.csv or .xlsx), an ontology "
         "(.ttl, .owl, .rdf) or a synonym table (.txt)"
     )
 

@@ -131,7 +131,7 @@ def test_import_refuses_what_it_cannot_read(guarded):
     auth = {"Authorization": f"Bearer {TOKEN}"}
     response = guarded.post("/import", files={"file": ("notes.docx", b"PK\x03\x04")}, headers=auth)
     assert response.status_code == 400
-    assert response.json()["error"]["message"].startswith("'notes.docx' cannot be imported: upload a relation table (.csv)")
+    assert response.json()["error"]["message"].startswith("'notes.docx' cannot be imported: upload a relation table (.csv, .xlsx)")
     # A path in the file name never decides where the upload goes; the base name is what is reported.
     sneaky = guarded.post("/import", files={"file": ("../../x/bad.csv", "source,relation,target\na,zzz,b\n")}, headers=auth)
     assert sneaky.json()["error"]["problems"][0].startswith("bad.csv:2: ")

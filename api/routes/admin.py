@@ -12,13 +12,13 @@ from kg.errors import InputError
 
 router = APIRouter()
 
-_IMPORTABLE = (".csv", ".ttl", ".owl", ".rdf", ".xml", ".nt", ".jsonld", ".ofn", ".omn", ".owx", ".txt")
+_IMPORTABLE = (".csv", ".xlsx", ".xlsm", ".ttl", ".owl", ".rdf", ".xml", ".nt", ".jsonld", ".ofn", ".omn", ".owx", ".txt")
 
 
 @router.post("/import", dependencies=[Depends(require_token)])
 async def import_upload(
     request: Request,
-    file: UploadFile = File(..., description="relations.csv, an ontology (.ttl .owl .rdf .nt) or synonyms.txt"),  # noqa: B008
+    file: UploadFile = File(..., description="relations.csv (or .xlsx), an ontology (.ttl .owl .rdf .nt) or synonyms.txt"),  # noqa: B008
     dry_run: bool = Form(False, description="Relation tables only: check and report, import nothing."),  # noqa: B008
     skip_invalid: bool = Form(False, description="Relation tables only: import the good rows, report the bad."),  # noqa: B008
     kb=Depends(knowledge_base),  # noqa: B008 - FastAPI idiom
@@ -29,7 +29,7 @@ async def import_upload(
     name = PurePath((file.filename or "").replace("\\", "/")).name
     if not name or Path(name).suffix.lower() not in _IMPORTABLE:
         raise InputError(
-            f"'{name or '(no file name)'}' cannot be imported: upload a relation table (.csv), an ontology "
+            f"'{name or '(no file name)'}' cannot be imported: upload a relation table (.csv, .xlsx), an ontology "
             "(.ttl, .owl, .rdf, .nt) or a synonym table (.txt) with its file name"
         )
     limit = request.app.state.settings.import_max_bytes
@@ -39,7 +39,7 @@ async def import_upload(
     # An upload is known by its file name: uploading the edited relations.csv (or ontology) again removes what was deleted from it.
     suffix = Path(name).suffix.lower()
     options = {} if suffix == ".txt" else {"table": f"upload:{name}"}  # a synonym table keeps no record
-    if suffix == ".csv":
+    if suffix in (".csv", ".xlsx", ".xlsm"):
         options |= {"dry_run": dry_run, "skip_invalid": skip_invalid}
     with tempfile.TemporaryDirectory(prefix="kg-import-") as folder:
         path = Path(folder) / name

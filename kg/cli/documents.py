@@ -270,11 +270,13 @@ def versions(doc: str, data_dir: Path | None, as_json: bool) -> None:
 @quiet_option
 def import_(file: Path, skip_invalid: bool, rejects: Path | None, dry_run: bool, data_dir: Path | None,
             as_json: bool, quiet: bool) -> None:
-    """Import a relation table (.csv), an ontology (.ttl/.owl/.rdf) or a synonym table (.txt).
+    """Import a relation table (.csv/.xlsx), an ontology (.ttl/.owl/.rdf) or a synonym table (.txt).
 
     \b
     relations.csv: header `source,relation,target`; optional columns
     source_type, target_type, source_aliases, target_aliases (separated by |), weight, note.
+    relations.xlsx: the same table in a workbook's sheet (the one visible sheet
+    with such a header); problems name the sheet's rows (relations.xlsx:7).
     A bad row stops the whole import (nothing changes) unless --skip-invalid is given.
     Importing a table again removes the edges of the rows deleted from it since
     (unless another table holds them; --dry-run shows them first).
@@ -282,13 +284,19 @@ def import_(file: Path, skip_invalid: bool, rejects: Path | None, dry_run: bool,
     ontology.ttl: adds what the graph lacks; imported again, removes what was
     deleted from it since (unless a table or another imported file holds it).
     """
+    from kg.relations.sheet import is_workbook
+
     options = {}
-    if file.suffix.lower() == ".csv":
+    if file.suffix.lower() == ".csv" or is_workbook(file):
         options = {"skip_invalid": skip_invalid, "dry_run": dry_run, "rejects_path": rejects}
     elif skip_invalid or dry_run or rejects:
-        raise click.UsageError("--skip-invalid, --rejects and --dry-run apply to relation tables (.csv) only")
+        raise click.UsageError("--skip-invalid, --rejects and --dry-run apply to relation tables (.csv, .xlsx) only")
     with open_kb(data_dir, create=True) as kb:
         total = sum(1 for _ in file.open("rb")) if file.suffix.lower() == ".csv" else None
+        if is_workbook(file):
+            from kg.relations.sheet import sheet_csv
+
+            total = sheet_csv(file).count(b"\n")  # read once: the import reads the same (cached) table
         with Progress(total, "importing", quiet or as_json or (total or 0) < 5000) as bar:
             done = [0]
 

@@ -23,7 +23,7 @@ from rdflib.namespace import RDFS, SKOS
 from kg.errors import RelationTableError
 from kg.relations.ledger import edge_key, key_edge
 from kg.relations.model import control_problem
-from kg.relations.source import column_key, decode_bytes
+from kg.relations.source import column_key, decode_bytes, open_table
 
 __all__ = ["AliasReport", "import_alias_table", "is_alias_table"]
 
@@ -48,11 +48,21 @@ class AliasReport:
         return text + (f", {len(self.rejected)} rejected" if self.rejected else "")
 
 
+def _records(reader) -> Iterable[tuple[int, list[str]]]:
+    """(the line it starts on, fields) of each record of a csv reader, blank lines included."""
+    while True:
+        line = reader.line_num + 1
+        fields = next(reader, None)
+        if fields is None:
+            return
+        yield line, fields
+
+
 def is_alias_table(path: Path) -> bool:
-    """A CSV whose header is `entity,alias` (any case, BOM allowed)."""
+    """A table whose header (its first line with text) is `entity,alias` (any case, BOM allowed)."""
     try:
-        with Path(path).open("rb") as f:
-            first = f.readline()
+        with open_table(Path(path)) as f:
+            first = next((line for line in f if line.strip()), b"")
     except OSError:
         return False
     for encoding in ("utf-8-sig", "gbk"):
@@ -76,12 +86,13 @@ def import_alias_table(graph: rdflib.Graph, path: Path, entities: set | None = N
     unless rows were skipped. `asserted` is given the aliases the rows hold when the import goes ahead."""
     path = Path(path)
     name = path.name
-    text, encoding = decode_bytes(path.read_bytes(), name)
-    reader = csv.reader(io.StringIO(text, newline=""))  # \n, \r\n or a lone \r, as the relation table reads them
-    header = next(reader, None)
+    with open_table(path) as f:
+        text, encoding = decode_bytes(f.read(), name)
+    records = _records(csv.reader(io.StringIO(text, newline="")))  # \n, \r\n or a lone \r, as relation tables
+    at, header = next(((line, fields) for line, fields in records if any(f.strip() for f in fields)), (1, None))
     if header is None or [column_key(c) for c in header if c.strip()] != list(ALIAS_COLUMNS):
         got = ",".join(header or []) or "an empty file"
-        raise RelationTableError(f"{name}:1: an alias table needs the header 'entity,alias' (got '{got}')")
+        raise RelationTableError(f"{name}:{at}: an alias table needs the header 'entity,alias' (got '{got}')")
     subjects = _labelled_subjects(graph, entities)
     folded = {label.casefold(): iri for label, iri in subjects.items()}
     mine = {key_edge(key) for key in forget}
@@ -92,7 +103,7 @@ def import_alias_table(graph: rdflib.Graph, path: Path, entities: set | None = N
     report = AliasReport(dry_run=dry_run, encoding=encoding)
     planned: list[tuple[rdflib.URIRef, str]] = []
     problems: list[tuple[int, str]] = []
-    for line, fields in enumerate(reader, start=2):
+    for line, fields in records:
         if not any(f.strip() for f in fields):
             continue
         report.rows += 1

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kg.errors import KgError
 from kg.relations.check import RowParser
-from kg.relations.source import TableSource, _Undecodable, table_encodings
+from kg.relations.source import TableSource, _Undecodable, open_table, table_encodings
 from ontology import Vocabulary
 
 __all__ = ["WantedEdge", "row_lines"]
@@ -57,7 +57,7 @@ def _scan(path, vocab, wanted, by_source, found, encoding) -> None:
         width, skip, encoding = len(source.columns), source.header_lines, source.encoding
     # The rows by the csv module straight over the decoded file: the lines are split and counted as `TableSource` splits
     # them (newline="": at \n, \r\n and a lone \r), without its layers per line, which cost twice this pass.
-    with path.open("rb") as raw:
+    with open_table(path) as raw:
         reader = csv.reader(io.TextIOWrapper(raw, encoding=encoding, newline=""))
         try:
             while reader.line_num < skip:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +47,10 @@ _TYPE, _LABEL, _ALT_LABEL, _COMMENT = RDF.type, RDFS.label, SKOS.altLabel, RDFS.
 _INDIVIDUAL, _AXIOM, _ENTITY, _WEIGHT = OWL.NamedIndividual, OWL.Axiom, KG.Entity, KG.weight
 _SOURCE, _PROPERTY, _TARGET = OWL.annotatedSource, OWL.annotatedProperty, OWL.annotatedTarget
 
+
+def column_key(cell: str) -> str:
+    """A header cell's column name: case, spaces and hyphens aside (`Source Type` is `source_type`)."""
+    return re.sub(r"[\s\-]+", "_", cell.strip().lstrip("\ufeff").lower())
 
 @dataclass(frozen=True)
 class RelationRow:

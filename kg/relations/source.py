@@ -15,14 +15,20 @@ import codecs
 import csv
 import io
 import os
-import re
 import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from kg.errors import RelationTableError
 from kg.files import legacy_chinese_codec
-from kg.relations.model import ALLOWED_COLUMNS, OPTIONAL_COLUMNS, PROBLEM_COLUMN, REQUIRED_COLUMNS
+from kg.relations.model import (
+    ALLOWED_COLUMNS,
+    OPTIONAL_COLUMNS,
+    PROBLEM_COLUMN,
+    REQUIRED_COLUMNS,
+    column_key,
+)
+from kg.relations.sheet import is_workbook, sheet_csv
 
 BOM_ENCODING = "utf-8-sig"
 
@@ -53,7 +59,7 @@ class TableSource:
 
     def __enter__(self) -> TableSource:
         try:
-            self._file = self.path.open("rb")
+            self._file = open_table(self.path)
             start = self._file.peek(len(codecs.BOM_UTF8))[: len(codecs.BOM_UTF8)]
         except OSError as e:
             raise RelationTableError(f"{self.name}: cannot read the file ({e.strerror})") from e
@@ -145,6 +151,13 @@ class TableSource:
                 yield line, fields
 
 
+def open_table(path: Path) -> io.BufferedReader:
+    """The table's bytes to read: the file, or for a workbook (.xlsx) its table as CSV (`kg/relations/sheet.py`)."""
+    if is_workbook(path):
+        return io.BufferedReader(io.BytesIO(sheet_csv(path)))
+    return Path(path).open("rb")
+
+
 SNIFF_BYTES = 64 * 1024  # of a table's first lines: enough Chinese to tell GBK from Big5 (`legacy_chinese_codec`)
 
 
@@ -153,6 +166,8 @@ def table_encodings(path: Path) -> Iterator[str]:
     the file's first lines read as. A table that is not a regular file (a pipe: read once, as it comes) gets GBK, as
     before, without a look ahead that would take its lines or wait for more."""
     yield "utf-8"
+    if is_workbook(path):
+        return  # its cells are text already, read as CSV in UTF-8
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             yield "gbk"
@@ -194,10 +209,6 @@ def encoding_error(name: str, e: _Undecodable) -> RelationTableError:
         f"{name}: the file is neither UTF-8, GBK nor Big5 (byte 0x{e.byte:02x} at offset "
         f'{e.offset}); in Excel use File > Save As... > "CSV UTF-8 (Comma delimited) (*.csv)"'
     )
-
-
-def column_key(cell: str) -> str:
-    return re.sub(r"[\s\-]+", "_", cell.strip().lstrip("\ufeff").lower())
 
 
 def check_header(header: list[str], name: str) -> list[str]:
