@@ -1,6 +1,6 @@
-"""An Office Open XML package (.docx, .xlsx) opened as a file from someone else: its XML parts read with a bound, DTDs refused, a protected or old binary file told apart.
+"""An Office Open XML package (.docx, .xlsx, .pptx) opened as a file from someone else: its XML parts read with a bound, DTDs refused, a protected or old binary file told apart.
 
-Shared by the document readers (`retrieval/ingest/docx.py`, `xlsx.py`) and the workbook a relation table may be kept
+Shared by the document readers (`retrieval/ingest/docx.py`, `xlsx.py`, `pptx.py`) and the workbook a relation table may be kept
 in (`kg/workbook.py`). The standard library reads the package (zipfile + ElementTree): python-docx and
 openpyxl need lxml. A part's size is what it inflates to, read with a cap, not what the zip's directory says (a
 directory can lie); Office never writes a DTD, so a part declaring one is refused (entity expansion); a

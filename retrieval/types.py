@@ -25,7 +25,7 @@ class SourceDocument:
 
     source: str  # a stable name: a file path, "api:<name>", "<dataset>:<passage id>"
     text: str
-    format: str = "md"  # "md", "txt", "html", "pdf", "docx" or "xlsx" (as read; readers turn the others into headed text)
+    format: str = "md"  # "md", "txt", "html", "pdf", "docx", "xlsx" or "pptx" (as read; readers turn the others into headed text)
     title: str | None = None  # None: taken from the first heading, else the file name
     effective_date: str | None = None  # ISO date this version takes effect (None: its ingest)
     doc_key: str | None = None  # the logical document id (front matter `id:`, --doc-id); None: the source

@@ -185,14 +185,12 @@ def test_a_document_that_is_only_a_title_is_one_chunk():
 
 
 def test_unsupported_suffix_names_the_file_and_the_supported_types(tmp_path):
-    sheet = tmp_path / "report.pptx"
+    sheet = tmp_path / "report.key"
     sheet.write_bytes(b"PK\x03\x04")
     with pytest.raises(InputError) as error:
         find_source_files([sheet])
-    assert (
-        str(error.value)
-        == "report.pptx: unsupported file type '.pptx' (kgrag reads .docx, .htm, .html, .markdown, .md, .pdf, .text, .txt, .xlsx)"
-    )
+    assert str(error.value) == ("report.key: unsupported file type '.key' (kgrag reads .docx, .htm, .html, .markdown, .md, "
+                                ".pdf, .pptx, .text, .txt, .xlsx)")
 
 
 def test_a_missing_path_is_an_input_error(tmp_path):
@@ -279,7 +277,7 @@ def test_terminal_escapes_in_a_document_never_reach_a_terminal(tmp_path):
 
 
 def test_folders_are_walked_sorted_skipping_hidden_and_unsupported_files(tmp_path):
-    for name in ["b.md", "a/c.txt", "a/d.markdown", ".git/e.md", "a/.hidden.md", "f.pptx", "g.MD"]:
+    for name in ["b.md", "a/c.txt", "a/d.markdown", ".git/e.md", "a/.hidden.md", "f.key", "g.MD"]:
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x", encoding="utf-8")

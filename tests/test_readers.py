@@ -112,7 +112,7 @@ def _bad_folder(tmp_path):
     (docs / "gbk.md").write_bytes(b"# x\n\n\xff\xfe\xff")  # neither UTF-8 nor GBK
     (docs / "broken.md").write_text("---\ntitle: [x\n---\n\nbody\n", encoding="utf-8")
     (docs / "photo.png").write_bytes(b"\x89PNG\r\n")
-    (docs / "slides.pptx").write_bytes(b"PK")
+    (docs / "slides.key").write_bytes(b"PK")
     (docs / ".hidden.md").write_text("# hidden\n\nnever\n", encoding="utf-8")
     outside = tmp_path / "outside.md"
     outside.write_text("# Secret\n\nsecret text\n", encoding="utf-8")
@@ -126,7 +126,7 @@ def test_find_files_reports_what_it_skips_and_why(tmp_path):
     assert [p.name for p in found.files] == ["also-good.txt", "broken.md", "empty.md", "gbk.md", "good.md"]
     assert {os.path.basename(s.path): s.reason for s in found.skipped} == {
         "photo.png": "binary file",
-        "slides.pptx": "unsupported file type '.pptx' (kgrag reads .docx, .htm, .html, .markdown, .md, .pdf, .text, .txt, .xlsx)",
+        "slides.key": "unsupported file type '.key' (kgrag reads .docx, .htm, .html, .markdown, .md, .pdf, .pptx, .text, .txt, .xlsx)",
         "link.md": f"symlink to {tmp_path / 'outside.md'}, outside {docs}: not followed",
     }
 

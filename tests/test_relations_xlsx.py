@@ -4,7 +4,7 @@
 them): a notes sheet "说明", the table on sheet "服务依赖" under a title row and an empty row (the header is row 3), a
 weight typed as a number, a note with a comma and one with a line break, and a hidden sheet "旧版" holding an older
 table. The edited one lost the row payment-service dependsOn redis-cluster and gained notification-service's. The
-other workbooks are written part by part (`workbooks.py`): cells without references, alias tables, hostile files.
+other workbooks are written part by part (`office_files.py`): cells without references, alias tables, hostile files.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from workbooks import write_workbook
+from office_files import write_workbook
 
 from kg.cli import cli
 from kg.errors import InputError, RelationTableError

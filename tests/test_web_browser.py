@@ -25,6 +25,7 @@ import pytest
 from chromium_cdp import Chromium, find_chromium, free_port, wait_for_http
 from conftest import kg_in_new_process
 from fake_llm import FakeLLM, passages_of
+from office_files import write_workbook
 
 from kg.cli.base import DEMO_DIR
 
@@ -396,10 +397,13 @@ def test_upload_by_drag_and_drop_asks_for_the_token(browser, server, tmp_path):
     sheet.write_bytes(b"PK\x03\x04" + bytes(range(256)) * 4)
     browser.goto(server + "/?lang=en#documents")
     browser.wait_for("!document.querySelector('#view-documents').hidden && document.querySelector('#documents-list table')")
-    browser.drop_files("#drop", [runbook, sheet])
-    browser.wait_for("document.querySelector('#upload-progress').value === 2", timeout=60)
+    deck = tmp_path / "oncall-training.pptx"  # a PowerPoint deck goes as its bytes too
+    deck.write_bytes((Path(__file__).parent / "data" / "pptx" / "oncall-training.pptx").read_bytes())
+    browser.drop_files("#drop", [runbook, deck, sheet])
+    browser.wait_for("document.querySelector('#upload-progress').value === 3", timeout=60)
     lines = texts(browser, "#upload-log li")
-    assert lines[1].startswith("settlement-runbook.docx: 1 added"), lines
+    assert any(line.startswith("settlement-runbook.docx: 1 added") for line in lines), lines
+    assert any(line.startswith("oncall-training.pptx: 1 added") for line in lines), lines
     assert lines[0].startswith("budget.numbers:") and "unsupported file type" in lines[0], lines
     # The same runbook again under another name: one hit, whose why names the copy.
     copy = tmp_path / "runbook-copy.docx"
@@ -432,6 +436,18 @@ def test_import_errors_are_shown_by_line(browser, server, tmp_path, shots):
     rows = browser.evaluate("Array.from(document.querySelectorAll('#import-result tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent))")
     assert rows == [["team-relations.csv", "3", "relation 'depnds_on' is not in the ontology (did you mean 'dependsOn'?)"]]
     assert "was not imported" in texts(browser, "#import-result p.error")[0]
+    # The same table kept in a workbook under a title row: the problem names the row Excel shows.
+    cells = [("依赖表",), (), ("source", "relation", "target"), ("billing-service", "dependsOn", "mysql-core"),
+             ("billing-service", "depnds_on", "kafka-cluster")]
+    sheet = "".join(f'<row r="{i}">' + "".join(f'<c t="inlineStr"><is><t>{v}</t></is></c>' for v in row) + "</row>"
+                    for i, row in enumerate(cells, start=1) if row)
+    book = write_workbook(tmp_path / "team-relations.xlsx", [("关系", "visible", sheet)])
+    browser.set_files("#import-input", [book])
+    browser.click("#import-form button[type=submit]")
+    browser.wait_for("document.querySelector('#import-result p.error') && "
+                     "document.querySelector('#import-result p.error').textContent.includes('team-relations.xlsx')")
+    rows = browser.evaluate("Array.from(document.querySelectorAll('#import-result tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent))")
+    assert rows == [["team-relations.xlsx", "5", "relation 'depnds_on' is not in the ontology (did you mean 'dependsOn'?)"]]
     browser.click("#run-check")
     browser.wait_for("document.querySelector('#check-result p')")
     record = api_get(server, "/ontology/check")

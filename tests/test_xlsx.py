@@ -7,16 +7,14 @@ strings, errors, the 1904 date system, a phonetic guide, an absolute part path) 
 
 from __future__ import annotations
 
-import base64
 import json
-import shutil
 import zipfile
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from workbooks import S
-from workbooks import write_workbook as _workbook
+from office_files import S, notes_folder, posted_to_api
+from office_files import write_workbook as _workbook
 
 from kg.cli import cli
 from kg.errors import InputError
@@ -85,10 +83,7 @@ def test_an_empty_or_renamed_workbook_is_refused_with_the_reason(tmp_path, parts
 
 
 def test_a_workbook_in_a_folder_through_the_cli_and_the_api(tmp_path):
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    shutil.copy(DATA / "service-inventory.xlsx", notes / "服务清单.xlsx")
-    (notes / "旧表.xls").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600)
+    notes = notes_folder(tmp_path, DATA / "service-inventory.xlsx", "服务清单.xlsx", "旧表.xls")
     kb = tmp_path / "kb"
     runner = CliRunner()
     result = runner.invoke(cli, ["ingest", str(notes), "--data-dir", str(kb)])
@@ -99,17 +94,7 @@ def test_a_workbook_in_a_folder_through_the_cli_and_the_api(tmp_path):
     answer = runner.invoke(cli, ["ask", "payment-service 的负责团队是哪个？", "--data-dir", str(kb)]).output
     assert "资金结算组" in answer and "服务清单" in answer
 
-    from conftest import make_settings
-    from fastapi.testclient import TestClient
-
-    from api.app import create_app
-
-    raw = (DATA / "service-inventory.xlsx").read_bytes()
-    with TestClient(create_app(make_settings(tmp_path / "api-kb", api_token="t0ken-for-tests"))) as client:
-        auth = {"Authorization": "Bearer t0ken-for-tests"}
-        sent = client.post("/documents", headers=auth, json={"content_base64": base64.b64encode(raw).decode(),
-                                                              "filename": "inventory.xlsx"})
-        assert sent.status_code == 201 and sent.json()["added"] == 1, sent.text
+    with posted_to_api(tmp_path, DATA / "service-inventory.xlsx", "inventory.xlsx") as (client, auth):
         hits = client.post("/query", json={"query": "order-service 端口"}).json()["hits"]
         assert "| order-service | 交易组 | 8080 |" in hits[0]["text"]
 

@@ -61,8 +61,8 @@ def add_document(body: DocumentIn, kb=Depends(knowledge_base)) -> dict:  # noqa:
         source = api_source(body.source, body.text)
         # A JSON string is text, not a file: a NUL in it is noise, not a sign of binary content.
         body.text = body.text.replace("\x00", "")
-        if fmt in ("pdf", "docx", "xlsx"):
-            what = {"pdf": "PDF", "docx": "Word document", "xlsx": "spreadsheet"}[fmt]
+        if fmt in ("pdf", "docx", "xlsx", "pptx"):
+            what = {"pdf": "PDF", "docx": "Word document", "xlsx": "spreadsheet", "pptx": "PowerPoint deck"}[fmt]
             raise InputError(f"a {what} cannot be sent as `text`: send its bytes as `content_base64`")
         src = read_source_bytes(body.text.encode("utf-8"), fmt, source)  # long blobs cut, as from a file
     changes = {"title": body.title or src.title, "doc_key": body.doc_id or src.doc_key,

@@ -39,6 +39,7 @@ __all__ = [
 SUPPORTED_SUFFIXES = {
     ".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt",
     ".html": "html", ".htm": "html", ".pdf": "pdf", ".docx": "docx", ".xlsx": "xlsx",
+    ".pptx": "pptx",
 }
 # Files that are certainly not documents: said so in one word instead of "unsupported".
 _BINARY_SUFFIXES = {
@@ -49,7 +50,8 @@ _BINARY_SUFFIXES = {
 _SAVE_AS = {".doc": ("a Word 97-2003 document", ".docx"), ".wps": ("a WPS Writer document", ".docx"),
             ".odt": ("an OpenDocument text", ".docx"), ".rtf": ("a Rich Text document", ".docx"),
             ".xls": ("an Excel 97-2003 workbook", ".xlsx"), ".et": ("a WPS Spreadsheets workbook", ".xlsx"),
-            ".ods": ("an OpenDocument spreadsheet", ".xlsx")}
+            ".ods": ("an OpenDocument spreadsheet", ".xlsx"), ".ppt": ("a PowerPoint 97-2003 presentation", ".pptx"),
+            ".dps": ("a WPS Presentation deck", ".pptx"), ".odp": ("an OpenDocument presentation", ".pptx")}
 _FRONT_MATTER_KEYS = ("title", "summary", "aliases", "id", "effective", "tags", "version")
 _PATH_PREFIX = re.compile(r"^[^/:]*:(?=[^/]*/|[^/:]*$)")  # a drive (C:) or a label (set:dir/file.md)
 _FOLDER_INDEX = {"_index", "index", "readme"}  # a folder's own page is named for the folder
@@ -304,6 +306,10 @@ def _read_source_bytes(raw: bytes, fmt: str, source: str, label: str) -> SourceD
         from retrieval.ingest.xlsx import read_xlsx
 
         return read_xlsx(raw, source, label)
+    if fmt == "pptx":
+        from retrieval.ingest.pptx import read_pptx
+
+        return read_pptx(raw, source, label)
     text, encoding = decode_text(raw, label)
     if "\x00" in text:
         head = raw[:4096]
