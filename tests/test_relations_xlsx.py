@@ -175,3 +175,20 @@ def test_a_hostile_sheet_is_refused_unread(tmp_path, monkeypatch):
     monkeypatch.setattr(ooxml, "MAX_PART_BYTES", 10_000)
     with pytest.raises(InputError, match="inflates past"):
         sheet_csv(big)
+
+
+def test_an_edge_a_workbook_still_states_stays_when_a_csv_drops_it(tmp_path):
+    """Two tables state one edge, one kept as CSV, one in Excel: a row deleted from either leaves the edge while the
+    other holds it (the record once took any file that is not a .csv for an ontology, which protects nothing)."""
+    kb = str(tmp_path / "kb")
+    rows = "source,relation,target\norder-service,dependsOn,redis-cluster\n"
+    csv_table = tmp_path / "team.csv"
+    csv_table.write_text(rows + "order-service,dependsOn,mysql-core\n", encoding="utf-8")
+    book = write_workbook(tmp_path / "ops.xlsx", [("S", "visible", _rows(("source", "relation", "target"),
+                                                                         ("order-service", "dependsOn", "redis-cluster")))])
+    assert _kg("import", str(csv_table), "--data-dir", kb)[0] == 0
+    assert _kg("import", str(book), "--data-dir", kb)[0] == 0
+    csv_table.write_text("source,relation,target\norder-service,dependsOn,mysql-core\n", encoding="utf-8")
+    code, out = _kg("import", str(csv_table), "--data-dir", kb)
+    assert code == 0 and "removed" not in out, out
+    assert "redis-cluster (ops.xlsx:2)" in _kg("entity", "order-service", "--data-dir", kb, "--sources")[1]

@@ -25,6 +25,7 @@ from pathlib import Path
 from rdflib import Literal, URIRef
 
 from kg.files import replace_file
+from kg.relations.sheet import SHEET_SUFFIXES
 
 __all__ = ["LEDGER_FILE", "Statements", "TableLedger", "edge_key", "key_edge", "statements"]
 
@@ -46,8 +47,9 @@ def key_edge(key: str) -> tuple:
 
 
 def _is_rdf(table: str) -> bool:
-    """A record of an RDF file (an ontology), not of a table: tables are .csv files (relations or aliases)."""
-    return not table.lower().endswith(".csv")
+    """A record of an RDF file (an ontology), not of a table: tables are .csv files or workbooks (relations or aliases),
+    by path or uploaded."""
+    return not table.lower().endswith((".csv", *SHEET_SUFFIXES))
 
 
 def _still_there(table: str) -> bool:
