@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["OLE_FILE", "R", "S", "notes_folder", "posted_to_api", "write_workbook"]
+__all__ = ["OLE_FILE", "R", "S", "notes_folder", "posted_to_api", "sheet_rows", "write_workbook"]
 
 OLE_FILE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600  # an old .doc/.xls/.ppt, or a protected file
 
@@ -39,6 +39,13 @@ def write_workbook(path: Path, sheets: list[tuple[str, str, str]], strings: list
         for name, text in parts.items():
             zf.writestr(name, text)
     return path
+
+
+def sheet_rows(*rows: tuple[str, ...]) -> str:
+    """A sheet's rows of inline strings, rows and cells without references (`r`: the format allows leaving it out,
+    and some writers do)."""
+    cell = lambda value: f'<c t="inlineStr"><is><t>{value}</t></is></c>' if value else "<c/>"  # noqa: E731
+    return "".join("<row>" + "".join(cell(v) for v in row) + "</row>" for row in rows)
 
 
 def notes_folder(tmp_path: Path, fixture: Path, name: str, legacy: str) -> Path:

@@ -193,3 +193,32 @@ def test_a_packs_table_cannot_claim_the_teams_entity_but_the_teams_table_can(tmp
     assert kg("import", own, "--data-dir", root, "-q").exit_code == 0
     assert "pack: vendor (order-service documentedIn pack:vendor)" in kg("query", question, "--data-dir", root).stdout
     checked(root)
+
+
+def test_a_packs_table_kept_in_excel_comes_and_goes_with_it(tmp_path):
+    """A pack whose relation table is a workbook: imported with it (not indexed as a document), its rows cited by the
+    row Excel shows, a deleted row's edge gone at the update, all of its edges gone with the pack."""
+    from office_files import sheet_rows, write_workbook
+
+    root = tmp_path / "kb"
+    source = write_pack(tmp_path / "src" / "quota", relations=None, aliases=None)
+    header = ("source", "relation", "target")
+    rows = [("edge-gateway", "dependsOn", "quota-service"), ("quota-service", "dependsOn", "limits-db")]
+    write_workbook(source / "relations.xlsx", [("依赖", "visible", sheet_rows(("配额平台依赖表",), header, *rows))])
+    added = kg("pack", "add", "quota", source, "--data-dir", root, "--json")
+    report = json.loads(added.stdout)
+    assert report["documents"] == 2 and [t["file"] for t in report["tables"]] == ["relations.xlsx"], report
+    assert report["tables"][0]["summary"].startswith("imported 2 rows"), report
+    sources = kg("entity", "quota-service", "--data-dir", root, "--sources").stdout
+    assert "limits-db (pack quota's relations.xlsx:4)" in sources, sources  # row 4: under a title and the header
+    checked(root)
+
+    write_workbook(source / "relations.xlsx", [("依赖", "visible", sheet_rows(("配额平台依赖表",), header, rows[0]))])
+    assert kg("pack", "update", "quota", "--data-dir", root, "-q").exit_code == 0
+    assert neighbours(root, "quota-service") == {"requiredBy": ["edge-gateway"], "aliases": []}
+    checked(root)
+
+    removed = kg("pack", "remove", "quota", "--data-dir", root)
+    assert removed.exit_code == 0 and "  relations.xlsx: " in removed.stdout, removed.output
+    assert neighbours(root, "quota-service") == {"aliases": []}
+    checked(root)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from office_files import write_workbook
+from office_files import sheet_rows, write_workbook
 
 from kg.cli import cli
 from kg.errors import InputError, RelationTableError
@@ -29,15 +29,6 @@ DATA = Path(__file__).parent / "data" / "xlsx"
 def _kg(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(cli, list(args))
     return result.exit_code, result.output
-
-
-def _text(value: str) -> str:
-    return f'<c t="inlineStr"><is><t>{value}</t></is></c>' if value else "<c/>"
-
-
-def _rows(*rows: tuple[str, ...]) -> str:
-    """Rows and cells without references (`r`), which the format allows and some writers leave out."""
-    return "".join("<row>" + "".join(_text(v) for v in row) + "</row>" for row in rows)
 
 
 def test_a_calc_workbook_imports_like_its_csv_and_cites_the_rows_excel_shows(tmp_path):
@@ -69,7 +60,7 @@ def test_a_calc_workbook_imports_like_its_csv_and_cites_the_rows_excel_shows(tmp
 
 def test_a_bad_row_is_named_by_its_excel_row_and_rejected_rows_go_to_a_csv(tmp_path):
     table, kb = tmp_path / "deps.xlsx", str(tmp_path / "kb")
-    write_workbook(table, [("Sheet1", "visible", _rows(("依赖关系",), (), ("source", "relation", "target"),
+    write_workbook(table, [("Sheet1", "visible", sheet_rows(("依赖关系",), (), ("source", "relation", "target"),
                                                        ("order-service", "dependsOn", "redis-cluster"),
                                                        ("payment-service", "dependsOn", ""),
                                                        ("a", "noSuchRelation", "b")))])
@@ -84,9 +75,9 @@ def test_a_bad_row_is_named_by_its_excel_row_and_rejected_rows_go_to_a_csv(tmp_p
 
 def test_an_alias_table_in_a_workbook(tmp_path):
     kb = str(tmp_path / "kb")
-    relations = write_workbook(tmp_path / "relations.xlsx", [("关系", "visible", _rows(
+    relations = write_workbook(tmp_path / "relations.xlsx", [("关系", "visible", sheet_rows(
         ("source", "relation", "target"), ("order-service", "dependsOn", "redis-cluster")))])
-    aliases = write_workbook(tmp_path / "aliases.xlsx", [("别名", "visible", _rows(
+    aliases = write_workbook(tmp_path / "aliases.xlsx", [("别名", "visible", sheet_rows(
         ("entity", "alias"), ("order-service", "订单服务"), ("", ""), ("nobody", "某服务")))])
     assert _kg("import", str(relations), "--data-dir", kb)[0] == 0
     code, out = _kg("import", str(aliases), "--data-dir", kb)
@@ -98,19 +89,19 @@ def test_an_alias_table_in_a_workbook(tmp_path):
 
 def test_which_sheet_holds_the_table(tmp_path):
     header, row = ("source", "relation", "target"), ("a", "dependsOn", "b")
-    two = write_workbook(tmp_path / "two.xlsx", [("2025", "visible", _rows(header, row)),
-                                                  ("2026", "visible", _rows(header, row))])
+    two = write_workbook(tmp_path / "two.xlsx", [("2025", "visible", sheet_rows(header, row)),
+                                                  ("2026", "visible", sheet_rows(header, row))])
     with pytest.raises(RelationTableError, match="the sheets '2025', '2026' each hold a table"):
         sheet_csv(two)
-    none = write_workbook(tmp_path / "none.xlsx", [("说明", "visible", _rows(("notes",))),
-                                                   ("数据", "visible", _rows(("源", "关系", "目标")))])
+    none = write_workbook(tmp_path / "none.xlsx", [("说明", "visible", sheet_rows(("notes",))),
+                                                   ("数据", "visible", sheet_rows(("源", "关系", "目标")))])
     with pytest.raises(RelationTableError, match="no sheet has the header source,relation,target .* its sheets: '说明', '数据'"):
         sheet_csv(none)
-    one = write_workbook(tmp_path / "one.xlsx", [("数据", "visible", _rows(("源", "关系", "目标"), row))])
+    one = write_workbook(tmp_path / "one.xlsx", [("数据", "visible", sheet_rows(("源", "关系", "目标"), row))])
     assert sheet_csv(one).decode() == "源,关系,目标\na,dependsOn,b\n"  # the only sheet: its header's problem said as a CSV's
     code, out = _kg("import", str(one), "--data-dir", str(tmp_path / "kb"))
     assert code == 2 and "one.xlsx: missing required columns 'source', 'relation', 'target'" in out, out
-    kept = write_workbook(tmp_path / "kept.xlsx", [("新", "visible", _rows(header, row)), ("旧", "hidden", _rows(header))])
+    kept = write_workbook(tmp_path / "kept.xlsx", [("新", "visible", sheet_rows(header, row)), ("旧", "hidden", sheet_rows(header))])
     assert sheet_csv(kept).decode() == "source,relation,target\na,dependsOn,b\n"
 
 
@@ -159,7 +150,7 @@ def test_a_workbook_through_the_api_and_its_dry_run(tmp_path):
 def test_a_hostile_sheet_is_refused_unread(tmp_path, monkeypatch):
     from kg import ooxml
 
-    made = write_workbook(tmp_path / "made.xlsx", [("S", "visible", _rows(("source", "relation", "target")))])
+    made = write_workbook(tmp_path / "made.xlsx", [("S", "visible", sheet_rows(("source", "relation", "target")))])
     laughs = tmp_path / "laughs.xlsx"
     with zipfile.ZipFile(made) as src, zipfile.ZipFile(laughs, "w") as zf:  # its sheet declaring entities
         for name in src.namelist():
@@ -170,7 +161,7 @@ def test_a_hostile_sheet_is_refused_unread(tmp_path, monkeypatch):
                     '<t>&b;</t></is></c></row></sheetData></worksheet>')
     with pytest.raises(InputError, match="declares a DTD, which Office never writes"):
         sheet_csv(laughs)
-    big = write_workbook(tmp_path / "big.xlsx", [("S", "visible", _rows(("source", "relation", "target"),
+    big = write_workbook(tmp_path / "big.xlsx", [("S", "visible", sheet_rows(("source", "relation", "target"),
                                                                        *[("a", "dependsOn", "b")] * 400))])
     monkeypatch.setattr(ooxml, "MAX_PART_BYTES", 10_000)
     with pytest.raises(InputError, match="inflates past"):
@@ -184,7 +175,7 @@ def test_an_edge_a_workbook_still_states_stays_when_a_csv_drops_it(tmp_path):
     rows = "source,relation,target\norder-service,dependsOn,redis-cluster\n"
     csv_table = tmp_path / "team.csv"
     csv_table.write_text(rows + "order-service,dependsOn,mysql-core\n", encoding="utf-8")
-    book = write_workbook(tmp_path / "ops.xlsx", [("S", "visible", _rows(("source", "relation", "target"),
+    book = write_workbook(tmp_path / "ops.xlsx", [("S", "visible", sheet_rows(("source", "relation", "target"),
                                                                          ("order-service", "dependsOn", "redis-cluster")))])
     assert _kg("import", str(csv_table), "--data-dir", kb)[0] == 0
     assert _kg("import", str(book), "--data-dir", kb)[0] == 0

@@ -38,8 +38,8 @@ def pack() -> None:
 def add(pack_id: str, origin: str, data_dir: Path | None, as_json: bool, quiet: bool) -> None:
     """Copy or clone a pack into the data dir, ingest it and add its row to REGISTRY.md.
 
-    A relations.csv and an aliases.csv at the pack's root are imported too (as `kg import` does); `kg pack update`
-    follows their edits and `kg pack remove` takes their edges out. A pack's table cannot take your names over: a
+    A relations.csv and an aliases.csv (or .xlsx) at the pack's root are imported too (as `kg import` does);
+    `kg pack update` follows their edits and `kg pack remove` takes their edges out. A pack's table cannot take your names over: a
     row giving an alias another entity has is skipped (said in the notes), and its `X documentedIn pack:ID` rows do
     not decide where questions about X are searched."""
     with open_kb(data_dir, create=True) as kb, Progress(None, "ingesting", quiet or as_json) as bar:

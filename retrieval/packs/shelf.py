@@ -46,6 +46,7 @@ from retrieval.packs.routing import (
 )
 from retrieval.packs.tables import (
     PACKS_DIR,
+    TABLES,
     packs_alone_state,
     retract_tables,
     sync_tables,
@@ -331,7 +332,8 @@ class PackShelf:
     def _ingest(self, pack_id: str, folder: Path, action: str, progress) -> PackReport:
         from retrieval.ingest.chunking import find_source_files
 
-        files = [f for f in find_source_files([folder]) if f.relative_to(folder).as_posix() != CARD_FILE]
+        own = {CARD_FILE, *TABLES}  # the card and the pack's own tables (a workbook one too) are not its documents
+        files = [f for f in find_source_files([folder]) if f.relative_to(folder).as_posix() not in own]
         if not files:
             raise InputError(f"the pack '{pack_id}' has no Markdown or text files besides {CARD_FILE}")
         ingest = self.kb.ingest_paths(files, progress)  # inside the pack's write: one commit

@@ -1,4 +1,4 @@
-"""A pack's own relation and alias tables: `relations.csv` and `aliases.csv` at the root of its folder in, the edges and
+"""A pack's own relation and alias tables: `relations.csv` and `aliases.csv` (or `.xlsx`) at the root of its folder in, the edges and
 aliases they state in the knowledge base's graph out; imported with the pack (`kg pack add`, `kg pack update`) and
 taken out with it (`kg pack remove`, or an update whose folder no longer has the file).
 
@@ -25,7 +25,9 @@ __all__ = ["PACKS_DIR", "TABLES", "pack_of_table", "packs_alone_state", "retract
 
 PACKS_DIR = "packs"  # DATA_DIR/packs/ID holds a pack's copy
 # File name -> the header of an empty table of its kind. Relations first: an alias names an entity a relation row made.
-TABLES = {"relations.csv": "source,relation,target\n", "aliases.csv": "entity,alias\n"}
+# A table kept in Excel (`kg/relations/sheet.py`) is read as its CSV is.
+TABLES = {"relations.csv": "source,relation,target\n", "aliases.csv": "entity,alias\n",
+          "relations.xlsx": "source,relation,target\n", "aliases.xlsx": "entity,alias\n"}
 
 
 def pack_of_table(table: str) -> str | None:
@@ -110,10 +112,12 @@ def _recorded(kb, path: Path) -> bool:
 
 
 def _retract(kb, path: Path) -> dict:
-    """Import the table empty: the record's rule removes what it stated and nothing another table states."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(TABLES[path.name], encoding="utf-8")
+    """Import the table empty, as itself (the record's key): the record's rule removes what it stated and nothing
+    another table states. The empty table is a CSV beside it, also for a workbook's."""
+    empty = path.with_name(f".empty-{path.stem}.csv")
+    empty.parent.mkdir(parents=True, exist_ok=True)
+    empty.write_text(TABLES[path.name], encoding="utf-8")
     try:
-        return kb.import_file(path)
+        return kb.import_file(empty, table=TableLedger.key(path))
     finally:
-        path.unlink(missing_ok=True)
+        empty.unlink(missing_ok=True)
