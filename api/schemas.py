@@ -108,7 +108,7 @@ class HitOut(BaseModel):
     lines: list[int]
     why: dict
     version: dict | None = Field(None, description="The version that answered: version_id, label, effective_from, effective_to.")
-    page: int | None = Field(None, description="PDF: the page the passage starts on.")
+    page: int | None = Field(None, description="Where the passage starts in the file's own terms: a PDF's page, a deck's slide, a sheet's row.")
     parent: dict | None = Field(None, description="The parent chunk (chunk_id, text): the passage's context.")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import PurePath
 
 __all__ = [
     "Chunk",
@@ -33,7 +34,7 @@ class SourceDocument:
     aliases: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     version_label: str | None = None  # front matter `version:` ("v1.3"); None: "v<n>"
-    line_pages: tuple[int, ...] = ()  # PDF: the page of each line of `text` (1-based), else empty
+    line_pages: tuple[int, ...] = ()  # where each line of `text` is in the file: a PDF's page, a slide, a sheet's row
     warnings: tuple[str, ...] = ()  # what the reader noticed but did not refuse (a page without text layer)
 
 
@@ -61,7 +62,22 @@ class Chunk:
     line_end: int
     sha256: str  # fingerprint of the normalized chunk text
     parent_id: str = ""  # the parent chunk (a section or part of one) it belongs to
-    page: int | None = None  # PDF: the page its first line is on
+    page: int | None = None  # where its first line is in the file's own terms: a PDF's page, a deck's slide, a sheet's row
+
+
+# Where a hit is, as the file's own program shows it (`place`): lines in a text file, a PDF's page, a deck's slide,
+# a sheet's row. A Word or HTML document's line numbers are those of the text read from it, which point nowhere in
+# Word or a browser: its section (shown beside) says where.
+_UNITS = {".pdf": "p.", ".pptx": "slide", ".xlsx": "row"}
+_CONVERTED = {".docx", ".html", ".htm", *_UNITS}
+
+
+def place(source: str, lines: tuple[int, int] | list[int], page: int | None) -> str:
+    """What follows a hit's source to say where in it: ":15-19", " p. 3", " slide 2", " row 7" or ""."""
+    suffix = PurePath(source).suffix.lower() if source else ""
+    if page is not None and suffix in _UNITS:
+        return f" {_UNITS[suffix]} {page}"
+    return "" if suffix in _CONVERTED else f":{lines[0]}-{lines[1]}"
 
 
 @dataclass(frozen=True)

@@ -233,6 +233,8 @@ def test_a_folder_of_word_notes_through_the_cli(tmp_path):
     result = runner.invoke(cli, ["ask", "结算任务失败怎么处理？", "--data-dir", str(kb)])
     assert result.exit_code == 0, result.output
     assert "settlectl retry --batch" in result.output and "结算服务运行手册" in result.output
+    # Cited by its section: line numbers of the text read from a Word file point nowhere in Word.
+    assert "结算服务运行手册.docx)" in result.output and "结算服务运行手册.docx:" not in result.output, result.output
 
     # Unchanged: skipped without reading; edited in Word (here: written again with a changed cell): a new version.
     assert "nothing changed: 2 document(s) already up to date" in runner.invoke(cli, ["ingest", str(notes), "--data-dir", str(kb)]).output

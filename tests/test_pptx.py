@@ -140,14 +140,26 @@ def test_a_deck_in_a_folder_through_the_cli_and_the_api(tmp_path):
     assert result.exit_code == 0 and "1 new" in result.output, result.output
     assert "旧版.ppt: a PowerPoint 97-2003 presentation: save it as .pptx" in result.output
     out = runner.invoke(cli, ["query", "值班长的电话在哪里", "--data-dir", kb]).output
-    assert "值班培训 § 告警升级流程" in out and " p.2" in out, out  # the notes are found on their slide
+    assert "值班培训 § 告警升级流程" in out and "值班培训.pptx slide 2" in out, out  # the notes are found on their slide
     hits = json.loads(runner.invoke(cli, ["query", "日终对账 时间", "--data-dir", kb, "--json"]).output)["hits"]
     assert hits[0]["section"] == "结算任务时间表" and hits[0]["page"] == 4 and "| 日终对账 | 02:00 |" in hits[0]["text"]
     answer = runner.invoke(cli, ["ask", "日终对账几点开始？", "--data-dir", kb]).output
-    assert "02:00" in answer and "p. 4" in answer, answer
+    assert "02:00" in answer and "值班培训.pptx slide 4)" in answer, answer
 
     with posted_to_api(tmp_path, DATA / "oncall-training.pptx", "training.pptx") as (client, auth):
         as_text = client.post("/documents", headers=auth, json={"text": "x", "filename": "t.pptx"})
         assert as_text.status_code == 400 and "a PowerPoint deck cannot be sent as `text`" in as_text.text
         hits = client.post("/query", json={"query": "清算文件上传 负责人"}).json()["hits"]
         assert "| 清算文件上传 | 04:30 | 李四 |" in hits[0]["text"] and hits[0]["page"] == 4
+
+
+def test_where_a_hit_is_said_as_its_files_program_shows_it():
+    from retrieval.types import place
+
+    assert place("notes/a.md", (3, 9), None) == ":3-9"
+    assert place("notes/a.txt", [1, 2], None) == ":1-2"
+    assert place("docs/manual.pdf", (40, 52), 7) == " p. 7"
+    assert place("decks/oncall.PPTX", (7, 12), 2) == " slide 2"
+    assert place("inventory.xlsx", (3, 8), 5) == " row 5"
+    assert place("runbook.docx", (15, 19), None) == "" and place("page.html", (1, 4), None) == ""
+    assert place("api:note-1", (1, 2), None) == ":1-2"  # no suffix: the lines of the text sent

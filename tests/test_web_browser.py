@@ -417,6 +417,9 @@ def test_upload_by_drag_and_drop_asks_for_the_token(browser, server, tmp_path):
     assert texts(browser, ".hit .hit-head strong").count("结算服务运行手册") == 1
     why = texts(browser, ".hit .why li")
     assert "the same text is also in runbook-copy.docx (shown once)" in why, why
+    assert texts(browser, ".hit .where")[0].endswith("settlement-runbook.docx")  # Word: its section says where, not lines
+    ask(browser, "值班长的电话 不要打个人手机")  # the deck's speaker notes, on its slide
+    assert texts(browser, ".hit .where")[0].endswith("oncall-training.pptx · slide 2")
 
 
 def test_import_errors_are_shown_by_line(browser, server, tmp_path, shots):

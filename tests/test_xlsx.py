@@ -92,7 +92,7 @@ def test_a_workbook_in_a_folder_through_the_cli_and_the_api(tmp_path):
     hits = json.loads(runner.invoke(cli, ["query", "payment-service 负责团队", "--data-dir", str(kb), "--json"]).output)["hits"]
     assert hits[0]["section"] == "服务" and "| payment-service | 资金结算组 | 8443 |" in hits[0]["text"]
     answer = runner.invoke(cli, ["ask", "payment-service 的负责团队是哪个？", "--data-dir", str(kb)]).output
-    assert "资金结算组" in answer and "服务清单" in answer
+    assert "资金结算组" in answer and "服务清单.xlsx row 1)" in answer, answer  # the sheet's row, not a line of its text
 
     with posted_to_api(tmp_path, DATA / "service-inventory.xlsx", "inventory.xlsx") as (client, auth):
         hits = client.post("/query", json={"query": "order-service 端口"}).json()["hits"]

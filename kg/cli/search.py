@@ -68,12 +68,13 @@ def print_result(result, max_text: int = 160) -> None:
     if not result.hits:
         click.echo("nothing found: no passage matches these words or entities")
         return
+    from retrieval.types import place
+
     for hit in result.hits:
-        where = f"{hit.source}:{hit.lines[0]}-{hit.lines[1]}" if hit.source else hit.doc_id
+        where = f"{hit.source}{place(hit.source, hit.lines, hit.page)}" if hit.source else hit.doc_id
         section = f" § {hit.section}" if hit.section else ""
         version = f"  ({hit.version['label']}, from {hit.version['effective_from']})" if hit.version and hit.version["effective_from"] else ""
-        page = f" p.{hit.page}" if hit.page else ""
-        click.echo(f"{hit.rank:>2}. {click.style(hit.title, fg='cyan')}{section}  [{hit.score:.4f}]  {where}{page}{version}")
+        click.echo(f"{hit.rank:>2}. {click.style(hit.title, fg='cyan')}{section}  [{hit.score:.4f}]  {where}{version}")
         snippet = " ".join(hit.text.split())
         click.echo("    " + (snippet[:max_text] + ("…" if len(snippet) > max_text else "")))
         reasons = []

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from retrieval.types import place
+
 __all__ = ["Answer", "AnswerSentence", "Citation", "Round", "detect_language", "NOT_FOUND"]
 
 # The plain "nothing found", in the question's language.
@@ -42,10 +44,10 @@ class Citation:
                    placed=(getattr(hit, "why", None) or {}).get("placed", ""))
 
     def where(self) -> str:
-        """title § section (source:lines), for plain-text renderings."""
+        """title § section (source:lines, or its page, slide or row: `types.place`), for plain-text renderings."""
         section = f" § {self.section}" if self.section else ""
-        place = f"p. {self.page}" if self.page else f"{self.lines[0]}-{self.lines[1]}"
-        return f"{self.title}{section} ({self.source}:{place})" if self.source else f"{self.title}{section}"
+        return f"{self.title}{section} ({self.source}{place(self.source, self.lines, self.page)})" if self.source \
+            else f"{self.title}{section}"
 
     def to_json(self) -> dict:
         return {"n": self.n, "chunk_id": self.chunk_id, "doc_id": self.doc_id, "title": self.title,

@@ -23,9 +23,9 @@ MAX_CELLS = 200_000  # of text cells in a workbook: ~a few MB of text, past what
 _KIND = "spreadsheet"
 
 
-def _grid(book: Workbook, part: str, cells: int) -> tuple[list[list[str]], int]:
-    """The sheet's rows of text, empty rows and columns left out, and the workbook's cells read so far (up to
-    MAX_CELLS: what is past it is not read)."""
+def _grid(book: Workbook, part: str, cells: int) -> tuple[list[list[str]], list[int], int]:
+    """The sheet's rows of text, empty rows and columns left out, the sheet's number of each row, and the workbook's
+    cells read so far (up to MAX_CELLS: what is past it is not read)."""
     rows: dict[int, dict[int, str]] = {}
     for number, found in book.rows(part):
         for column, value in found[: MAX_CELLS - cells]:
@@ -34,13 +34,17 @@ def _grid(book: Workbook, part: str, cells: int) -> tuple[list[list[str]], int]:
         if cells >= MAX_CELLS:
             break
     if not rows:
-        return [], cells
+        return [], [], cells
     used = sorted({col for row in rows.values() for col in row})
-    return [[rows[r].get(col, "") for col in used] for r in sorted(rows)], cells
+    numbers = sorted(rows)
+    return [[rows[r].get(col, "") for col in used] for r in numbers], numbers, cells
 
 
-def _table(grid: list[list[str]]) -> list[str]:
-    return [row[0] for row in grid] if len(grid[0]) == 1 else table_lines(grid)  # one column: a list kept in a sheet
+def _table(grid: list[list[str]], numbers: list[int]) -> tuple[list[str], list[int]]:
+    """The sheet's lines and the row each comes from (a table's rule line: its header's)."""
+    if len(grid[0]) == 1:
+        return [row[0] for row in grid], numbers  # one column: a list kept in a sheet
+    return table_lines(grid), [numbers[0], *numbers]
 
 
 def read_xlsx(raw: bytes, source: str, label: str) -> SourceDocument:
@@ -48,13 +52,16 @@ def read_xlsx(raw: bytes, source: str, label: str) -> SourceDocument:
         try:
             book = Workbook(zf, label)
             lines: list[str] = []
+            rows: list[int] = []  # the sheet row of each line: where a hit is, as Excel numbers it
             cells = 0
             for name, part in book.sheets():
                 if cells >= MAX_CELLS:
                     break
-                grid, cells = _grid(book, part, cells)
+                grid, numbers, cells = _grid(book, part, cells)
                 if grid:
-                    lines += [f"## {' '.join(name.split()) or part}", "", *_table(grid), ""]
+                    table, at = _table(grid, numbers)
+                    lines += [f"## {' '.join(name.split()) or part}", "", *table, ""]
+                    rows += [numbers[0], numbers[0], *at, numbers[-1]]
             title = core_title(zf, label)
         except UNREADABLE_MEMBER as exc:
             raise InputError(f"{label}: a part of the spreadsheet cannot be read ({exc}); save it again as .xlsx") from None
@@ -62,4 +69,5 @@ def read_xlsx(raw: bytes, source: str, label: str) -> SourceDocument:
         raise InputError(f"{label}: the spreadsheet holds no text (its visible sheets are empty)")
     warnings = (f"{label}: more than {MAX_CELLS:,} cells: read up to there; split the workbook",) \
         if cells >= MAX_CELLS else ()
-    return SourceDocument(source=source, text="\n".join(lines), format="xlsx", title=title, warnings=warnings)
+    return SourceDocument(source=source, text="\n".join(lines), format="xlsx", title=title, line_pages=tuple(rows),
+                          warnings=warnings)

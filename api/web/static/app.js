@@ -153,6 +153,16 @@
   };
 
   /* A passage opened in place: document, version, effective date, section, page/lines, text. */
+  /* Where a hit is, as the file's own program shows it (retrieval/types.py `place`): lines of a text file, a PDF's
+     page, a deck's slide, a sheet's row; nothing for Word and HTML, whose section says where. */
+  var UNITS = { pdf: "page", pptx: "slide", xlsx: "row" };
+  Kg.place = function (source, lines, page) {
+    var name = (source || "").split("/").pop(), dot = name.lastIndexOf(".");
+    var suffix = dot > 0 ? name.slice(dot + 1).toLowerCase() : "";
+    if (page != null && UNITS[suffix]) return name + " · " + t(UNITS[suffix]) + " " + page;
+    if (UNITS[suffix] || suffix === "docx" || suffix === "html" || suffix === "htm" || !lines) return name;
+    return name + ":" + lines[0] + "–" + lines[1];
+  };
   Kg.passage = function (c) {
     var dl = h("dl");
     function row(label, value) { if (value != null && value !== "") dl.append(h("dt", { text: label }), h("dd", { text: String(value) })); }
@@ -197,7 +207,7 @@
       h("div", { "class": "hit-head" }, h("span", { "class": "rank" }, hit.rank), h("strong", {}, hit.title),
         hit.section ? h("span", { "class": "section" }, "§ " + hit.section) : null,
         hit.version && hit.version.label ? h("span", { "class": "section" }, hit.version.label) : null,
-        h("span", { "class": "where" }, (hit.source || hit.doc_id).split("/").pop() + ":" + hit.lines[0] + "–" + hit.lines[1]), open),
+        h("span", { "class": "where" }, hit.source ? Kg.place(hit.source, hit.lines, hit.page) : hit.doc_id), open),
       Kg.markdown(hit.text, terms, true),
       h("ul", { "class": "why", "aria-label": t("why") }, Kg.whyWords(why, [hit.title, hit.section, hit.text].join("\n")).map(function (w) { return h("li", { text: w }); })));
     if (why.graph) {

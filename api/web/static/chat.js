@@ -30,7 +30,7 @@
       lines.push("", t("citations") + ":");
       ans.citations.forEach(function (c) {
         lines.push("[" + c.n + "] " + c.title + (c.section ? " § " + c.section : "") +
-          " (" + (c.source || c.doc_id || "").split("/").pop() + (c.lines ? ":" + c.lines[0] + "–" + c.lines[1] : "") + ")" +
+          " (" + (c.source ? Kg.place(c.source, c.lines, c.page) : c.doc_id || "") + ")" +
           (c.placed ? " — " + c.placed : ""));
       });
     }
