@@ -155,7 +155,7 @@ def test_csv_only_options_on_another_file_are_a_usage_error(tmp_path):
     result = kg("import", synonyms, "--dry-run", "--data-dir", tmp_path / "kb")
     assert result.exit_code == 2
     assert (
-        "--skip-invalid, --rejects and --dry-run apply to relation tables (.csv) only"
+        "--skip-invalid, --rejects and --dry-run apply to relation tables (.csv, .xlsx) only"
         in result.stderr
     )
 
