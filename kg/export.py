@@ -16,6 +16,7 @@ also lose what only an IRI or a language tag said (the re-import mints kgrag IRI
 from __future__ import annotations
 
 import csv
+import io
 import os
 import stat
 import tempfile
@@ -34,9 +35,10 @@ from rdflib.term import Node
 from kg.files import NAME_CONTROLS
 from kg.graph import entity_subjects, pick_label
 from kg.relations import ALIAS_SEPARATOR, ALLOWED_COLUMNS
+from kg.workbook import workbook_bytes
 from ontology import KG, Vocabulary, entity_iri, local_name
 
-__all__ = ["HEADER", "export_relations_csv", "export_turtle", "write_atomically"]
+__all__ = ["HEADER", "export_relations_csv", "export_turtle", "relations_workbook", "write_atomically"]
 
 HEADER = ALLOWED_COLUMNS
 Warn = Callable[[str], None]
@@ -108,6 +110,17 @@ def export_turtle(graph: rdflib.Graph, out_path: Path | str) -> int:
     """Write the whole graph as Turtle, atomically; returns the number of triples."""
     write_atomically(Path(out_path), graph.serialize(format="turtle", encoding="utf-8"))
     return len(graph)
+
+
+def relations_workbook(table: str) -> bytes:
+    """The exported relation table (CSV text) as an Excel workbook that `kg import` reads back (kg/relations/sheet.py):
+    one sheet, weights as numbers; a note's line breaks, which a workbook's table reads as spaces, stay in the cell."""
+    rows: list[list[str | float]] = list(csv.reader(io.StringIO(table, newline="")))
+    at = rows[0].index("weight") if rows and "weight" in rows[0] else None
+    for row in rows[1:]:
+        if at is not None and row[at]:
+            row[at] = float(row[at])
+    return workbook_bytes("relations", rows)
 
 
 def write_atomically(path: Path, data: bytes) -> None:

@@ -13,6 +13,7 @@ before it.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import math
 import posixpath
 import re
@@ -21,7 +22,7 @@ from collections.abc import Iterator
 
 from kg.ooxml import attr, child, iter_part, local, parse_part
 
-__all__ = ["Workbook"]
+__all__ = ["Workbook", "workbook_bytes"]
 
 _REF = re.compile(r"([A-Z]+)(\d+)")
 # Built-in number formats that show a date or a time (ECMA-376 18.8.30, and the CJK locales' 27-36, 50-58).
@@ -146,3 +147,70 @@ def _number(value: str, date: bool, base: dt.datetime) -> str:
             return moment.date().isoformat()
         return moment.strftime("%Y-%m-%d %H:%M" if number >= 1 else "%H:%M")
     return str(int(number)) if number == int(number) and abs(number) < 1e15 else format(number, ".15g")
+
+
+_MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+_DOC_RELS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+_PKG_RELS = "http://schemas.openxmlformats.org/package/2006/relationships"
+_CT = "application/vnd.openxmlformats-officedocument.spreadsheetml"
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # characters XML 1.0 cannot hold
+_XML_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
+
+
+def workbook_bytes(sheet: str, rows: list[list[str | float]]) -> bytes:
+    """One sheet named `sheet` holding `rows` (strings as inline strings, numbers as numbers), its first row frozen
+    as the header: the .xlsx Excel, WPS and LibreOffice open, and `Workbook` reads back cell for cell (but for line
+    breaks, which it reads as spaces)."""
+    body = []
+    for r, row in enumerate(rows, start=1):
+        cells = []
+        for c, value in enumerate(row):
+            ref = f"{_letters(c)}{r}"
+            if isinstance(value, float | int) and not isinstance(value, bool):
+                cells.append(f'<c r="{ref}"><v>{value!r}</v></c>')
+            elif value != "":
+                text = _NOT_XML.sub("", str(value)).translate(_XML_ESCAPES)
+                cells.append(f'<c r="{ref}" t="inlineStr"><is><t xml:space="preserve">{text}</t></is></c>')
+        body.append(f'<row r="{r}">{"".join(cells)}</row>')
+    pane = ('<sheetViews><sheetView workbookViewId="0"><pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" '
+            'state="frozen"/></sheetView></sheetViews>')
+    parts = {
+        "[Content_Types].xml": '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+        '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+        '<Default Extension="xml" ContentType="application/xml"/>'
+        f'<Override PartName="/xl/workbook.xml" ContentType="{_CT}.sheet.main+xml"/>'
+        f'<Override PartName="/xl/worksheets/sheet1.xml" ContentType="{_CT}.worksheet+xml"/>'
+        f'<Override PartName="/xl/styles.xml" ContentType="{_CT}.styles+xml"/></Types>',
+        "_rels/.rels": f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="{_PKG_RELS}">'
+        f'<Relationship Id="rId1" Type="{_DOC_RELS}/officeDocument" Target="xl/workbook.xml"/></Relationships>',
+        "xl/workbook.xml": f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><workbook xmlns="{_MAIN}" '
+        f'xmlns:r="{_DOC_RELS}"><sheets><sheet name="{sheet.translate(_XML_ESCAPES)}" sheetId="1" r:id="rId1"/>'
+        "</sheets></workbook>",
+        "xl/_rels/workbook.xml.rels": f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships '
+        f'xmlns="{_PKG_RELS}"><Relationship Id="rId1" Type="{_DOC_RELS}/worksheet" Target="worksheets/sheet1.xml"/>'
+        f'<Relationship Id="rId2" Type="{_DOC_RELS}/styles" Target="styles.xml"/></Relationships>',
+        "xl/styles.xml": f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><styleSheet xmlns="{_MAIN}">'
+        '<fonts count="1"><font><sz val="11"/><name val="Calibri"/></font></fonts><fills count="2"><fill>'
+        '<patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill></fills>'
+        '<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>'
+        '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>'
+        '<cellXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/></cellXfs></styleSheet>',
+        "xl/worksheets/sheet1.xml": f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><worksheet '
+        f'xmlns="{_MAIN}">{pane}<sheetData>{"".join(body)}</sheetData></worksheet>',
+    }
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, text in parts.items():
+            zf.writestr(name, text)
+    return out.getvalue()
+
+
+def _letters(column: int) -> str:
+    """Column index from 0 -> its letters (0 -> A, 26 -> AA)."""
+    out = ""
+    column += 1
+    while column:
+        column, rest = divmod(column - 1, 26)
+        out = chr(65 + rest) + out
+    return out

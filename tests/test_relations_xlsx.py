@@ -183,3 +183,20 @@ def test_an_edge_a_workbook_still_states_stays_when_a_csv_drops_it(tmp_path):
     code, out = _kg("import", str(csv_table), "--data-dir", kb)
     assert code == 0 and "removed" not in out, out
     assert "redis-cluster (ops.xlsx:2)" in _kg("entity", "order-service", "--data-dir", kb, "--sources")[1]
+
+
+def test_the_graph_exported_as_a_workbook_imports_back_the_same(tmp_path):
+    """Protégé's edits to Excel and back: `kg export relations.xlsx` writes the table `kg import` reads, weights as
+    numbers; imported into an empty knowledge base it gives the same table."""
+    kb, other = str(tmp_path / "kb"), str(tmp_path / "other")
+    assert _kg("import", str(DATA / "relations.xlsx"), "--data-dir", kb)[0] == 0
+    book = tmp_path / "out" / "relations.xlsx"
+    code, out = _kg("export", str(book), "--data-dir", kb)
+    assert code == 0 and "exported 4 relations to" in out, out
+    assert sheet_csv(book).decode().split("\n")[2] == "payment-service,dependsOn,redis-cluster,,,,,1,\"支付幂等键, 保存 24 小时\""
+    with zipfile.ZipFile(book) as zf:
+        assert '<c r="H2"><v>0.8</v></c>' in zf.read("xl/worksheets/sheet1.xml").decode()  # a number, not text
+    assert _kg("import", str(book), "--data-dir", other)[0] == 0
+    assert _kg("export", "--data-dir", other)[1] == _kg("export", "--data-dir", kb)[1]
+    code, out = _kg("export", "--format", "xlsx", "--data-dir", kb)
+    assert code == 2 and "a workbook is not text: give the file to write" in out, out

@@ -18,18 +18,19 @@ from kg.cli.base import (
 
 @cli.command()
 @click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["csv", "turtle"]), default=None,
-              help="csv = the relation table `kg import` reads; turtle = the whole graph (graph.ttl, or the "
-                   "SPARQL store's graphs with KG_GRAPH_STORE=sparql+http://...). Default: turtle for a FILE "
-                   "ending in .ttl, else csv.")
+@click.option("--format", "fmt", type=click.Choice(["csv", "xlsx", "turtle"]), default=None,
+              help="csv = the relation table `kg import` reads; xlsx = the same table as an Excel workbook; turtle = "
+                   "the whole graph (graph.ttl, or the SPARQL store's graphs with KG_GRAPH_STORE=sparql+http://...). "
+                   "Default: turtle for a FILE ending in .ttl, xlsx for .xlsx, else csv.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to this file (atomically) instead of stdout (the same as FILE).")
 @data_dir_option
 def export(file: Path | None, fmt: str | None, output: Path | None, data_dir: Path | None) -> None:
-    """Export the relations as a relation table (.csv) or the whole graph as Turtle.
+    """Export the relations as a relation table (.csv or .xlsx) or the whole graph as Turtle.
 
     \b
     kg export relations.csv      the relation table, written atomically
+    kg export relations.xlsx     the same table as an Excel workbook
     kg export graph.ttl          the whole graph (Turtle, for Protégé)
     kg export > relations.csv    the same table on stdout
 
@@ -47,7 +48,10 @@ def export(file: Path | None, fmt: str | None, output: Path | None, data_dir: Pa
     if file is not None and output is not None and file != output:
         raise click.UsageError(f"two files to write: {file} and -o {output}; give one")
     output = output or file
-    fmt = fmt or ("turtle" if output is not None and output.suffix.lower() == ".ttl" else "csv")
+    suffix = output.suffix.lower() if output is not None else ""
+    fmt = fmt or {".ttl": "turtle", ".xlsx": "xlsx"}.get(suffix, "csv")
+    if fmt == "xlsx" and output is None:
+        raise click.UsageError("a workbook is not text: give the file to write (kg export relations.xlsx)")
     with open_kb(data_dir) as kb:
         graph, vocab = _graph_to_export(kb)
         if fmt == "turtle":
@@ -64,6 +68,11 @@ def export(file: Path | None, fmt: str | None, output: Path | None, data_dir: Pa
         click.echo(f"not exported: {message}", err=True)
     if output is None:
         click.echo(text.getvalue(), nl=False)
+    elif fmt == "xlsx":
+        from kg.export import relations_workbook
+
+        write_atomically(output, relations_workbook(text.getvalue()))
+        click.echo(f"exported {n} relations to {output}", err=True)
     else:
         # With a BOM, as the rejects file: Excel then reads the Chinese labels as UTF-8.
         write_atomically(output, text.getvalue().encode("utf-8-sig"))
