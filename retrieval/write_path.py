@@ -105,7 +105,8 @@ def ingest_documents(kb, sources: Iterable[SourceDocument], progress: Progress |
     batch = list({src.source: src for src in sources}.values())
     def change() -> None:
         keyless = {src.source: src for src in batch if not src.doc_key and os.path.isabs(src.source)}  # files
-        moved = moves.moved_files(kb.store.db, keyless, lambda source: source_fingerprint(keyless[source]))
+        moved = moves.moved_files(kb.store.db, keyless, lambda source: source_fingerprint(keyless[source]),
+                                  text=lambda source: keyless[source].text)
         for src in batch:
             try:
                 _check_size(kb, src)

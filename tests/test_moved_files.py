@@ -5,9 +5,10 @@ same passage came back twice in the hits (old path and new) until `kg ingest --s
 document with all its versions. A file with a front matter `id:` kept its document, but got a new identical version and
 the note "its text still answers questions", and `--sync` then deleted its first version. Now the move is recognised
 (`retrieval.catalog.moves`): the versions follow the file, the hits name the new path, its folder's words are indexed,
-`--sync` has nothing to remove. What is not a move stays as it was: a copy (the old file still there), two files with
-the same text under other names (the same text under the same names is paired by them), a file moved and edited
-without an `id:`. Real CLI (its human output too), whoosh on disk.
+`--sync` has nothing to remove. A file moved or renamed and edited at once keeps its document when at least half its
+lines are the old text's and no other gone document or new file is as close. What is not a move stays as it was: a
+copy (the old file still there), two files with the same text under other names (the same text under the same names
+is paired by them), a file moved and rewritten without an `id:`. Real CLI (its human output too), whoosh on disk.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def test_what_is_not_a_move_stays_as_it_was(tmp_path: Path) -> None:
         _write(notes / "copy" / "a.md", YAK)  # a copy: a.md is still there
         for name, to in (("twin1.md", "x.md"), ("twin2.md", "y.md")):  # one text, other names: which went where?
             (notes / name).rename(notes / "copy" / to)
-        (notes / "edited.md").unlink()  # moved and edited, no id: a new document, the old one until --sync
+        (notes / "edited.md").unlink()  # moved and rewritten (no line kept), no id: a new document, the old until --sync
         _write(notes / "copy" / "edited.md", "# Edited\n\nThe second text of the edited note.\n")
         report = kb.ingest_paths([notes])
         assert (report.added, report.moved) == (4, [])
@@ -133,3 +134,50 @@ def test_what_is_not_a_move_stays_as_it_was(tmp_path: Path) -> None:
         (notes / "copy" / "a.md").unlink()  # gone, and the same text posted through the API: not a file that moved
         posted = kb.ingest_documents([SourceDocument(source="api:yak", text=YAK, format="md")])
         assert (posted.added, posted.moved) == (1, [])
+
+
+BACKUP = ("# Backups\n\nA full backup runs at 02:00 every night.\n\nBackups are kept for seven days.\n\n"
+          "They are written to the backup bucket.\n\nA restore starts by stopping writes.\n")
+PLAN = ("# 迁移方案\n\n目标：把订单库迁到新集群。\n\n步骤一：建立同步链路。\n\n步骤二：双写一周。\n\n"
+        "步骤三：切读流量。\n\n预算：20 万元。\n")
+
+
+def test_a_file_moved_or_renamed_and_edited_at_once_keeps_its_document(tmp_path: Path) -> None:
+    """A note moved to another folder and touched up, a plan renamed v1 -> v2 and revised: new versions of their
+    documents, through the real CLI (its human output: the move and the update); `kg versions` shows both texts."""
+    notes, kb = tmp_path / "notes", tmp_path / "kb"
+    _write(notes / "ops" / "plan-v1.md", PLAN)
+    _write(notes / "ops" / "backup.md", BACKUP)
+    kg_in_new_process("ingest", str(notes), "--data-dir", str(kb), cwd=tmp_path)
+    (notes / "ops" / "plan-v1.md").unlink()  # renamed and revised
+    _write(notes / "ops" / "plan-v2.md", PLAN.replace("20 万元", "25 万元") + "\n风险：切换窗口内只读。\n", age=0)
+    (notes / "ops" / "backup.md").unlink()  # moved to the archive and touched up
+    _write(notes / "archive" / "backup.md", BACKUP + "\nIt is kept in the archive now.\n", age=0)
+    out = kg_in_new_process("ingest", str(notes), "--data-dir", str(kb), cwd=tmp_path)
+    assert "0 new, 2 updated" in out and "2 moved (the same document at a new path" in out, out
+    assert f"moved {notes / 'ops' / 'plan-v1.md'} -> {notes / 'ops' / 'plan-v2.md'}" in out, out
+    versions = kg_in_new_process("versions", str(notes / "ops" / "plan-v2.md"), "--data-dir", str(kb), cwd=tmp_path)
+    assert versions.count("plan-v2.md") == 2 and "* v2" in versions, versions
+    assert "gone" not in kg_in_new_process("ingest", str(notes), "--data-dir", str(kb), cwd=tmp_path)
+    assert len(_rows(kb, "SELECT doc_id FROM documents")) == 2
+
+
+def test_an_edited_move_that_could_be_either_is_no_move(tmp_path: Path) -> None:
+    """Two gone documents as close to one new file (a note and its copy, both deleted), or one gone document as close
+    to two new files (a note split in two): which is which cannot be told, so each new file is a new document."""
+    notes = tmp_path / "notes"
+    _write(notes / "a" / "plan.md", PLAN)
+    _write(notes / "b" / "plan.md", PLAN + "\n备注：抄送财务。\n")
+    _write(notes / "c" / "plan.md", PLAN)
+    with KnowledgeBase(make_settings(tmp_path / "kb"), create=True) as kb:
+        kb.ingest_paths([notes])
+        (notes / "a" / "plan.md").unlink()
+        (notes / "b" / "plan.md").unlink()
+        _write(notes / "d" / "plan.md", PLAN.replace("20 万元", "30 万元"), age=0)
+        report = kb.ingest_paths([notes])
+        assert (report.added, report.moved) == (1, [])
+        (notes / "c" / "plan.md").unlink()
+        _write(notes / "c" / "plan-part1.md", PLAN.replace("步骤三", "第三步"), age=0)
+        _write(notes / "c" / "plan-part2.md", PLAN.replace("步骤二", "第二步"), age=0)
+        report = kb.ingest_paths([notes])
+        assert (report.added, report.moved) == (2, []), report.moved

@@ -8,8 +8,14 @@ A move is recognised when nothing else could explain what an ingest sees: a docu
 is gone and that is now read from another path; or a file at a path no version was read from whose text is the
 latest text of exactly one document (keyed by its path, in no pack) whose file is gone, and no other new file of
 that ingest has the same text; when several gone documents and new files share one text (copies moved together, a
-folder renamed), those whose file name is one file's on each side are paired by it. A file moved and edited at once,
-without an `id:`, is a new document (and the old path's text answers until `kg ingest --sync`), as before.
+folder renamed), those whose file name is one file's on each side are paired by it.
+
+A file moved or renamed and edited at once, without an `id:` (a note moved into another folder and touched up, or
+`plan-v1.md` renamed `plan-v2.md` and revised), is paired with a gone document whose file had its name or sat in its
+folder, when at least half of the lines of the longer of the two texts are in both (`SAME_LINES`: an edit keeps most
+of a document, another document shares little with it) and exactly one gone document is that close to it, and it to
+no other new file. The ingest then makes the new text a new version of that document. Otherwise it is a new document
+(and the old path's text answers until `kg ingest --sync`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from collections.abc import Callable, Iterable
 __all__ = ["document_chunk_ids", "is_gone_file", "move_source", "moved_files", "path_document"]
 
 _BATCH = 500  # SQLite host parameters a statement
+SAME_LINES = 0.5  # of the longer text's distinct lines, in both: a file moved and edited is still that document
+_CANDIDATES = 50  # gone documents compared with one new file at most (the same name or folder)
 
 
 def path_document(db: sqlite3.Connection, source: str) -> str | None:
@@ -35,10 +43,11 @@ def is_gone_file(source: str, exists: Callable[[str], bool] = os.path.exists) ->
 
 
 def moved_files(db: sqlite3.Connection, sources: Iterable[str], fingerprint: Callable[[str], str],
-                exists: Callable[[str], bool] = os.path.exists) -> dict[str, tuple[str, str]]:
+                exists: Callable[[str], bool] = os.path.exists,
+                text: Callable[[str], str] | None = None) -> dict[str, tuple[str, str]]:
     """New source -> (doc id, old source) for the files among `sources` (the files of one ingest with no key of their
     own; `fingerprint`: a source's text's fingerprint, asked only of the paths no version was read from) that moved,
-    by the rule in this module's docstring."""
+    by the rule in this module's docstring; with `text` (a source's text), also those moved and edited at once."""
     new: dict[str, list[str]] = {}
     for source in sources:
         if not db.execute("SELECT 1 FROM versions WHERE source = ? LIMIT 1", (source,)).fetchone():
@@ -66,7 +75,58 @@ def moved_files(db: sqlite3.Connection, sources: Iterable[str], fingerprint: Cal
         for name, sources in _by_name(news, str).items():
             if len(sources) == 1 and len(old_names.get(name, ())) == 1:
                 moved[sources[0]] = old_names[name][0]
+    if text is not None:
+        rest = [source for group in new.values() for source in group if source not in moved]
+        moved.update(_edited(db, rest, text, exists, {old for old in moved.values()}))
     return moved
+
+
+def _edited(db: sqlite3.Connection, sources: list[str], text: Callable[[str], str], exists: Callable[[str], bool],
+            taken: set[tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """The new files among `sources` that are gone documents moved and edited at once (the module's rule)."""
+    by_folder: dict[str, list[tuple[str, str]]] = {}
+    by_name: dict[str, list[tuple[str, str]]] = {}
+    for old in _gone_near(db, sources, exists):
+        if old not in taken:
+            by_folder.setdefault(os.path.dirname(old[1]), []).append(old)
+            by_name.setdefault(os.path.basename(old[1]), []).append(old)
+    close: dict[str, list[tuple[str, str]]] = {}
+    for source in sources:
+        folder, name = os.path.split(source)
+        candidates = list(dict.fromkeys([*by_name.get(name, ()), *by_folder.get(folder, ())]))
+        if not candidates or len(candidates) > _CANDIDATES:
+            continue
+        lines = _lines(text(source))
+        close[source] = [old for old in candidates if _same_lines(lines, _document_lines(db, old[0])) >= SAME_LINES]
+    claimed: dict[tuple[str, str], int] = {}
+    for olds in close.values():
+        for old in olds:
+            claimed[old] = claimed.get(old, 0) + 1
+    return {source: olds[0] for source, olds in close.items() if len(olds) == 1 and claimed[olds[0]] == 1}
+
+
+def _gone_near(db: sqlite3.Connection, sources: list[str], exists: Callable[[str], bool]) -> list[tuple[str, str]]:
+    """The path-keyed documents outside packs whose file is gone and had the file name of one of `sources` or sat in
+    its folder: one pass over the documents, a file looked at only when its name or folder is one of those."""
+    if not sources:
+        return []
+    folders = {os.path.dirname(source) for source in sources}
+    names = {os.path.basename(source) for source in sources}
+    rows = db.execute("SELECT doc_id, source FROM documents WHERE doc_key IS NULL AND pack IS NULL")
+    return [(doc_id, old) for doc_id, old in rows
+            if (os.path.dirname(old) in folders or os.path.basename(old) in names) and is_gone_file(old, exists)]
+
+
+def _document_lines(db: sqlite3.Connection, doc_id: str) -> set[str]:
+    return _lines("\n".join(r[0] for r in db.execute("SELECT text FROM chunks WHERE doc_id = ?", (doc_id,))))
+
+
+def _lines(text: str) -> set[str]:
+    return {" ".join(line.split()) for line in text.splitlines() if line.strip()}
+
+
+def _same_lines(a: set[str], b: set[str]) -> float:
+    return len(a & b) / max(len(a), len(b)) if a and b else 0.0
 
 
 def _by_name(items: Iterable, path: Callable) -> dict[str, list]:
