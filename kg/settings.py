@@ -103,6 +103,8 @@ class Settings(BaseModel):
     max_body_bytes: int = Field(
         10_000_000, ge=1, description="Largest HTTP request body accepted; larger ones get 413 (KG_MAX_BODY_BYTES)."
     )
+    ocr: str = Field("auto", pattern="^(auto|off)$", description="auto = a PDF page without a text layer (a scan) is read by Tesseract when it is installed; off = such pages are skipped.")
+    ocr_languages: str = Field("chi_sim+eng", pattern=r"^[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*$", description="Tesseract's languages for scanned pages, joined by + (those installed are used).")
     max_document_bytes: int = Field(
         5_000_000, ge=1, description="Largest document (UTF-8 bytes) an ingest accepts; larger ones are refused (KG_MAX_DOCUMENT_BYTES)."
     )

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from kg.cli import cli
 from kg.errors import InputError
 from retrieval.ingest.chunking import ChunkSizes, cut_document
+from retrieval.ingest.ocr import INSTALL_HINT
 from retrieval.ingest.readers import read_source_file
 
 pymupdf = pytest.importorskip("pymupdf", reason="PDF reading needs the [pdf] extra")
@@ -61,15 +62,14 @@ def test_a_scanned_page_without_text_is_reported_and_an_all_scanned_pdf_is_refus
     path = tmp_path / "mixed.pdf"
     doc.save(path)
     src = read_source_file(path)
-    assert src.warnings == (f"{path}: page 2 has no text layer (a scanned image?): run OCR (e.g. ocrmypdf) and ingest it again",)
+    assert src.warnings == (f"{path}: page 2 has no text layer (a scanned image?): {INSTALL_HINT}",)  # OCR not asked for
     only_scan = pymupdf.open()
     only_scan.new_page().insert_image(pymupdf.Rect(50, 50, 300, 300), pixmap=png)
     scan_path = tmp_path / "scan.pdf"
     only_scan.save(scan_path)
     with pytest.raises(InputError) as error:
         read_source_file(scan_path)
-    assert str(error.value) == (f"{scan_path}: no text layer on any of its 1 page(s) (a scanned document?): "
-                                "run OCR (e.g. ocrmypdf) and ingest it again")
+    assert str(error.value) == f"{scan_path}: no text layer on any of its 1 page(s) (a scanned document?): {INSTALL_HINT}"
 
 
 def test_a_file_named_pdf_that_is_not_one_is_skipped_with_the_reason(tmp_path):

@@ -3,7 +3,8 @@
 Needs PyMuPDF (`pip install 'kgrag[pdf]'`; AGPL-licensed). PyMuPDF's own `sort=True` orders blocks
 top to bottom across the whole page, which interleaves the two columns of a two-column page line by
 line; here a page is cut into horizontal bands at every block that crosses the middle (a title, a
-full-width figure), and inside a band the left column is read before the right one.
+full-width figure), and inside a band the left column is read before the right one. A page without a text layer (a
+scan) is read by OCR where Tesseract is installed (`ocr.py`), and said so.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from kg.errors import InputError
+from retrieval.ingest.ocr import INSTALL_HINT, ocr_textpage
 from retrieval.types import SourceDocument
 
 __all__ = ["PDF_AVAILABLE", "read_pdf"]
@@ -35,6 +37,7 @@ _PAGE_NUMBER = re.compile(
 PAGE_CONTENT_BYTES = 32 * 1024 * 1024
 _EDGE = 0.1  # top and bottom tenth of a page: where running headers and footers live
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
+_BETWEEN_CJK = re.compile(r"(?<=[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]) +(?=[\u3400-\u9fff\u3000-\u303f\uff00-\uffef])")
 
 
 @dataclass
@@ -60,17 +63,22 @@ def _join_lines(lines: list[str]) -> str:
     return out
 
 
-def _page_blocks(page, number: int) -> list[_Block]:
+def _page_blocks(page, number: int, textpage=None) -> list[_Block]:
+    """The page's text blocks; from `textpage` (an OCR reading) when given, whose word sizes are estimates: a block's
+    size is then its words' median, not their largest, so one tall word does not make a paragraph a heading."""
     blocks = []
-    for block in page.get_text("dict")["blocks"]:
+    for block in page.get_text("dict", textpage=textpage)["blocks"]:
         if block.get("type") != 0:
             continue
-        lines, size = [], 0.0
+        lines, sizes = [], []
         for line in block["lines"]:
             spans = line["spans"]
-            lines.append("".join(s["text"] for s in spans))
-            size = max([size] + [s["size"] for s in spans if s["text"].strip()])
+            lines.append(("" if textpage is None else " ").join(s["text"] for s in spans))
+            sizes += [s["size"] for s in spans if s["text"].strip()]
+        size = (max(sizes) if textpage is None else sorted(sizes)[len(sizes) // 2]) if sizes else 0.0
         text = _join_lines(lines)
+        if textpage is not None:
+            text = _BETWEEN_CJK.sub("", text)  # Tesseract spaces the words it found: none between Chinese characters
         if text:
             x0, y0, x1, y1 = block["bbox"]
             blocks.append(_Block(number, x0, y0, x1, y1, text, size))
@@ -143,7 +151,21 @@ def _content_bytes(doc, page, cap: int) -> int:
     return total
 
 
-def read_pdf(raw: bytes, source: str, label: str) -> SourceDocument:
+def _read_by_ocr(page, number: int, languages: str, label: str, warnings: list[str]) -> list[_Block]:
+    try:
+        return _page_blocks(page, number, ocr_textpage(page, languages))
+    except Exception as exc:  # MuPDF's and Tesseract's own errors (a page it cannot render, damaged language data)
+        warnings.append(f"{label}: page {number}: OCR failed ({type(exc).__name__}: {exc})")
+        return []
+
+
+def _pages(numbers: list[int]) -> str:
+    shown = ", ".join(map(str, numbers[:10])) + (", …" if len(numbers) > 10 else "")
+    return f"page {numbers[0]}" if len(numbers) == 1 else f"{len(numbers)} pages ({shown})"
+
+
+def read_pdf(raw: bytes, source: str, label: str, ocr: str | None = None) -> SourceDocument:
+    """`ocr`: the Tesseract languages a page without a text layer is read in (`ocr.ocr_languages`); None: not read."""
     if not PDF_AVAILABLE:
         raise InputError(f"{label}: reading PDF needs PyMuPDF: pip install 'kgrag[pdf]' (AGPL-licensed)")
     import pymupdf
@@ -158,6 +180,7 @@ def read_pdf(raw: bytes, source: str, label: str) -> SourceDocument:
         raise InputError(f"{label}: not a readable PDF (no pages: damaged or cut short); re-export it as PDF and ingest it "
                          "again")
     pages, warnings, scanned, oversized = [], [], False, 0
+    read_by_ocr: list[int] = []
     with doc:
         title = (doc.metadata or {}).get("title") or None
         for number, page in enumerate(doc, start=1):
@@ -168,11 +191,15 @@ def read_pdf(raw: bytes, source: str, label: str) -> SourceDocument:
                 oversized += 1
                 continue
             blocks = _page_blocks(page, number)
+            if not blocks and ocr and page.get_images():
+                blocks = _read_by_ocr(page, number, ocr, label, warnings)
+                if blocks:
+                    read_by_ocr.append(number)
             if not blocks:
                 if page.get_images():
                     scanned = True
                     warnings.append(f"{label}: page {number} has no text layer (a scanned image?): "
-                                    "run OCR (e.g. ocrmypdf) and ingest it again")
+                                    + ("OCR found no text on it" if ocr else INSTALL_HINT))
                 else:
                     warnings.append(f"{label}: page {number} has no text")
             pages.append((_reading_order(blocks, page.rect.width), page.rect.height))
@@ -180,7 +207,10 @@ def read_pdf(raw: bytes, source: str, label: str) -> SourceDocument:
     sizes = Counter(round(b.size) for page in kept for b in page for _ in range(len(b.text)))
     if not sizes and scanned:
         raise InputError(f"{label}: no text layer on any of its {len(pages)} page(s) (a scanned document?): "
-                         "run OCR (e.g. ocrmypdf) and ingest it again")
+                         + ("OCR found no text on them" if ocr else INSTALL_HINT))
+    if read_by_ocr:
+        warnings.append(f"{label}: {_pages(read_by_ocr)} without a text layer read by OCR (Tesseract, {ocr}): "
+                        "its text may hold misread characters")
     if not sizes and oversized:
         raise InputError(f"{label}: no text on any of its {len(pages)} page(s) read; {oversized} page(s) skipped, each "
                          f"holding over {PAGE_CONTENT_BYTES // 2**20} MB of drawing instructions (a PDF made to exhaust "

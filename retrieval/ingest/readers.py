@@ -226,15 +226,16 @@ def find_source_files(paths: Iterable[Path]) -> list[Path]:
 
 def read_sources(files: Iterable[Path], skipped: list[Skipped], *, strict: bool = False, progress=None,
                  doc_key: str | None = None, effective: str | None = None,
-                 max_text_bytes: int | None = None) -> Iterator[SourceDocument]:
+                 max_text_bytes: int | None = None, ocr: str | None = None) -> Iterator[SourceDocument]:
     """Each file as a `SourceDocument` (its source: the resolved path); one that cannot be read is added to
     `skipped` (and counted in `progress`), or, with `strict`, raises. `doc_key`/`effective` override the file's own.
-    `max_text_bytes`: the largest document's text; a file over FILE_SIZE_FACTOR times that is not read."""
+    `max_text_bytes`: the largest document's text; a file over FILE_SIZE_FACTOR times that is not read. `ocr`: the
+    languages a scanned PDF page is read in (`ocr.ocr_languages`), None: not read."""
     for file in files:
         try:
             file = Path(file)
             resolved = file if file.is_absolute() and not file.is_symlink() and ".." not in file.parts else file.resolve()
-            src = read_source_file(file, str(resolved), max_text_bytes)
+            src = read_source_file(file, str(resolved), max_text_bytes, ocr)
         except InputError as exc:
             if strict:
                 raise
@@ -255,7 +256,8 @@ def read_sources(files: Iterable[Path], skipped: list[Skipped], *, strict: bool 
         yield src
 
 
-def read_source_file(path: Path, source: str | None = None, max_text_bytes: int | None = None) -> SourceDocument:
+def read_source_file(path: Path, source: str | None = None, max_text_bytes: int | None = None,
+                     ocr: str | None = None) -> SourceDocument:
     """One file -> a `SourceDocument` (format from the suffix). Raises `InputError` with the path and a fix; a file
     over FILE_SIZE_FACTOR x `max_text_bytes` (the document size limit) without reading it."""
     path = Path(path)
@@ -277,12 +279,14 @@ def read_source_file(path: Path, source: str | None = None, max_text_bytes: int 
             raw = f.read()
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    return read_source_bytes(raw, fmt, source or str(path), label=str(path))
+    return read_source_bytes(raw, fmt, source or str(path), label=str(path), ocr=ocr)
 
 
-def read_source_bytes(raw: bytes, fmt: str, source: str, label: str | None = None) -> SourceDocument:
-    """Bytes of a file (or an upload) -> a `SourceDocument`. `label` names it in error messages."""
-    src = _read_source_bytes(raw, fmt, source, label or source)
+def read_source_bytes(raw: bytes, fmt: str, source: str, label: str | None = None,
+                      ocr: str | None = None) -> SourceDocument:
+    """Bytes of a file (or an upload) -> a `SourceDocument`. `label` names it in error messages; `ocr`: the languages
+    a scanned PDF page is read in, None: not read."""
+    src = _read_source_bytes(raw, fmt, source, label or source, ocr)
     text, removed = without_controls(src.text)
     title, in_title = without_controls(src.title) if src.title else (src.title, 0)
     if not removed + in_title:
@@ -291,13 +295,13 @@ def read_source_bytes(raw: bytes, fmt: str, source: str, label: str | None = Non
     return replace(src, text=text, title=title, warnings=(*src.warnings, note))
 
 
-def _read_source_bytes(raw: bytes, fmt: str, source: str, label: str) -> SourceDocument:
+def _read_source_bytes(raw: bytes, fmt: str, source: str, label: str, ocr: str | None = None) -> SourceDocument:
     if not raw.strip():
         raise InputError(f"{label}: the document is empty")
     if fmt == "pdf":
         from retrieval.ingest.pdf import read_pdf
 
-        return read_pdf(raw, source, label)
+        return read_pdf(raw, source, label, ocr)
     if fmt == "docx":
         from retrieval.ingest.docx import read_docx
 
