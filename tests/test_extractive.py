@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
+from retrieval.answer import extractive
 from retrieval.answer.cite import check_answer
 from retrieval.answer.extractive import MAX_CHARS, MAX_LINES, extract_answer
 from retrieval.answer.record import Citation
@@ -114,10 +115,25 @@ def test_the_following_command_counts_as_a_lead_in():
 def test_a_table_row_comes_with_its_header():
     rendered, sentences = answer("wdt_timeout 默认是多少？", [PARAMS])
     lines = [s.text for s in sentences]
-    assert "参数 | 默认值 | 说明" in lines[0]
-    assert any("`wdt_timeout` | 30s | 硬件看门狗超时" in line for line in lines)
+    # Each cell under its column's name: "30s" says nothing without "默认值"; the header line is not quoted again.
+    assert lines[0].startswith("参数：`wdt_timeout`，默认值：30s，说明：硬件看门狗超时"), lines
+    assert not any("参数 | 默认值 | 说明" in line for line in lines)
     # The cell's "；" is where the check cuts a sentence: both halves carry the citation.
     assert all(s.citations == [2] for s in sentences)
+    extractive.LABELLED_ROWS = False
+    try:  # as quoted before: the header line, then the row
+        plain = [s.text for s in answer("wdt_timeout 默认是多少？", [PARAMS])[1]]
+    finally:
+        extractive.LABELLED_ROWS = True
+    assert "参数 | 默认值 | 说明" in plain[0] and any("`wdt_timeout` | 30s | 硬件看门狗超时" in line for line in plain)
+
+
+def test_a_row_is_labelled_only_when_its_header_fits_it():
+    assert extractive._labelled("Key | Value", "a | 1", "en") == "Key: a, Value: 1"
+    assert extractive._labelled("键 | 值", "a | 1", "zh") == "键：a，值：1"
+    assert extractive._labelled(" | 说明", "x | 用途", "zh") == "x，说明：用途"  # a nameless column: the cell alone
+    assert extractive._labelled("键 | 值 | 说明", "a | 1", "zh") == ""  # cells that do not line up: as written
+    assert extractive._labelled(None, "a | 1", "zh") == "" and extractive._labelled("键", "a", "zh") == ""
 
 
 def test_a_line_of_bars_alone_is_no_piece_and_its_table_rows_still_answer():

@@ -258,13 +258,22 @@ def _share(held: frozenset[str], weights: dict[str, float]) -> float:
 
 def _render(chosen: Sequence[_Unit], language: str) -> str:
     lines, seen = [], set()
+    members = [m for unit in chosen for m in unit.members]
+    headers = {(m.n, m.piece.block): m.piece.text for m in members if m.piece.kind == "header"}
+    labelled = {(m.n, m.piece.block) for m in members
+                if m.piece.kind == "row" and _labelled(headers.get((m.n, m.piece.block)), m.piece.text, language)}
     for unit in chosen:
         for m in unit.members:
             if (m.n, m.piece.position) in seen:
                 continue
             seen.add((m.n, m.piece.position))
+            if m.piece.kind == "header" and LABELLED_ROWS and (m.n, m.piece.block) in labelled:
+                continue  # its names are in every row quoted under it
+            text = m.piece.text
+            if m.piece.kind == "row" and LABELLED_ROWS:
+                text = _labelled(headers.get((m.n, m.piece.block)), text, language) or text
             # Bracketed numbers of the document ("[0, 10]") must not read as citations: full-width brackets.
-            text = quote_brackets(m.piece.text.rstrip())
+            text = quote_brackets(text.rstrip())
             if not text:
                 continue
             if text[-1] not in "。！？!?；;.:：":
@@ -273,6 +282,20 @@ def _render(chosen: Sequence[_Unit], language: str) -> str:
             lines.append("".join(f"{part.rstrip()}[{m.n}]" if language == "zh" else f"{part.rstrip()} [{m.n}] "
                                  for part in check_units(text)).rstrip())
     return "\n".join(lines)  # one a line: the citation check splits there whatever the script
+
+
+LABELLED_ROWS = True  # a table row is quoted with its column names ("任务：日终对账，时间：02:00")
+
+
+def _labelled(header: str | None, row: str, language: str) -> str:
+    """A table row as each cell under its column's name, or '' when the header does not fit the row."""
+    if header is None:
+        return ""
+    names, cells = header.split(" | "), row.split(" | ")
+    if len(names) != len(cells) or len(cells) < 2:
+        return ""
+    said, between = ("：", "，") if language == "zh" else (": ", ", ")
+    return between.join(f"{name}{said}{cell}" if name else cell for name, cell in zip(names, cells, strict=True) if cell)
 
 
 def _best_list(passages: dict[int, Sequence[_Scored]], titles: dict[int, str], weights: dict[str, float],
