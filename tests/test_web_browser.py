@@ -420,6 +420,9 @@ def test_upload_by_drag_and_drop_asks_for_the_token(browser, server, tmp_path):
     assert texts(browser, ".hit .where")[0].endswith("settlement-runbook.docx")  # Word: its section says where, not lines
     ask(browser, "值班长的电话 不要打个人手机")  # the deck's speaker notes, on its slide
     assert texts(browser, ".hit .where")[0].endswith("oncall-training.pptx · slide 2")
+    # What a passage's `page` counts, wherever the page shows it (the passage dialog, the document viewer).
+    assert browser.evaluate("[Kg.unit('x/deck.pptx'), Kg.unit('sheet.XLSX'), Kg.unit('a.pdf'), Kg.unit('')]") == [
+        "slide", "row", "page", "page"]
 
 
 def test_import_errors_are_shown_by_line(browser, server, tmp_path, shots):

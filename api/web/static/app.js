@@ -156,9 +156,10 @@
   /* Where a hit is, as the file's own program shows it (retrieval/types.py `place`): lines of a text file, a PDF's
      page, a deck's slide, a sheet's row; nothing for Word and HTML, whose section says where. */
   var UNITS = { pdf: "page", pptx: "slide", xlsx: "row" };
+  function suffixOf(name) { var dot = name.lastIndexOf("."); return dot > 0 ? name.slice(dot + 1).toLowerCase() : ""; }
+  Kg.unit = function (source) { return UNITS[suffixOf((source || "").split("/").pop())] || "page"; };  /* what `page` counts */
   Kg.place = function (source, lines, page) {
-    var name = (source || "").split("/").pop(), dot = name.lastIndexOf(".");
-    var suffix = dot > 0 ? name.slice(dot + 1).toLowerCase() : "";
+    var name = (source || "").split("/").pop(), suffix = suffixOf(name);
     if (page != null && UNITS[suffix]) return name + " · " + t(UNITS[suffix]) + " " + page;
     if (UNITS[suffix] || suffix === "docx" || suffix === "html" || suffix === "htm" || !lines) return name;
     return name + ":" + lines[0] + "–" + lines[1];
@@ -175,9 +176,9 @@
     }
     row(t("section"), c.section);
     var where = [];
-    if (c.page != null) where.push(t("page") + " " + c.page);
+    if (c.page != null) where.push(t(Kg.unit(c.source)) + " " + c.page);
     if (c.lines) where.push(t("lines") + " " + c.lines[0] + "–" + c.lines[1]);
-    row(t("page") + " / " + t("lines"), where.join(", "));
+    row(t(Kg.unit(c.source)) + " / " + t("lines"), where.join(", "));
     var box = h("div", { "class": "passage", "data-chunk": c.chunk_id }, dl, Kg.markdown(c.text, c.terms || [], false));
     if (Kg.features.outline && c.doc_id) {
       box.append(h("a", { "class": "small open-doc", href: "#" + Kg.docHash(c.doc_id, c.chunk_id, v && v.version_id) }, t("open_in_document")));

@@ -64,7 +64,7 @@
         return h("button", { type: "button", "class": "chip quiet", onclick: function () { Kg.openEntity(m.label); } }, m.label);
       })) : null;
       body.append(h("section", { "class": "chunk" + (c.chunk_id === chunk ? " target" : ""), "data-chunk": c.chunk_id },
-        h("div", { "class": "chunk-head muted" }, "#" + (c.ordinal + 1) + " · " + t("lines") + " " + c.lines[0] + "–" + c.lines[1] + (c.page != null ? " · " + t("page") + " " + c.page : "")),
+        h("div", { "class": "chunk-head muted" }, "#" + (c.ordinal + 1) + " · " + t("lines") + " " + c.lines[0] + "–" + c.lines[1] + (c.page != null ? " · " + t(Kg.unit(doc.source)) + " " + c.page : "")),
         KgMd.render(c.text, [], { className: "text" }), about, mentions));
     });
     box.replaceChildren(
