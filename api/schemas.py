@@ -141,7 +141,7 @@ class DocumentIn(BaseModel):
         description="A stable name, kept under `api:` (never a file's document); posting the same source again replaces it.",
     )
     title: Name | None = Field(None, max_length=1000, description="Defaults to the first heading.")
-    format: str | None = Field(None, pattern="^(md|txt|html|pdf|docx|xlsx|pptx)$", description="Default: from filename, else md.")
+    format: str | None = Field(None, pattern="^(md|txt|html|pdf|docx|xlsx|pptx|csv)$", description="Default: from filename, else md.")
     content_base64: str = Field(None, description="A file's bytes, base64-encoded (PDF, Word .docx, Excel .xlsx, PowerPoint .pptx, HTML, ...), instead of text.")
     filename: Name | None = Field(None, max_length=1000, description="The file's name: its suffix gives the format of content_base64.")
     doc_id: Name | None = Field(None, max_length=1000, description="The logical document this is a version of (default: the source); never a file's document (409).")

@@ -26,7 +26,7 @@ class SourceDocument:
 
     source: str  # a stable name: a file path, "api:<name>", "<dataset>:<passage id>"
     text: str
-    format: str = "md"  # "md", "txt", "html", "pdf", "docx", "xlsx" or "pptx" (as read; readers turn the others into headed text)
+    format: str = "md"  # "md", "txt", "html", "pdf", "docx", "xlsx", "pptx" or "csv" (as read; readers turn the others into headed text)
     title: str | None = None  # None: taken from the first heading, else the file name
     effective_date: str | None = None  # ISO date this version takes effect (None: its ingest)
     doc_key: str | None = None  # the logical document id (front matter `id:`, --doc-id); None: the source
@@ -68,7 +68,7 @@ class Chunk:
 # Where a hit is, as the file's own program shows it (`place`): lines in a text file, a PDF's page, a deck's slide,
 # a sheet's row. A Word or HTML document's line numbers are those of the text read from it, which point nowhere in
 # Word or a browser: its section (shown beside) says where.
-_UNITS = {".pdf": "p.", ".pptx": "slide", ".xlsx": "row"}
+_UNITS = {".pdf": "p.", ".pptx": "slide", ".xlsx": "row", ".csv": "row"}
 _CONVERTED = {".docx", ".html", ".htm", *_UNITS}
 
 

@@ -59,7 +59,7 @@ def ingest_paths(kb, paths: Sequence[Path], progress: Progress | None = None, *,
     if not found.files:
         skipped = "".join(f"\n  skipped {s}" for s in found.skipped)
         raise InputError("no readable files found in " + ", ".join(str(p) for p in paths)
-                         + " (kgrag reads Markdown, text, HTML, Word .docx, Excel .xlsx, PowerPoint .pptx and PDF files)" + skipped)
+                         + " (kgrag reads Markdown, text, HTML, Word .docx, Excel .xlsx, PowerPoint .pptx, CSV and PDF files)" + skipped)
     if doc_id and len(found.files) > 1:
         raise InputError(f"--doc-id names one document, but {len(found.files)} files were given: ingest them one by one")
     if effective is not None:

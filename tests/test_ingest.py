@@ -189,8 +189,8 @@ def test_unsupported_suffix_names_the_file_and_the_supported_types(tmp_path):
     sheet.write_bytes(b"PK\x03\x04")
     with pytest.raises(InputError) as error:
         find_source_files([sheet])
-    assert str(error.value) == ("report.key: unsupported file type '.key' (kgrag reads .docx, .htm, .html, .markdown, .md, "
-                                ".pdf, .pptx, .text, .txt, .xlsx)")
+    assert str(error.value) == ("report.key: unsupported file type '.key' (kgrag reads .csv, .docx, .htm, .html, .markdown, "
+                                ".md, .pdf, .pptx, .text, .txt, .xlsx)")
 
 
 def test_a_missing_path_is_an_input_error(tmp_path):

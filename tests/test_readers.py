@@ -126,7 +126,7 @@ def test_find_files_reports_what_it_skips_and_why(tmp_path):
     assert [p.name for p in found.files] == ["also-good.txt", "broken.md", "empty.md", "gbk.md", "good.md"]
     assert {os.path.basename(s.path): s.reason for s in found.skipped} == {
         "photo.png": "binary file",
-        "slides.key": "unsupported file type '.key' (kgrag reads .docx, .htm, .html, .markdown, .md, .pdf, .pptx, .text, .txt, .xlsx)",
+        "slides.key": "unsupported file type '.key' (kgrag reads .csv, .docx, .htm, .html, .markdown, .md, .pdf, .pptx, .text, .txt, .xlsx)",
         "link.md": f"symlink to {tmp_path / 'outside.md'}, outside {docs}: not followed",
     }
 

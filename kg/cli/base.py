@@ -163,7 +163,7 @@ def cli() -> None:
     Typical session:
       kg init
       kg import relations.csv        # entities and typed relations
-      kg ingest notes/               # Markdown, text, HTML, Word, Excel, PowerPoint, PDF
+      kg ingest notes/               # Markdown, text, HTML, Word, Excel, PowerPoint, CSV, PDF
       kg query "redis-cluster 宕机会影响哪些服务？"
       kg serve                       # the HTTP API
     Try `kg demo` for a bundled example knowledge base.

@@ -47,8 +47,8 @@ def init(data_dir: Path | None) -> None:
 def ingest(paths: tuple[Path, ...], strict: bool, sync_: bool, doc_id: str | None, effective: str | None, watch: bool,
            interval: float, embed: bool, no_ignore: bool, workers: int, data_dir: Path | None, as_json: bool,
            quiet: bool) -> None:
-    """Index Markdown, text, HTML, Word (.docx), Excel (.xlsx), PowerPoint (.pptx) and PDF files
-    (folders are walked).
+    """Index Markdown, text, HTML, Word (.docx), Excel (.xlsx), PowerPoint (.pptx), CSV and PDF
+    files (folders are walked).
 
     \b
     A changed file becomes a new version of its document: only its changed chunks are indexed.

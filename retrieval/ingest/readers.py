@@ -39,7 +39,7 @@ __all__ = [
 SUPPORTED_SUFFIXES = {
     ".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt",
     ".html": "html", ".htm": "html", ".pdf": "pdf", ".docx": "docx", ".xlsx": "xlsx",
-    ".pptx": "pptx",
+    ".pptx": "pptx", ".csv": "csv",
 }
 # Files that are certainly not documents: said so in one word instead of "unsupported".
 _BINARY_SUFFIXES = {
@@ -325,6 +325,10 @@ def _read_source_bytes(raw: bytes, fmt: str, source: str, label: str, ocr: str |
         from retrieval.ingest.html import read_html
 
         src = read_html(text, source)
+    elif fmt == "csv":
+        from retrieval.ingest.csv_table import read_csv
+
+        src = read_csv(text, source, label)
     elif fmt == "md":
         meta, text = split_front_matter(text, label)
         src = _with_meta(SourceDocument(source=source, text=text, format="md"), meta, label)

@@ -155,7 +155,7 @@
   /* A passage opened in place: document, version, effective date, section, page/lines, text. */
   /* Where a hit is, as the file's own program shows it (retrieval/types.py `place`): lines of a text file, a PDF's
      page, a deck's slide, a sheet's row; nothing for Word and HTML, whose section says where. */
-  var UNITS = { pdf: "page", pptx: "slide", xlsx: "row" };
+  var UNITS = { pdf: "page", pptx: "slide", xlsx: "row", csv: "row" };
   function suffixOf(name) { var dot = name.lastIndexOf("."); return dot > 0 ? name.slice(dot + 1).toLowerCase() : ""; }
   Kg.unit = function (source) { return UNITS[suffixOf((source || "").split("/").pop())] || "page"; };  /* what `page` counts */
   Kg.place = function (source, lines, page) {

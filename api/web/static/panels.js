@@ -126,7 +126,7 @@
     loadDocuments();
   };
 
-  var FORMATS = { md: "md", markdown: "md", txt: "txt", text: "txt", html: "html", htm: "html", pdf: "pdf", docx: "docx", xlsx: "xlsx", pptx: "pptx" };
+  var FORMATS = { md: "md", markdown: "md", txt: "txt", text: "txt", html: "html", htm: "html", pdf: "pdf", docx: "docx", xlsx: "xlsx", pptx: "pptx", csv: "csv" };
   function readFile(file, binary) {
     return new Promise(function (resolve, reject) {
       var reader = new FileReader();
@@ -149,7 +149,7 @@
         var body = { source: "upload:" + file.name };
         /* PDF, Word and files of no known type go as bytes: the server reads them or says why not (a picture or a
            spreadsheet read as text in the page would be added as noise). */
-        if (!format || format === "pdf" || format === "docx" || format === "xlsx" || format === "pptx") { body.content_base64 = await readFile(file, true); body.filename = file.name; }
+        if (!format || format === "pdf" || format === "docx" || format === "xlsx" || format === "pptx" || format === "csv") { body.content_base64 = await readFile(file, true); body.filename = file.name; }
         else { body.format = format; body.text = await readFile(file, false); }
         res = await Kg.api("POST", "/documents", body, { write: true });
       } catch (e) {
