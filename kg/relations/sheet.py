@@ -5,10 +5,11 @@ Teams keep the table they maintain in Excel or WPS, and saving it as CSV again a
 forget (then the import reads last week's table). The table is the workbook's one visible sheet with a header of a
 relation table (`source,relation,target`, …) or an alias table (`entity,alias`) among its first rows; the rows above the
 header (a title, a date) are left out. A workbook of one visible sheet is read as that table whatever its first row says
-(the header's problems are then said as for a CSV). Hidden
-sheets are passed over, so an old version kept in a hidden sheet is not read; two visible tables in one workbook are
-refused (which one the user meant cannot be told). Cells are read as Excel shows them (`kg/workbook.py`): a weight of
-0.5 is `0.5`, white space and line breaks in a cell one space; every row has the sheet's width, as Excel's own CSV.
+(the header's problems are then said as for a CSV). Hidden sheets are passed over, so an old version kept in a hidden
+sheet is not read; two visible tables in one workbook are refused (which one the user meant cannot be told). Cells are
+read as Excel shows them (`kg/workbook.py`): a weight of 0.5 is `0.5`, white space and line breaks in a cell one space
+(a line break kept would move every later row's line). A row has at least the header's width; a stray cell right of
+the table makes it a bad row, as in Excel's own CSV.
 """
 
 from __future__ import annotations
