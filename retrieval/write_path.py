@@ -34,7 +34,7 @@ from retrieval.indexing import (
     sync_index_words,
 )
 from retrieval.ingest.chunking import cut_document, doc_id_for, source_fingerprint
-from retrieval.ingest.ocr import ocr_languages
+from retrieval.ingest.ocr import configured
 from retrieval.ingest.readers import Skipped, find_files, parse_effective, read_sources
 from retrieval.ingest.removal import delete_documents as remove_documents
 from retrieval.ingest.removal import remove_missing_sources, resolve_documents
@@ -69,11 +69,12 @@ def ingest_paths(kb, paths: Sequence[Path], progress: Progress | None = None, *,
     stamps = {filestats.source_of(f): filestats.file_stamp(f) for f in found.files}
     known = {} if doc_id or effective else filestats.unchanged(kb.store.db, stamps)
     to_read = [f for f in found.files if filestats.source_of(f) not in known]
-    # Tesseract is looked for (a subprocess, once a process) only when there is a PDF to read.
+    # Tesseract is looked for (a subprocess, once a process) only when there is a PDF to read; a progress bar that
+    # can say so (the CLI's) hears of each page read by OCR.
     pdfs = any(f.suffix.lower() == ".pdf" for f in to_read)
+    ocr = configured(kb.settings.ocr, kb.settings.ocr_languages, getattr(progress, "note", None)) if pdfs else None
     sources = read_sources(to_read, skipped, strict=strict, progress=progress, doc_key=doc_id, effective=effective,
-                           max_text_bytes=kb.settings.max_document_bytes,
-                           ocr=ocr_languages(kb.settings.ocr, kb.settings.ocr_languages) if pdfs else None)
+                           max_text_bytes=kb.settings.max_document_bytes, ocr=ocr)
     report = ingest_documents(kb, sources, progress, strict=strict, skipped=skipped, workers=workers)
     report.unchanged += len(known)  # neither read nor hashed: same size, mtime and inode as when ingested
     report.ignored = found.ignored

@@ -51,7 +51,7 @@ def test_a_scanned_pdf_is_read_by_ocr_through_the_cli(tmp_path):
     assert "备份保留三十天" in hits[0]["text"] and "RB-017" in hits[0]["text"], hits[0]  # no spaces between the characters
     answer = runner.invoke(cli, ["ask", "备份保留多少天？", "--data-dir", kb]).output
     assert "三十天" in answer and "备份制度.pdf p. 1)" in answer, answer  # its passage starts on page 1
-    src = read_source_file(path, ocr=LANGUAGES)
+    src = read_source_file(path, ocr=ocr.Ocr(LANGUAGES))
     at = dict(zip(src.text.split("\n"), src.line_pages, strict=True))
     assert at["扫描件前的说明页：以下为制度原文。"] == 1
     assert [page for line, page in at.items() if "备份保留三十天" in line] == [2]  # the scanned page's lines: page 2
@@ -66,7 +66,7 @@ def test_ocr_off_or_absent_skips_a_scan_with_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setenv("KG_OCR", "off")
     result = CliRunner().invoke(cli, ["ingest", str(path), "--data-dir", str(tmp_path / "kb")])
     assert result.exit_code == 0 and "skipped" in result.output and ocr.INSTALL_HINT in result.output, result.output
-    src = read_source_file(path, ocr=LANGUAGES)
+    src = read_source_file(path, ocr=ocr.Ocr(LANGUAGES))
     heading = src.text.split("\n")[0]
     assert heading.startswith("# ") and "备份管理办法" in heading, src.text  # the title's larger letters: a heading
     assert set(src.line_pages) == {1} and src.warnings[-1].endswith("its text may hold misread characters")
@@ -86,3 +86,33 @@ def test_the_languages_are_those_asked_for_that_are_installed(monkeypatch, tmp_p
         assert ocr.ocr_languages("auto", "chi_sim+eng") is None
     finally:
         ocr._tessdata.cache_clear()
+
+
+@needs_tesseract
+def test_a_progress_bar_hears_of_each_page_read_by_ocr(tmp_path):
+    """A 300-page scan takes minutes: the bar says which page of which file is being read (the CLI's `Progress.note`)."""
+    from conftest import make_settings
+
+    from retrieval.pipeline import KnowledgeBase
+
+    doc = pymupdf.open()
+    _scan(doc, RULES)
+    _scan(doc, ["第四条 备份文件加密存放。"])
+    path = tmp_path / "备份制度.pdf"
+    doc.save(path)
+
+    class Bar:
+        def __init__(self):
+            self.notes, self.done = [], 0
+
+        def __call__(self, n=1):
+            self.done += n
+
+        def note(self, text):
+            self.notes.append(text)
+
+    bar = Bar()
+    with KnowledgeBase(make_settings(tmp_path / "kb"), create=True) as kb:
+        report = kb.ingest_paths([path], progress=bar)
+    assert report.added == 1 and bar.done == 1
+    assert bar.notes == [f"OCR: {path.name} page 1/2", f"OCR: {path.name} page 2/2"]

@@ -39,7 +39,7 @@ def delete_document(doc_id: str, kb=Depends(knowledge_base)) -> dict:  # noqa: B
 
 @router.post("/documents", response_model=IngestOut, status_code=201, dependencies=[Depends(require_token)])
 def add_document(body: DocumentIn, kb=Depends(knowledge_base)) -> dict:  # noqa: B008 - FastAPI idiom
-    from retrieval.ingest.ocr import ocr_languages
+    from retrieval.ingest.ocr import configured
     from retrieval.ingest.readers import SUPPORTED_SUFFIXES, parse_effective, read_source_bytes
 
     if (body.text is None) == (body.content_base64 is None):
@@ -57,7 +57,7 @@ def add_document(body: DocumentIn, kb=Depends(knowledge_base)) -> dict:  # noqa:
         except (binascii.Error, ValueError):
             raise InputError("content_base64 is not valid base64") from None
         source = api_source(body.source or body.filename, body.content_base64)
-        ocr = ocr_languages(kb.settings.ocr, kb.settings.ocr_languages) if fmt == "pdf" else None
+        ocr = configured(kb.settings.ocr, kb.settings.ocr_languages) if fmt == "pdf" else None
         src = read_source_bytes(raw, fmt, source, label=body.filename or source, ocr=ocr)
     else:
         source = api_source(body.source, body.text)

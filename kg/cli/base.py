@@ -80,7 +80,7 @@ class Progress:
         """`then`: what the command does once the count is full (said on stderr when it is, so a long last step
         after a full bar is not silence)."""
         self.bar = None
-        self.length, self.done, self.then = length, 0, then
+        self.length, self.done, self.then, self.label, self.noted = length, 0, then, label, False
         if not quiet:
             if length is None:
                 self.bar = click.progressbar(_Unsized(), label=label, file=sys.stderr, show_pos=True)
@@ -92,9 +92,18 @@ class Progress:
             self.bar.__enter__()
         return self
 
+    def note(self, text: str) -> None:
+        """What the current item is doing (`OCR: scan.pdf page 3/40`), beside the label until the count moves; on a
+        terminal only (a log would get a line a page)."""
+        if self.bar is not None and getattr(sys.stderr, "isatty", lambda: False)():
+            self.bar.label, self.noted = f"{self.label} ({text})", True
+            self.bar.render_progress()
+
     def __call__(self, n: int = 1) -> None:
         if self.bar is None:
             return
+        if self.noted:
+            self.bar.label, self.noted = self.label, False
         self.bar.update(n)
         self.done += n
         if self.then and self.length is not None and self.done >= self.length:

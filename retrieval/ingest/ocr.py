@@ -16,9 +16,11 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["INSTALL_HINT", "OCR_DPI", "ocr_languages", "ocr_textpage"]
+__all__ = ["INSTALL_HINT", "OCR_DPI", "Ocr", "configured", "ocr_languages", "ocr_textpage"]
 
 OCR_DPI = 300  # Tesseract's own advice for body text
 MAX_PIXELS = 40_000_000  # of a page rendered for OCR: an A4 page at 300 dpi is 8.7 M
@@ -56,6 +58,21 @@ def ocr_languages(setting: str, wanted: str) -> str | None:
     if found is None:
         return None
     return "+".join(lang for lang in wanted.split("+") if lang in found[1]) or None
+
+
+@dataclass(frozen=True)
+class Ocr:
+    """How scanned pages are read: Tesseract's languages, and who hears of each page as it starts (a progress bar:
+    a 300-page scan takes minutes)."""
+
+    languages: str
+    on_page: Callable[[str], None] | None = None
+
+
+def configured(setting: str, wanted: str, on_page: Callable[[str], None] | None = None) -> Ocr | None:
+    """The `Ocr` the settings ask for (`ocr_languages`), None when it is off or cannot run here."""
+    languages = ocr_languages(setting, wanted)
+    return Ocr(languages, on_page) if languages else None
 
 
 def ocr_textpage(page, languages: str):

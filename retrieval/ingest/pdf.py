@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from kg.errors import InputError
-from retrieval.ingest.ocr import INSTALL_HINT, ocr_textpage
+from retrieval.ingest.ocr import INSTALL_HINT, Ocr, ocr_textpage
 from retrieval.types import SourceDocument
 
 __all__ = ["PDF_AVAILABLE", "read_pdf"]
@@ -164,8 +164,8 @@ def _pages(numbers: list[int]) -> str:
     return f"page {numbers[0]}" if len(numbers) == 1 else f"{len(numbers)} pages ({shown})"
 
 
-def read_pdf(raw: bytes, source: str, label: str, ocr: str | None = None) -> SourceDocument:
-    """`ocr`: the Tesseract languages a page without a text layer is read in (`ocr.ocr_languages`); None: not read."""
+def read_pdf(raw: bytes, source: str, label: str, ocr: Ocr | None = None) -> SourceDocument:
+    """`ocr`: how a page without a text layer is read (`ocr.configured`); None: it is not."""
     if not PDF_AVAILABLE:
         raise InputError(f"{label}: reading PDF needs PyMuPDF: pip install 'kgrag[pdf]' (AGPL-licensed)")
     import pymupdf
@@ -192,7 +192,9 @@ def read_pdf(raw: bytes, source: str, label: str, ocr: str | None = None) -> Sou
                 continue
             blocks = _page_blocks(page, number)
             if not blocks and ocr and page.get_images():
-                blocks = _read_by_ocr(page, number, ocr, label, warnings)
+                if ocr.on_page is not None:
+                    ocr.on_page(f"OCR: {label.rsplit('/', 1)[-1]} page {number}/{doc.page_count}")
+                blocks = _read_by_ocr(page, number, ocr.languages, label, warnings)
                 if blocks:
                     read_by_ocr.append(number)
             if not blocks:
@@ -209,7 +211,7 @@ def read_pdf(raw: bytes, source: str, label: str, ocr: str | None = None) -> Sou
         raise InputError(f"{label}: no text layer on any of its {len(pages)} page(s) (a scanned document?): "
                          + ("OCR found no text on them" if ocr else INSTALL_HINT))
     if read_by_ocr:
-        warnings.append(f"{label}: {_pages(read_by_ocr)} without a text layer read by OCR (Tesseract, {ocr}): "
+        warnings.append(f"{label}: {_pages(read_by_ocr)} without a text layer read by OCR (Tesseract, {ocr.languages}): "
                         "its text may hold misread characters")
     if not sizes and oversized:
         raise InputError(f"{label}: no text on any of its {len(pages)} page(s) read; {oversized} page(s) skipped, each "

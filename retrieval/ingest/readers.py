@@ -19,6 +19,7 @@ from kg.errors import InputError
 from kg.files import NAME_CONTROLS, visible, without_controls, yaml_without_aliases
 from kg.files import decode_text as decode_files_text
 from retrieval.ingest.ignore import Ignores
+from retrieval.ingest.ocr import Ocr
 from retrieval.types import SourceDocument
 
 __all__ = [
@@ -226,11 +227,11 @@ def find_source_files(paths: Iterable[Path]) -> list[Path]:
 
 def read_sources(files: Iterable[Path], skipped: list[Skipped], *, strict: bool = False, progress=None,
                  doc_key: str | None = None, effective: str | None = None,
-                 max_text_bytes: int | None = None, ocr: str | None = None) -> Iterator[SourceDocument]:
+                 max_text_bytes: int | None = None, ocr: Ocr | None = None) -> Iterator[SourceDocument]:
     """Each file as a `SourceDocument` (its source: the resolved path); one that cannot be read is added to
     `skipped` (and counted in `progress`), or, with `strict`, raises. `doc_key`/`effective` override the file's own.
-    `max_text_bytes`: the largest document's text; a file over FILE_SIZE_FACTOR times that is not read. `ocr`: the
-    languages a scanned PDF page is read in (`ocr.ocr_languages`), None: not read."""
+    `max_text_bytes`: the largest document's text; a file over FILE_SIZE_FACTOR times that is not read. `ocr`: how a
+    scanned PDF page is read (`ocr.configured`), None: it is not."""
     for file in files:
         try:
             file = Path(file)
@@ -257,7 +258,7 @@ def read_sources(files: Iterable[Path], skipped: list[Skipped], *, strict: bool 
 
 
 def read_source_file(path: Path, source: str | None = None, max_text_bytes: int | None = None,
-                     ocr: str | None = None) -> SourceDocument:
+                     ocr: Ocr | None = None) -> SourceDocument:
     """One file -> a `SourceDocument` (format from the suffix). Raises `InputError` with the path and a fix; a file
     over FILE_SIZE_FACTOR x `max_text_bytes` (the document size limit) without reading it."""
     path = Path(path)
@@ -283,7 +284,7 @@ def read_source_file(path: Path, source: str | None = None, max_text_bytes: int 
 
 
 def read_source_bytes(raw: bytes, fmt: str, source: str, label: str | None = None,
-                      ocr: str | None = None) -> SourceDocument:
+                      ocr: Ocr | None = None) -> SourceDocument:
     """Bytes of a file (or an upload) -> a `SourceDocument`. `label` names it in error messages; `ocr`: the languages
     a scanned PDF page is read in, None: not read."""
     src = _read_source_bytes(raw, fmt, source, label or source, ocr)
@@ -295,7 +296,7 @@ def read_source_bytes(raw: bytes, fmt: str, source: str, label: str | None = Non
     return replace(src, text=text, title=title, warnings=(*src.warnings, note))
 
 
-def _read_source_bytes(raw: bytes, fmt: str, source: str, label: str, ocr: str | None = None) -> SourceDocument:
+def _read_source_bytes(raw: bytes, fmt: str, source: str, label: str, ocr: Ocr | None = None) -> SourceDocument:
     if not raw.strip():
         raise InputError(f"{label}: the document is empty")
     if fmt == "pdf":
