@@ -35,6 +35,9 @@ _PAGE_NUMBER = re.compile(
 # 470 KB file inflating to 240 MB of text operators took 3.6 GB of memory to read (MuPDF holds every glyph), so a few
 # MB more would take the machine's. A page of text is ~10-100 KB of them; a dense vector drawing a few MB.
 PAGE_CONTENT_BYTES = 32 * 1024 * 1024
+# A block read by OCR is a heading only when clearly larger than the body (Tesseract's sizes are estimates: a bullet
+# read as "。" or a line of code came out 1.2-1.5 times the body in scans of ops_dev_zh's pages) and short.
+OCR_TITLE, OCR_SECTION, OCR_HEADING_CHARS = 1.8, 1.4, 40
 _EDGE = 0.1  # top and bottom tenth of a page: where running headers and footers live
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
 _BETWEEN_CJK = re.compile(r"(?<=[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]) +(?=[\u3400-\u9fff\u3000-\u303f\uff00-\uffef])")
@@ -48,7 +51,8 @@ class _Block:
     x1: float
     y1: float
     text: str
-    size: float  # the largest font size in the block
+    size: float  # the largest font size in the block (read by OCR: its words' median)
+    ocr: bool = False  # read by OCR: its size an estimate, so it is a heading only when clearly larger
 
 
 def _join_lines(lines: list[str]) -> str:
@@ -77,11 +81,11 @@ def _page_blocks(page, number: int, textpage=None) -> list[_Block]:
             sizes += [s["size"] for s in spans if s["text"].strip()]
         size = (max(sizes) if textpage is None else sorted(sizes)[len(sizes) // 2]) if sizes else 0.0
         text = _join_lines(lines)
-        if textpage is not None:
-            text = _BETWEEN_CJK.sub("", text)  # Tesseract spaces the words it found: none between Chinese characters
+        if textpage is not None:  # Tesseract spaces the words it found: one space, none between Chinese characters
+            text = _BETWEEN_CJK.sub("", " ".join(text.split()))
         if text:
             x0, y0, x1, y1 = block["bbox"]
-            blocks.append(_Block(number, x0, y0, x1, y1, text, size))
+            blocks.append(_Block(number, x0, y0, x1, y1, text, size, textpage is not None))
     return blocks
 
 
@@ -225,9 +229,10 @@ def read_pdf(raw: bytes, source: str, label: str, ocr: Ocr | None = None) -> Sou
     for page in kept:
         for b in page:
             heading = ""
-            if len(b.text) <= 80 and b.size >= body * 1.5:
+            big, larger, longest = (OCR_TITLE, OCR_SECTION, OCR_HEADING_CHARS) if b.ocr else (1.5, 1.15, 80)
+            if len(b.text) <= longest and b.size >= body * big:
                 heading = "# "
-            elif len(b.text) <= 80 and b.size >= body * 1.15:
+            elif len(b.text) <= longest and b.size >= body * larger:
                 heading = "## "
             for row in (heading + b.text, ""):
                 lines.append(row)
