@@ -52,12 +52,14 @@ def ingest(paths: tuple[Path, ...], strict: bool, sync_: bool, doc_id: str | Non
 
     \b
     A changed file becomes a new version of its document: only its changed chunks are indexed.
-    A moved or renamed file stays the same document, with its versions.
+    A moved or renamed file stays the same document, with its versions (edited too,
+    when most of its lines are still the old text's: its new version).
     Unchanged files are skipped. Hidden files are ignored, and so is what a .kgignore file
     (gitignore's syntax) leaves out, or a .gitignore inside a git work tree, and node_modules
     and __pycache__ folders (--no-ignore reads them); binary, unsupported and unreadable
-    files (empty, neither UTF-8, GBK nor Big5, a PDF without text, FIFOs, symlink loops) are
-    skipped and listed with the reason.
+    files (empty, neither UTF-8, GBK nor Big5, a PDF without text, FIFOs, symlink loops) and
+    relation tables (kg import them) are skipped and listed with the reason. A scanned PDF
+    page is read by OCR where Tesseract is installed (KG_OCR, KG_OCR_LANGUAGES).
     """
     from retrieval.ingest.readers import find_files
 
