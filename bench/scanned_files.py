@@ -15,11 +15,9 @@ of its characters OCR gives back in order (difflib, white space and Markdown mar
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import time
@@ -120,16 +118,13 @@ def render(rows: list[dict], pages: int, dpi: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bench-dir", type=Path, default=REPO_ROOT.parent / "shared" / "bench")
-    parser.add_argument("--work", type=Path, default=REPO_ROOT / "bench" / "out" / "word")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "RESULTS-scanned.md")
+def _options(parser) -> None:
     parser.add_argument("--dpi", type=int, default=200)
     parser.add_argument("--sample", type=int, default=20)
-    args = parser.parse_args()
-    if not shutil.which("soffice"):
-        sys.exit("needs LibreOffice's soffice (Debian: apt-get install libreoffice-writer-nogui)")
+
+
+def main() -> None:
+    args = word_files.office_args(__doc__, "RESULTS-scanned.md", _options)
     from retrieval.ingest.ocr import ocr_languages
 
     if ocr_languages("auto", "chi_sim+eng") != "chi_sim+eng":

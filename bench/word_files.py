@@ -85,14 +85,23 @@ def render(runs: dict, converted: int, convert_s: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def office_args(description: str, results: str, more=None) -> argparse.Namespace:
+    """The arguments of a benchmark over the set's notes as office files (`--bench-dir`, `--work`, `--out` and what
+    `more` adds to the parser); LibreOffice's soffice is checked for."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bench-dir", type=Path, default=REPO_ROOT.parent / "shared" / "bench")
     parser.add_argument("--work", type=Path, default=REPO_ROOT / "bench" / "out" / "word")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "RESULTS-word.md")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / results)
+    if more is not None:
+        more(parser)
     args = parser.parse_args()
     if not shutil.which("soffice"):
         sys.exit("needs LibreOffice's soffice (Debian: apt-get install libreoffice-writer-nogui)")
+    return args
+
+
+def main() -> None:
+    args = office_args(__doc__, "RESULTS-word.md")
     root = args.bench_dir / files.SET
     docx_root, convert_s = convert(root / "docs", args.work)
     converted = sum(1 for _ in docx_root.rglob("*.docx"))
