@@ -399,9 +399,12 @@ def test_upload_by_drag_and_drop_asks_for_the_token(browser, server, tmp_path):
     browser.wait_for("!document.querySelector('#view-documents').hidden && document.querySelector('#documents-list table')")
     deck = tmp_path / "oncall-training.pptx"  # a PowerPoint deck goes as its bytes too
     deck.write_bytes((Path(__file__).parent / "data" / "pptx" / "oncall-training.pptx").read_bytes())
-    browser.drop_files("#drop", [runbook, deck, sheet])
-    browser.wait_for("document.querySelector('#upload-progress').value === 3", timeout=60)
+    gbk = tmp_path / "夜班.md"  # a note saved as GBK (Windows' "ANSI" in China): the page sends bytes, the server decodes
+    gbk.write_bytes("# 夜班安排\n\n夜班由王五负责，交接在早上八点。\n".encode("gbk"))
+    browser.drop_files("#drop", [runbook, deck, gbk, sheet])
+    browser.wait_for("document.querySelector('#upload-progress').value === 4", timeout=60)
     lines = texts(browser, "#upload-log li")
+    assert any(line.startswith("夜班.md: 1 added") for line in lines), lines
     assert any(line.startswith("settlement-runbook.docx: 1 added") for line in lines), lines
     assert any(line.startswith("oncall-training.pptx: 1 added") for line in lines), lines
     assert lines[0].startswith("budget.numbers:") and "unsupported file type" in lines[0], lines
@@ -423,6 +426,8 @@ def test_upload_by_drag_and_drop_asks_for_the_token(browser, server, tmp_path):
     # What a passage's `page` counts, wherever the page shows it (the passage dialog, the document viewer).
     assert browser.evaluate("[Kg.unit('x/deck.pptx'), Kg.unit('sheet.XLSX'), Kg.unit('a.pdf'), Kg.unit('')]") == [
         "slide", "row", "page", "page"]
+    ask(browser, "夜班由谁负责")
+    assert texts(browser, ".hit .hit-head strong")[0] == "夜班安排"  # read as GBK, not as UTF-8 noise
 
 
 def test_import_errors_are_shown_by_line(browser, server, tmp_path, shots):

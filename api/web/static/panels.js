@@ -127,15 +127,15 @@
   };
 
   var FORMATS = { md: "md", markdown: "md", txt: "txt", text: "txt", html: "html", htm: "html", pdf: "pdf", docx: "docx", xlsx: "xlsx", pptx: "pptx", csv: "csv" };
-  function readFile(file, binary) {
+  function readBytes(file) {  /* the file's bytes, base64 */
     return new Promise(function (resolve, reject) {
       var reader = new FileReader();
-      reader.onload = function () { resolve(binary ? String(reader.result).split(",")[1] : reader.result); };
+      reader.onload = function () { resolve(String(reader.result).split(",")[1] || ""); };
       reader.onerror = function () { reject(reader.error); };
-      if (binary) reader.readAsDataURL(file); else reader.readAsText(file);
+      reader.readAsDataURL(file);
     });
   }
-  /* Reads each file and POSTs /documents (text formats as text, others as content_base64), one at a
+  /* Reads each file and POSTs /documents (its bytes as content_base64), one at a
      time, with a bar over all of them and a line per file that says what happened or why not. */
   Kg.upload = async function (files) {
     var log = $("#upload-log"), bar = $("#upload-progress"), total = files.length, failed = 0;
@@ -147,10 +147,10 @@
       var res;
       try {
         var body = { source: "upload:" + file.name };
-        /* PDF, Word and files of no known type go as bytes: the server reads them or says why not (a picture or a
-           spreadsheet read as text in the page would be added as noise). */
-        if (!format || format === "pdf" || format === "docx" || format === "xlsx" || format === "pptx" || format === "csv") { body.content_base64 = await readFile(file, true); body.filename = file.name; }
-        else { body.format = format; body.text = await readFile(file, false); }
+        /* Every file goes as its bytes, read by the server as `kg ingest` reads it: a note saved as GBK or Big5
+           decoded as such (read as text here it would be UTF-8 noise), a picture refused, a spreadsheet read. */
+        body.content_base64 = await readBytes(file); body.filename = file.name;
+        if (format) body.format = format;
         res = await Kg.api("POST", "/documents", body, { write: true });
       } catch (e) {
         res = { status: 0, data: { error: { message: String(e && e.message || e) } } };
