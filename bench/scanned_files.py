@@ -10,7 +10,8 @@ scanner's "document" setting) in grayscale into a new PDF of images: a scan, no 
 (made once). A sample of the scans (every n-th file, `--sample` files) is read as `kg ingest` reads it (OCR by
 Tesseract chi_sim+eng through PyMuPDF) and compared with the printed PDF's own text layer read the same way: the share
 of its characters OCR gives back in order (difflib, white space and Markdown marks aside), the share of its words
-(jieba, two characters or more) found in the OCR text (what a search needs), and the CPU seconds a page.
+(jieba, two characters or more) found in the OCR text (what a search needs), and the CPU seconds a page. With
+`--retrieval`, each form's whole folder is also ingested and the 80 questions scored as `bench/files.py` scores them.
 """
 
 from __future__ import annotations
@@ -118,9 +119,30 @@ def render(rows: list[dict], pages: int, dpi: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def retrieval(root: Path, forms: dict[str, Path | None]) -> dict:
+    """`kg ingest` of each form's folder (`kgrag full`) and the 80 questions scored as `bench/files.py` scores them."""
+    from run_benchmarks import in_own_process
+
+    runs = {}
+    for name, docs in forms.items():
+        started = time.perf_counter()
+        runs[name] = in_own_process(files.measure, root, "full", {}, False, docs)
+        print(f"{name}: R@5 {runs[name]['metrics']['R@5']} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    return runs
+
+
+def retrieval_table(runs: dict) -> list[str]:
+    return ["", "## Retrieval over the whole set (`--retrieval`)", "",
+            "Each form's folder ingested with `kg ingest` (`kgrag full`; the scans read by OCR), the 80 questions scored "
+            "at passage level as `bench/files.py` scores the Markdown files. One process a form.", "",
+            *word_files.run_rows(runs, "form")]
+
+
 def _options(parser) -> None:
     parser.add_argument("--dpi", type=int, default=200)
     parser.add_argument("--sample", type=int, default=20)
+    parser.add_argument("--retrieval", action="store_true",
+                        help="also ingest every form whole and score the questions (the scans: ~1 h of OCR on 2 cores)")
 
 
 def main() -> None:
@@ -134,7 +156,12 @@ def main() -> None:
     pdf_root = printed(docx_root, args.work)
     scan_root, pages = scanned(pdf_root, args.work, args.dpi)
     rows = compare(scan_root, pdf_root, args.sample)
-    args.out.write_text(render(rows, pages, args.dpi), encoding="utf-8")
+    text = render(rows, pages, args.dpi)
+    if args.retrieval:
+        runs = retrieval(root, {"Markdown": None, "PDF (text layer)": pdf_root, "scanned PDF (OCR)": scan_root})
+        text += "\n".join(retrieval_table(runs)) + "\n"
+        (args.work / f"scanned-retrieval-{args.dpi}.json").write_text(json.dumps(runs, ensure_ascii=False, indent=1))
+    args.out.write_text(text, encoding="utf-8")
     (args.work / f"scanned-{args.dpi}.json").write_text(json.dumps(rows, ensure_ascii=False, indent=1))
     print(f"wrote {args.out}", file=sys.stderr)
 

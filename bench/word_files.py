@@ -68,8 +68,18 @@ def convert(docs: Path, work: Path) -> tuple[Path, float]:
     return out, time.perf_counter() - started
 
 
+def run_rows(runs: dict, first: str = "run") -> list[str]:
+    """`files.measure` runs as a Markdown table: R@2, R@5, Hit@8, the two kinds' rows, ingest seconds, unmapped hits."""
+    head = [first, "R@2", "R@5", "Hit@8", "cross_doc R@5", "procedure Hit@8", "ingest s", "hits unmapped"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, run in runs.items():
+        m, kinds = run["metrics"], run["by_type"]
+        lines.append(f"| {name} | {m['R@2']} | {m['R@5']} | {m['Hit@8']} | {kinds['cross_doc']['metrics']['R@5']} | "
+                     f"{kinds['procedure']['metrics']['Hit@8']} | {run['ingest_seconds']} | {run['unmapped']} of {run['hits']} |")
+    return lines
+
+
 def render(runs: dict, converted: int, convert_s: float) -> str:
-    head = ["run", "R@2", "R@5", "Hit@8", "cross_doc R@5", "procedure Hit@8", "ingest s", "hits unmapped"]
     lines = [
         "# ops_dev_zh as Word documents (bench/word_files.py)", "",
         f"Measured {date.today().isoformat()} on {platform.machine()} with Python {platform.python_version()}: "
@@ -77,11 +87,7 @@ def render(runs: dict, converted: int, convert_s: float) -> str:
         f"HTML of each Markdown file; {convert_s:.0f} s this run, 0 when already converted), then `kg ingest` of the folder "
         "and the 80 questions, scored at passage level as `bench/files.py` scores the Markdown files (a hit maps to the "
         "passages of its file that hold it). Both forms in one run, each in its own process; no LLM, no vectors.", "",
-        "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name, run in runs.items():
-        m, kinds = run["metrics"], run["by_type"]
-        lines.append(f"| {name} | {m['R@2']} | {m['R@5']} | {m['Hit@8']} | {kinds['cross_doc']['metrics']['R@5']} | "
-                     f"{kinds['procedure']['metrics']['Hit@8']} | {run['ingest_seconds']} | {run['unmapped']} of {run['hits']} |")
+        *run_rows(runs)]
     return "\n".join(lines) + "\n"
 
 
