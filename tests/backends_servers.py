@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import http.client
 import json
 import os
 import shutil
@@ -263,7 +264,10 @@ def http_json(method: str, url: str, body: dict | None = None, timeout: float = 
     request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, json.loads(response.read() or b"{}")
+            try:
+                return response.status, json.loads(response.read() or b"{}")
+            except http.client.HTTPException as exc:  # the server died while it answered: nobody answered whole
+                raise ConnectionError(f"{url}: the answer was cut off ({exc!r})") from exc
     except urllib.error.HTTPError as exc:
         raw = exc.read()
         try:
