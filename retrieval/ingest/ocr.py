@@ -4,8 +4,8 @@ installed with its language data (Debian: `apt install tesseract-ocr tesseract-o
 A scanned contract, a stamped regulation (盖章文件), a faxed runbook: a PDF of page images has no text layer, and was
 skipped with advice to run OCR elsewhere. Where Tesseract is installed, a page without text but with an image is
 read by it in the configured languages that are installed (`KG_OCR_LANGUAGES`, default Simplified Chinese and
-English); `KG_OCR=off` keeps the old behaviour. About a second of CPU a page at 300 dpi here; a page larger than a
-poster is rendered at a lower resolution (MAX_PIXELS), never past the memory that takes.
+English); `KG_OCR=off` keeps the old behaviour. 1.7-8 s of CPU a page of documentation here (bench/RESULTS-scanned.md);
+a page larger than a poster is rendered at a lower resolution (MAX_PIXELS), never past the memory that takes.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def ocr_languages(setting: str, wanted: str) -> str | None:
 @dataclass(frozen=True)
 class Ocr:
     """How scanned pages are read: Tesseract's languages, and who hears of each page as it starts (a progress bar:
-    a 300-page scan takes minutes)."""
+    a 300-page scan takes half an hour)."""
 
     languages: str
     on_page: Callable[[str], None] | None = None
