@@ -22,12 +22,11 @@ from rdflib.namespace import RDFS, SKOS
 
 from kg.errors import RelationTableError
 from kg.relations.ledger import edge_key, key_edge
-from kg.relations.model import control_problem
+from kg.relations.model import ALIAS_COLUMNS, control_problem
 from kg.relations.source import column_key, decode_bytes, open_table
 
 __all__ = ["AliasReport", "import_alias_table", "is_alias_table"]
 
-ALIAS_COLUMNS = ("entity", "alias")
 
 
 @dataclass

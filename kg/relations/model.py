@@ -48,6 +48,18 @@ _INDIVIDUAL, _AXIOM, _ENTITY, _WEIGHT = OWL.NamedIndividual, OWL.Axiom, KG.Entit
 _SOURCE, _PROPERTY, _TARGET = OWL.annotatedSource, OWL.annotatedProperty, OWL.annotatedTarget
 
 
+ALIAS_COLUMNS = ("entity", "alias")
+
+
+def table_kind(header: list[str]) -> str | None:
+    """"relation" or "alias" when a header row's cells name that table's columns (any case, other columns beside
+    them), else None: how a workbook's sheet and a CSV among the notes are told to be tables."""
+    keys = {column_key(cell) for cell in header}
+    if set(REQUIRED_COLUMNS) <= keys:
+        return "relation"
+    return "alias" if set(ALIAS_COLUMNS) <= keys else None
+
+
 def column_key(cell: str) -> str:
     """A header cell's column name: case, spaces and hyphens aside (`Source Type` is `source_type`)."""
     return re.sub(r"[\s\-]+", "_", cell.strip().lstrip("\ufeff").lower())

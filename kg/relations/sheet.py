@@ -22,13 +22,12 @@ from pathlib import Path
 from kg.errors import RelationTableError
 from kg.files import file_stamp
 from kg.ooxml import UNREADABLE_MEMBER, open_package
-from kg.relations.model import REQUIRED_COLUMNS, column_key
+from kg.relations.model import ALIAS_COLUMNS, REQUIRED_COLUMNS, table_kind
 from kg.workbook import Workbook
 
 __all__ = ["SHEET_SUFFIXES", "is_workbook", "sheet_csv"]
 
 SHEET_SUFFIXES = (".xlsx", ".xlsm")
-ALIAS_HEADER = ("entity", "alias")
 HEADER_WITHIN = 10  # rows with text above a header: a title, a date, who keeps the table
 MAX_ROWS = 1_048_576  # Excel's last row; a row numbered past it is read as the next one
 _last: tuple[tuple[str, tuple[int, int] | None], bytes] | None = None  # the last workbook read: an import reads it 2-3 times
@@ -68,7 +67,7 @@ def _render(path: Path) -> bytes:
                 listed = ", ".join(repr(s) for s, _ in sheets) or "none visible"
                 raise RelationTableError(
                     f"{name}: no sheet has the header {','.join(REQUIRED_COLUMNS)} (a relation table) or "
-                    f"{','.join(ALIAS_HEADER)} (an alias table) in its first rows; its sheets: {listed}")
+                    f"{','.join(ALIAS_COLUMNS)} (an alias table) in its first rows; its sheets: {listed}")
             _, part, header_at = tables[0]
             rows = [(number, cells) for number, cells in book.rows(part) if number >= header_at]
         except UNREADABLE_MEMBER as exc:
@@ -96,8 +95,7 @@ def _header_row(book: Workbook, part: str) -> int:
     rows = book.rows(part)
     try:
         for number, cells in itertools.islice(rows, HEADER_WITHIN):
-            keys = {column_key(text) for _, text in cells}
-            if set(REQUIRED_COLUMNS) <= keys or set(ALIAS_HEADER) <= keys:
+            if table_kind([text for _, text in cells]):
                 return number
         return 0
     finally:

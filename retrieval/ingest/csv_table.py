@@ -18,13 +18,12 @@ import io
 
 from kg.errors import InputError
 from kg.ooxml import table_lines
-from kg.relations.model import REQUIRED_COLUMNS, column_key
+from kg.relations.model import table_kind
 from retrieval.types import SourceDocument
 
 __all__ = ["MAX_CELLS", "read_csv"]
 
 MAX_CELLS = 200_000  # as a workbook's
-_ALIAS_COLUMNS = {"entity", "alias"}
 
 
 def read_csv(text: str, source: str, label: str) -> SourceDocument:
@@ -48,10 +47,10 @@ def read_csv(text: str, source: str, label: str) -> SourceDocument:
         raise InputError(f"{label}: not a readable CSV file ({exc}); save it again as CSV") from None
     if not rows:
         raise InputError(f"{label}: the CSV file holds no text")
-    keys = {column_key(cell) for cell in rows[0]}
-    if set(REQUIRED_COLUMNS) <= keys or _ALIAS_COLUMNS <= keys:
-        kind = "an alias" if _ALIAS_COLUMNS <= keys else "a relation"
-        raise InputError(f"{label}: {kind} table, not a document: import it with `kg import {label}`")
+    kind = table_kind(rows[0])
+    if kind is not None:
+        raise InputError(f"{label}: {'an' if kind == 'alias' else 'a'} {kind} table, not a document: import it with "
+                         f"`kg import {label}`")
     width = max(len(row) for row in rows)
     while width > 1 and not any(len(row) >= width and row[width - 1] for row in rows):
         width -= 1  # the empty columns Excel leaves on the right
