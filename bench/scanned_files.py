@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from datetime import date
@@ -31,19 +30,6 @@ sys.path.insert(0, str(REPO_ROOT / "bench"))
 
 import files  # noqa: E402
 import word_files  # noqa: E402
-
-
-def printed(docx_root: Path, work: Path) -> Path:
-    """work/pdf/**.pdf from the .docx files (once)."""
-    out = work / "pdf"
-    for folder in sorted({d.parent for d in docx_root.rglob("*.docx")}):
-        target = out / folder.relative_to(docx_root)
-        todo = [str(d) for d in sorted(folder.glob("*.docx")) if not (target / (d.stem + ".pdf")).exists()]
-        if todo:
-            target.mkdir(parents=True, exist_ok=True)
-            subprocess.run(["soffice", "--headless", "--convert-to", "pdf", "--outdir", str(target), *todo],
-                           check=True, capture_output=True, timeout=1800)
-    return out
 
 
 def scanned(pdf_root: Path, work: Path, dpi: int) -> tuple[Path, int]:
@@ -153,7 +139,7 @@ def main() -> None:
         sys.exit("needs Tesseract with chi_sim and eng (Debian: apt-get install tesseract-ocr tesseract-ocr-chi-sim)")
     root = args.bench_dir / files.SET
     docx_root, _ = word_files.convert(root / "docs", args.work)
-    pdf_root = printed(docx_root, args.work)
+    pdf_root = word_files.printed(docx_root, args.work)
     scan_root, pages = scanned(pdf_root, args.work, args.dpi)
     rows = compare(scan_root, pdf_root, args.sample)
     text = render(rows, pages, args.dpi)

@@ -68,6 +68,19 @@ def convert(docs: Path, work: Path) -> tuple[Path, float]:
     return out, time.perf_counter() - started
 
 
+def printed(docx_root: Path, work: Path) -> Path:
+    """work/pdf/**.pdf from the .docx files (once)."""
+    out = work / "pdf"
+    for folder in sorted({d.parent for d in docx_root.rglob("*.docx")}):
+        target = out / folder.relative_to(docx_root)
+        todo = [str(d) for d in sorted(folder.glob("*.docx")) if not (target / (d.stem + ".pdf")).exists()]
+        if todo:
+            target.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["soffice", "--headless", "--convert-to", "pdf", "--outdir", str(target), *todo],
+                           check=True, capture_output=True, timeout=1800)
+    return out
+
+
 def run_rows(runs: dict, first: str = "run") -> list[str]:
     """`files.measure` runs as a Markdown table: R@2, R@5, Hit@8, the two kinds' rows, ingest seconds, unmapped hits."""
     head = [first, "R@2", "R@5", "Hit@8", "cross_doc R@5", "procedure Hit@8", "ingest s", "hits unmapped"]
