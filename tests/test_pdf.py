@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -14,6 +15,7 @@ from retrieval.ingest.ocr import INSTALL_HINT
 from retrieval.ingest.readers import read_source_file
 
 pymupdf = pytest.importorskip("pymupdf", reason="PDF reading needs the [pdf] extra")
+DATA = Path(__file__).parent / "data"
 
 
 def _two_column_pdf(path, pages=3):
@@ -133,3 +135,50 @@ def test_a_page_whose_drawing_instructions_inflate_past_the_bound_is_skipped_unr
                             "exhaust memory, or a huge drawing): skipped",)
     monkeypatch.setattr(pdf, "PAGE_CONTENT_BYTES", 4 * 2**20)  # under the bound: read as before
     assert "aaaaaaaaaa" in read_source_file(tmp_path / "two.pdf").text
+
+
+def test_a_runbook_printed_by_libreoffice_reads_as_the_markdown_it_was_written_in():
+    """`data/pdf/settlement-runbook.pdf`: test_docx's runbook printed to PDF by LibreOffice (its headings in 24, 18 and
+    14 pt, code in a 10 pt monospace font, a table drawn with rules, numbered steps and bullets). Read back as one
+    paragraph a block, the code lines were glued into one, the steps into one sentence, the table's header taken for a
+    heading with its cells run together."""
+    src = read_source_file(DATA / "pdf" / "settlement-runbook.pdf")
+    lines = src.text.split("\n")
+    assert [line for line in lines if line.startswith("#")] == [
+        "# 结算服务运行手册", "## 配置项", "## 结算任务失败", "### 注意事项", "## Contact"]
+    table = lines.index("| 键 | 默认值 | 说明 |")  # the cells from the page's words: the underscore stays in its name
+    assert lines[table + 1: table + 5] == ["| --- | --- | --- |", "| settle.batch_size | 500 | 每批结算的订单数 |",
+                                           "| settle.cron | 0 2 * * * | 每日凌晨 2 点开始结算 |",
+                                           "| ledger.timeout_ms | 3000 | 调用账务系统的超时 |"]
+    assert "2. 查看 settlement-service 日志中的 LedgerTimeout 异常。" in lines  # a step a line
+    fence = lines.index("```")
+    assert lines[fence: fence + 4] == ["```", "settlectl retry --batch 20261201-03", "settlectl status --batch 20261201-03",
+                                       "```"]
+    assert "- 不得手工修改 ledger 表。" in lines and "- 重跑前确认该批次未部分入账。" in lines
+    assert len(src.line_pages) == len(lines) and set(src.line_pages) == {1}
+    cut = cut_document(src, ChunkSizes())  # sections nest as the document's headings do
+    assert [c.section for c in cut.children] == ["", "配置项", "结算任务失败", "结算任务失败 > 注意事项", "Contact"]
+
+
+def test_a_page_mostly_of_code_does_not_make_its_prose_headings(tmp_path):
+    """The body size is the prose's: on a page of 10 pt code with 12 pt sentences between, the sentences were taken
+    for headings (1.2 times "the body") and each cut into a section of its own."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((50, 60), "集群扩容手册", fontname="china-s", fontsize=24)
+    page.insert_text((50, 100), "准备", fontname="china-s", fontsize=18)
+    page.insert_text((50, 130), "先保存以下配置：", fontname="china-s", fontsize=12)
+    code = ["datanode:", "  replicas: 3", "  storage:", "    size: 20Gi", "    class: ssd", "meta:", "  replicas: 3"]
+    page.insert_text((60, 160), "\n".join(code), fontname="cour", fontsize=10)
+    page.insert_text((50, 290), "再执行：", fontname="china-s", fontsize=12)
+    page.insert_text((60, 320), "helm upgrade --install cluster ./chart -f values.yaml -n prod", fontname="cour", fontsize=10)
+    page.insert_text((50, 360), "Rollback", fontname="hebo", fontsize=12)  # bold body text alone: a run-in title
+    page.insert_text((50, 390), "Run helm rollback with the last good revision.", fontname="helv", fontsize=12)
+    page.insert_text((50, 420), "Never delete the volumes.", fontname="hebo", fontsize=12)  # a bold sentence
+    path = tmp_path / "scale.pdf"
+    doc.save(path)
+    lines = read_source_file(path).text.split("\n")
+    assert [line for line in lines if line.startswith("#")] == ["# 集群扩容手册", "## 准备", "### Rollback"]
+    assert "先保存以下配置：" in lines and "再执行：" in lines and "Never delete the volumes." in lines
+    fence = lines.index("```")
+    assert lines[fence: fence + len(code) + 2] == ["```", *code, "```"]  # the lines and their indentation kept

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 import zlib
 from collections import Counter
-from dataclasses import dataclass
 
 from kg.errors import InputError
 from retrieval.ingest.ocr import INSTALL_HINT, Ocr, ocr_textpage
+from retrieval.ingest.pdf_markdown import MONO_SHARE, Block, markdown_lines
 from retrieval.types import SourceDocument
 
 __all__ = ["PDF_AVAILABLE", "read_pdf"]
@@ -35,24 +35,13 @@ _PAGE_NUMBER = re.compile(
 # 470 KB file inflating to 240 MB of text operators took 3.6 GB of memory to read (MuPDF holds every glyph), so a few
 # MB more would take the machine's. A page of text is ~10-100 KB of them; a dense vector drawing a few MB.
 PAGE_CONTENT_BYTES = 32 * 1024 * 1024
-# A block read by OCR is a heading only when clearly larger than the body (Tesseract's sizes are estimates: a bullet
-# read as "。" or a line of code came out 1.2-1.5 times the body in scans of ops_dev_zh's pages) and short.
-OCR_TITLE, OCR_SECTION, OCR_HEADING_CHARS = 1.8, 1.4, 40
 _EDGE = 0.1  # top and bottom tenth of a page: where running headers and footers live
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
 _BETWEEN_CJK = re.compile(r"(?<=[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]) +(?=[\u3400-\u9fff\u3000-\u303f\uff00-\uffef])")
 
 
-@dataclass
-class _Block:
-    page: int
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-    text: str
-    size: float  # the largest font size in the block (read by OCR: its words' median)
-    ocr: bool = False  # read by OCR: its size an estimate, so it is a heading only when clearly larger
+_MONO_FONT = re.compile(r"mono|courier|consol|menlo|code|typewriter", re.I)
+_MONOSPACED, _BOLD = 8, 16  # PyMuPDF's span flags
 
 
 def _join_lines(lines: list[str]) -> str:
@@ -67,33 +56,96 @@ def _join_lines(lines: list[str]) -> str:
     return out
 
 
-def _page_blocks(page, number: int, textpage=None) -> list[_Block]:
+def _page_blocks(page, number: int, textpage=None) -> list[Block]:
     """The page's text blocks; from `textpage` (an OCR reading) when given, whose word sizes are estimates: a block's
     size is then its words' median, not their largest, so one tall word does not make a paragraph a heading."""
     blocks = []
     for block in page.get_text("dict", textpage=textpage)["blocks"]:
         if block.get("type") != 0:
             continue
-        lines, sizes = [], []
+        lines, sizes, mono, bold, letters = [], [], 0, 0, 0
         for line in block["lines"]:
             spans = line["spans"]
             lines.append(("" if textpage is None else " ").join(s["text"] for s in spans))
-            sizes += [s["size"] for s in spans if s["text"].strip()]
+            for s in spans:
+                if n := len(s["text"].strip()):
+                    sizes.append(s["size"])
+                    letters += n
+                    mono += n * bool(s["flags"] & _MONOSPACED or _MONO_FONT.search(s["font"]))
+                    bold += n * bool(s["flags"] & _BOLD or "bold" in s["font"].lower())
         size = (max(sizes) if textpage is None else sorted(sizes)[len(sizes) // 2]) if sizes else 0.0
         text = _join_lines(lines)
         if textpage is not None:  # Tesseract spaces the words it found: one space, none between Chinese characters
             text = _BETWEEN_CJK.sub("", " ".join(text.split()))
+            lines = [_BETWEEN_CJK.sub("", " ".join(line.split())) for line in lines]
         if text:
             x0, y0, x1, y1 = block["bbox"]
-            blocks.append(_Block(number, x0, y0, x1, y1, text, size, textpage is not None))
+            fonts = textpage is None and letters > 0  # an OCR reading's font is a placeholder
+            blocks.append(Block(number, x0, y0, x1, y1, text, size, textpage is not None,
+                                tuple(line for line in lines if line.strip()),
+                                fonts and mono >= MONO_SHARE * letters, fonts and bold == letters))
     return blocks
 
 
-def _reading_order(blocks: list[_Block], width: float) -> list[_Block]:
+def _ruled_tables(page, number: int, blocks: list[Block]) -> list[Block]:
+    """The page's blocks with each table drawn with rules (borders) as one block of rows in place of its cells' text.
+
+    MuPDF's table finder gives the cells; their text is taken from the page's words by where each word's middle falls,
+    because the finder's own text of a cell breaks an identifier at its underscore (`settle.batch size\n_`). The
+    finder costs ~60 ms a page, so only a page with rules between columns is searched: one with only horizontal lines
+    (links' underlines, a rule under a heading) has no table it would find."""
+    if not _has_column_rules(page):
+        return blocks
+    try:
+        found = page.find_tables().tables
+    except Exception:  # the finder's own failures on odd line art: the page is read as text, as before
+        return blocks
+    words = page.get_text("words", sort=True)
+    tables = []
+    for table in found:
+        rows = tuple(tuple(_cell_text(words, cell) for cell in row.cells) for row in table.rows)
+        rows = tuple(row for row in rows if any(row))
+        if len(rows) >= 2 and len(rows[0]) >= 2:  # one row or one column is a frame around text, not a table
+            x0, y0, x1, y1 = table.bbox
+            tables.append(Block(number, x0, y0, x1, y1, " ".join(c for row in rows for c in row), 0.0, rows=rows))
+    if not tables:
+        return blocks
+
+    def inside(b: Block) -> bool:
+        x, y = (b.x0 + b.x1) / 2, (b.y0 + b.y1) / 2
+        return any(t.x0 <= x <= t.x1 and t.y0 <= y <= t.y1 for t in tables)
+
+    return [b for b in blocks if not inside(b)] + tables
+
+
+def _has_column_rules(page) -> bool:
+    """Two vertical lines, or a stroked rectangle: what the finder builds cells from."""
+    vertical = 0
+    for drawing in page.get_cdrawings():
+        for item in drawing["items"]:
+            if item[0] == "l" and abs(item[1][0] - item[2][0]) < 1 and abs(item[1][1] - item[2][1]) > 3:
+                vertical += 1
+            elif item[0] == "re":
+                x0, y0, x1, y1 = item[1]
+                vertical += 2 if "s" in drawing.get("type", "") else (x1 - x0 < 2 and y1 - y0 > 3)
+            if vertical >= 2:
+                return True
+    return False
+
+
+def _cell_text(words: list, cell) -> str:
+    if cell is None:  # a cell merged into the one before it
+        return ""
+    x0, y0, x1, y1 = cell
+    inside = [w[4] for w in words if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1]
+    return _BETWEEN_CJK.sub("", " ".join(inside))
+
+
+def _reading_order(blocks: list[Block], width: float) -> list[Block]:
     """Bands between blocks that cross the page's middle; in each band, left column, then right."""
     middle = width / 2
-    ordered: list[_Block] = []
-    band: list[_Block] = []
+    ordered: list[Block] = []
+    band: list[Block] = []
 
     def flush() -> None:
         left = sorted((b for b in band if (b.x0 + b.x1) / 2 < middle), key=lambda b: (b.y0, b.x0))
@@ -116,7 +168,7 @@ def _edge_key(text: str) -> str:
     return re.sub(r"\d+", "#", text.strip().lower())
 
 
-def _drop_running_text(pages: list[tuple[list[_Block], float]]) -> list[list[_Block]]:
+def _drop_running_text(pages: list[tuple[list[Block], float]]) -> list[list[Block]]:
     """Page numbers at the page edges, and a text repeated at the top or bottom of many pages."""
     counts: Counter[str] = Counter()
     for blocks, height in pages:
@@ -155,7 +207,7 @@ def _content_bytes(doc, page, cap: int) -> int:
     return total
 
 
-def _read_by_ocr(page, number: int, languages: str, label: str, warnings: list[str]) -> list[_Block]:
+def _read_by_ocr(page, number: int, languages: str, label: str, warnings: list[str]) -> list[Block]:
     try:
         return _page_blocks(page, number, ocr_textpage(page, languages))
     except Exception as exc:  # MuPDF's and Tesseract's own errors (a page it cannot render, damaged language data)
@@ -174,6 +226,8 @@ def read_pdf(raw: bytes, source: str, label: str, ocr: Ocr | None = None) -> Sou
         raise InputError(f"{label}: reading PDF needs PyMuPDF: pip install 'kgrag[pdf]' (AGPL-licensed)")
     import pymupdf
 
+    if hasattr(pymupdf, "no_recommend_layout"):  # else its table finder prints an advert on stdout (a `--json` reply's)
+        pymupdf.no_recommend_layout()
     try:
         doc = pymupdf.open(stream=raw, filetype="pdf")
     except Exception as exc:  # PyMuPDF raises its own FileDataError and RuntimeError variants
@@ -194,7 +248,7 @@ def read_pdf(raw: bytes, source: str, label: str, ocr: Ocr | None = None) -> Sou
                 pages.append(([], page.rect.height))
                 oversized += 1
                 continue
-            blocks = _page_blocks(page, number)
+            blocks = _ruled_tables(page, number, _page_blocks(page, number))
             if not blocks and ocr and page.get_images():
                 if ocr.on_page is not None:
                     ocr.on_page(f"OCR: {label.rsplit('/', 1)[-1]} page {number}/{doc.page_count}")
@@ -210,32 +264,19 @@ def read_pdf(raw: bytes, source: str, label: str, ocr: Ocr | None = None) -> Sou
                     warnings.append(f"{label}: page {number} has no text")
             pages.append((_reading_order(blocks, page.rect.width), page.rect.height))
     kept = _drop_running_text(pages)
-    sizes = Counter(round(b.size) for page in kept for b in page for _ in range(len(b.text)))
-    if not sizes and scanned:
+    read_any = any(page for page in kept)
+    if not read_any and scanned:
         raise InputError(f"{label}: no text layer on any of its {len(pages)} page(s) (a scanned document?): "
                          + ("OCR found no text on them" if ocr else INSTALL_HINT))
     if read_by_ocr:
         warnings.append(f"{label}: {_pages(read_by_ocr)} without a text layer read by OCR (Tesseract, {ocr.languages}): "
                         "its text may hold misread characters")
-    if not sizes and oversized:
+    if not read_any and oversized:
         raise InputError(f"{label}: no text on any of its {len(pages)} page(s) read; {oversized} page(s) skipped, each "
                          f"holding over {PAGE_CONTENT_BYTES // 2**20} MB of drawing instructions (a PDF made to exhaust "
                          "memory, or huge drawings)")
-    if not sizes:
+    if not read_any:
         raise InputError(f"{label}: no text on any of its {len(pages)} page(s)")
-    body = sizes.most_common(1)[0][0]
-    lines: list[str] = []
-    line_pages: list[int] = []
-    for page in kept:
-        for b in page:
-            heading = ""
-            big, larger, longest = (OCR_TITLE, OCR_SECTION, OCR_HEADING_CHARS) if b.ocr else (1.5, 1.15, 80)
-            if len(b.text) <= longest and b.size >= body * big:
-                heading = "# "
-            elif len(b.text) <= longest and b.size >= body * larger:
-                heading = "## "
-            for row in (heading + b.text, ""):
-                lines.append(row)
-                line_pages.append(b.page)
+    lines, line_pages = markdown_lines(kept)
     return SourceDocument(source=source, text="\n".join(lines), format="pdf", title=title,
                           line_pages=tuple(line_pages), warnings=tuple(warnings))

@@ -1,0 +1,147 @@
+"""A PDF's text blocks (in reading order, page by page) in, Markdown lines and the page of each line out: headings at
+the levels their font sizes give, code blocks fenced with their lines kept, list items one a line, tables as
+Markdown tables.
+
+A PDF keeps no structure, only positioned text in fonts. An office suite or a browser that printed it drew each
+heading level in its own size (LibreOffice: 24, 18, 14 pt and bold body text for headings 1-4), code in a monospace
+font with its lines as they were, and list items behind a bullet glyph or a number. Read back as paragraphs, a
+document is one flat run: code lines glued into one line, a list one sentence, every heading at one level. Worse,
+a page mostly of code made the monospace size the "body", so every short paragraph in the larger text font was taken
+for a heading and cut into a section of its own. The levels here are the ranks of the heading sizes in the document,
+largest first, so a document's sections nest as its author made them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+__all__ = ["Block", "markdown_lines"]
+
+# A block read from the text layer is a heading when its letters are this much larger than the body's, and short.
+LARGER, HEADING_CHARS = 1.15, 80
+# A block read by OCR is a heading only when clearly larger than the body (Tesseract's sizes are estimates: a bullet
+# read as "。" or a line of code came out 1.2-1.5 times the body in scans of ops_dev_zh's pages) and short.
+OCR_TITLE, OCR_SECTION, OCR_HEADING_CHARS = 1.8, 1.4, 40
+# A block is code when this share of its letters is in a monospace font (a sentence with a command in it is not).
+MONO_SHARE = 0.9
+_ITEM = re.compile(r"^\s*(?:[\u2022\u2023\u2043\u2219\u25aa\u25cf\u25e6\u25cb\u25a0\u25a1\u00b7\uf0a7\uf0b7\uf0d8\uf076]\s*"
+                   r"|(\d{1,2}[.)、](?!\d)\s*|[a-z][.)]\s+))(?=\S)")  # "e.g." and "1.5 GB" are no markers
+_SENTENCE_END = ("。", "：", ":", "；", ";", "，", ",", "！", "？", ".", "?", "!")
+
+
+@dataclass
+class Block:
+    page: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    text: str  # the block's lines as one paragraph
+    size: float  # the largest font size in the block (read by OCR: its words' median)
+    ocr: bool = False  # read by OCR: its size an estimate, so it is a heading only when clearly larger
+    lines: tuple[str, ...] = ()  # its lines as drawn (leading spaces kept): a code block's lines, a list's items
+    mono: bool = False  # MONO_SHARE of its letters in a monospace font: code
+    bold: bool = False  # every letter bold
+    rows: tuple[tuple[str, ...], ...] = ()  # a table's cells, row by row (its first row its header)
+
+
+def _body_size(pages: list[list[Block]]) -> float:
+    """The size most of the prose is set in (code's smaller monospace size aside, unless the document is all code)."""
+    prose = Counter(round(b.size) for page in pages for b in page if not b.mono and not b.rows for _ in range(len(b.text)))
+    every = prose or Counter(round(b.size) for page in pages for b in page for _ in range(len(b.text)))
+    return every.most_common(1)[0][0]
+
+
+def _heading_levels(pages: list[list[Block]], body: float) -> dict[float, int]:
+    """Each heading size of the text layer -> its level: the sizes clearly above the body, largest first."""
+    sizes = {round(b.size) for page in pages for b in page
+             if not b.ocr and not b.mono and not b.rows and len(b.text) <= HEADING_CHARS and b.size >= body * LARGER}
+    return {size: min(level, 6) for level, size in enumerate(sorted(sizes, reverse=True), start=1)}
+
+
+def _heading(block: Block, body: float, levels: dict[float, int]) -> int:
+    """The block's heading level, 0 when it is not a heading."""
+    if block.ocr:
+        if len(block.text) > OCR_HEADING_CHARS:
+            return 0
+        return 1 if block.size >= body * OCR_TITLE else 2 if block.size >= body * OCR_SECTION else 0
+    if block.mono or len(block.text) > HEADING_CHARS:
+        return 0
+    if round(block.size) in levels:
+        return levels[round(block.size)]
+    # Bold body text standing alone as a short line (LibreOffice's heading 4, a run-in title): one level below the
+    # smallest sized heading; a bold sentence (it ends as one) is emphasis, not a title.
+    if block.bold and block.size >= body * 0.95 and not block.text.endswith(_SENTENCE_END):
+        return min(len(levels) + 1, 6)
+    return 0
+
+
+def _items(block: Block) -> list[str] | None:
+    """A list block's items, one a line (a wrapped item's lines joined); None when the block is not a list."""
+    if not block.lines or not _ITEM.match(block.lines[0]):
+        return None
+    items: list[list[str]] = []
+    for line in block.lines:
+        if _ITEM.match(line) or not items:
+            items.append([line.strip()])
+        else:
+            items[-1].append(line.strip())
+    return [_item_line(" ".join(parts)) for parts in items]
+
+
+def _item_line(item: str) -> str:
+    found = _ITEM.match(item)
+    marker, rest = (found.group(1) or "").strip(), item[found.end():]
+    return f"{marker} {rest}" if marker else f"- {rest}"
+
+
+def _table_lines(rows: tuple[tuple[str, ...], ...]) -> list[str]:
+    """A Markdown table: its first row the header (how a table is printed: the column names on top)."""
+    cells = [[" ".join(cell.split()).replace("|", "\\|") for cell in row] for row in rows]
+    lines = ["| " + " | ".join(row) + " |" for row in cells]
+    return [lines[0], "|" + " --- |" * len(cells[0]), *lines[1:]]
+
+
+def markdown_lines(pages: list[list[Block]]) -> tuple[list[str], list[int]]:
+    """The document's Markdown lines and the page each line is on."""
+    body = _body_size(pages)
+    levels = _heading_levels(pages, body)
+    lines: list[str] = []
+    line_pages: list[int] = []
+
+    def put(text: str, page: int) -> None:
+        lines.append(text)
+        line_pages.append(page)
+
+    in_code = False
+    for block in (b for page in pages for b in page):
+        if block.mono and block.lines:
+            # A code block printed across blocks (LibreOffice starts one at each blank line) or pages is one fence.
+            if in_code:
+                put("", block.page)
+            else:
+                put("```", block.page)
+            for line in block.lines:
+                put(line.rstrip(), block.page)
+            in_code = True
+            continue
+        if in_code:
+            put("```", block.page)
+            put("", block.page)
+            in_code = False
+        if block.rows:
+            for row in _table_lines(block.rows):
+                put(row, block.page)
+            put("", block.page)
+            continue
+        level = _heading(block, body, levels)
+        items = None if level else _items(block)
+        for row in ([f"{'#' * level} {block.text}"] if level else items or [block.text]):
+            put(row, block.page)
+        put("", block.page)
+    if in_code:
+        put("```", line_pages[-1])
+        put("", line_pages[-1])
+    return lines, line_pages
