@@ -182,3 +182,18 @@ def test_a_page_mostly_of_code_does_not_make_its_prose_headings(tmp_path):
     assert "先保存以下配置：" in lines and "再执行：" in lines and "Never delete the volumes." in lines
     fence = lines.index("```")
     assert lines[fence: fence + len(code) + 2] == ["```", *code, "```"]  # the lines and their indentation kept
+
+
+def test_a_heading_in_a_monospace_font_lists_cut_anywhere_and_numbers_inside_a_sentence(tmp_path):
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((50, 60), "调度器", fontname="china-s", fontsize=24)
+    page.insert_text((50, 100), "BatchingEngine", fontname="cour", fontsize=18)  # `## \`BatchingEngine\`` printed
+    page.insert_text((50, 130), "节点包括：\n\u2022 一个 gRPC 服务\n\u2022 一个 HTTP 服务", fontname="china-s", fontsize=12)
+    page.insert_text((50, 200), "取值范围为 [10,\n20) 之间的整数。", fontname="china-s", fontsize=12)  # "20)" is no step
+    page.insert_text((60, 250), "SHOW REGIONS;", fontname="cour", fontsize=10)
+    path = tmp_path / "scheduler.pdf"
+    doc.save(path)
+    lines = [line for line in read_source_file(path).text.split("\n") if line]
+    assert lines == ["# 调度器", "## BatchingEngine", "节点包括：", "- 一个 gRPC 服务", "- 一个 HTTP 服务",
+                     "取值范围为 [10, 20) 之间的整数。", "```", "SHOW REGIONS;", "```"]

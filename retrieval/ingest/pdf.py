@@ -15,7 +15,7 @@ from collections import Counter
 
 from kg.errors import InputError
 from retrieval.ingest.ocr import INSTALL_HINT, Ocr, ocr_textpage
-from retrieval.ingest.pdf_markdown import MONO_SHARE, Block, markdown_lines
+from retrieval.ingest.pdf_markdown import MONO_SHARE, Block, join_lines, markdown_lines
 from retrieval.types import SourceDocument
 
 __all__ = ["PDF_AVAILABLE", "read_pdf"]
@@ -36,24 +36,11 @@ _PAGE_NUMBER = re.compile(
 # MB more would take the machine's. A page of text is ~10-100 KB of them; a dense vector drawing a few MB.
 PAGE_CONTENT_BYTES = 32 * 1024 * 1024
 _EDGE = 0.1  # top and bottom tenth of a page: where running headers and footers live
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
 _BETWEEN_CJK = re.compile(r"(?<=[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]) +(?=[\u3400-\u9fff\u3000-\u303f\uff00-\uffef])")
 
 
 _MONO_FONT = re.compile(r"mono|courier|consol|menlo|code|typewriter", re.I)
 _MONOSPACED, _BOLD = 8, 16  # PyMuPDF's span flags
-
-
-def _join_lines(lines: list[str]) -> str:
-    """A block's lines are one paragraph: joined without a space between Chinese characters."""
-    out = ""
-    for line in (ln.strip() for ln in lines):
-        if not line:
-            continue
-        if out and not (_CJK.match(line[0]) and _CJK.match(out[-1])):
-            out += "" if out.endswith("-") and line[:1].islower() else " "
-        out += line
-    return out
 
 
 def _page_blocks(page, number: int, textpage=None) -> list[Block]:
@@ -74,7 +61,7 @@ def _page_blocks(page, number: int, textpage=None) -> list[Block]:
                     mono += n * bool(s["flags"] & _MONOSPACED or _MONO_FONT.search(s["font"]))
                     bold += n * bool(s["flags"] & _BOLD or "bold" in s["font"].lower())
         size = (max(sizes) if textpage is None else sorted(sizes)[len(sizes) // 2]) if sizes else 0.0
-        text = _join_lines(lines)
+        text = join_lines(lines)
         if textpage is not None:  # Tesseract spaces the words it found: one space, none between Chinese characters
             text = _BETWEEN_CJK.sub("", " ".join(text.split()))
             lines = [_BETWEEN_CJK.sub("", " ".join(line.split())) for line in lines]

@@ -28,7 +28,10 @@ OCR_TITLE, OCR_SECTION, OCR_HEADING_CHARS = 1.8, 1.4, 40
 MONO_SHARE = 0.9
 _ITEM = re.compile(r"^\s*(?:[\u2022\u2023\u2043\u2219\u25aa\u25cf\u25e6\u25cb\u25a0\u25a1\u00b7\uf0a7\uf0b7\uf0d8\uf076]\s*"
                    r"|(\d{1,2}[.)、](?!\d)\s*|[a-z][.)]\s+))(?=\S)")  # "e.g." and "1.5 GB" are no markers
+_NUMBERED = re.compile(r"^\s*(?:\d{1,2}[.)、]|[a-z][.)]\s)")  # a marker that may also be text cut by a line break
 _SENTENCE_END = ("。", "：", ":", "；", ";", "，", ",", "！", "？", ".", "?", "!")
+_FULL_STOP = ("。", "：", ":", "；", ";", "！", "？", ".", "?", "!")
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
 
 
 @dataclass
@@ -47,6 +50,18 @@ class Block:
     rows: tuple[tuple[str, ...], ...] = ()  # a table's cells, row by row (its first row its header)
 
 
+def join_lines(lines: list[str]) -> str:
+    """Lines of one paragraph as one: joined without a space between Chinese characters."""
+    out = ""
+    for line in (ln.strip() for ln in lines):
+        if not line:
+            continue
+        if out and not (_CJK.match(line[0]) and _CJK.match(out[-1])):
+            out += "" if out.endswith("-") and line[:1].islower() else " "
+        out += line
+    return out
+
+
 def _body_size(pages: list[list[Block]]) -> float:
     """The size most of the prose is set in (code's smaller monospace size aside, unless the document is all code)."""
     prose = Counter(round(b.size) for page in pages for b in page if not b.mono and not b.rows for _ in range(len(b.text)))
@@ -57,7 +72,7 @@ def _body_size(pages: list[list[Block]]) -> float:
 def _heading_levels(pages: list[list[Block]], body: float) -> dict[float, int]:
     """Each heading size of the text layer -> its level: the sizes clearly above the body, largest first."""
     sizes = {round(b.size) for page in pages for b in page
-             if not b.ocr and not b.mono and not b.rows and len(b.text) <= HEADING_CHARS and b.size >= body * LARGER}
+             if not b.ocr and not b.rows and len(b.text) <= HEADING_CHARS and b.size >= body * LARGER}
     return {size: min(level, 6) for level, size in enumerate(sorted(sizes, reverse=True), start=1)}
 
 
@@ -67,10 +82,12 @@ def _heading(block: Block, body: float, levels: dict[float, int]) -> int:
         if len(block.text) > OCR_HEADING_CHARS:
             return 0
         return 1 if block.size >= body * OCR_TITLE else 2 if block.size >= body * OCR_SECTION else 0
-    if block.mono or len(block.text) > HEADING_CHARS:
+    if len(block.text) > HEADING_CHARS:
         return 0
-    if round(block.size) in levels:
+    if round(block.size) in levels:  # also a heading that is a name in a monospace font (`### \`BatchingTask\``)
         return levels[round(block.size)]
+    if block.mono:  # code, even when bold
+        return 0
     # Bold body text standing alone as a short line (LibreOffice's heading 4, a run-in title): one level below the
     # smallest sized heading; a bold sentence (it ends as one) is emphasis, not a title.
     if block.bold and block.size >= body * 0.95 and not block.text.endswith(_SENTENCE_END):
@@ -78,17 +95,22 @@ def _heading(block: Block, body: float, levels: dict[float, int]) -> int:
     return 0
 
 
-def _items(block: Block) -> list[str] | None:
-    """A list block's items, one a line (a wrapped item's lines joined); None when the block is not a list."""
-    if not block.lines or not _ITEM.match(block.lines[0]):
-        return None
-    items: list[list[str]] = []
-    for line in block.lines:
-        if _ITEM.match(line) or not items:
-            items.append([line.strip()])
+def _groups(block: Block) -> list[str]:
+    """The block's text as paragraphs and list items, one a line: an item from each line with a bullet or a number
+    to the next such line; the lines before the first item (a paragraph, or the end of an item begun in the block
+    before: MuPDF cuts a list into blocks where it likes) are one paragraph. A line opening with a number starts an
+    item only after a sentence's end or another item, else it goes on with the line before (a range "[10, 20)" cut
+    after its comma)."""
+    groups: list[tuple[bool, list[str]]] = []
+    for line in block.lines or (block.text,):
+        cut = groups and _NUMBERED.match(line) and not groups[-1][0] and not groups[-1][1][-1].rstrip().endswith(_FULL_STOP)
+        if _ITEM.match(line) and not cut:
+            groups.append((True, [line.strip()]))
+        elif groups:
+            groups[-1][1].append(line)
         else:
-            items[-1].append(line.strip())
-    return [_item_line(" ".join(parts)) for parts in items]
+            groups.append((False, [line]))
+    return [_item_line(join_lines(parts)) if item else join_lines(parts) for item, parts in groups]
 
 
 def _item_line(item: str) -> str:
@@ -104,44 +126,54 @@ def _table_lines(rows: tuple[tuple[str, ...], ...]) -> list[str]:
     return [lines[0], "|" + " --- |" * len(cells[0]), *lines[1:]]
 
 
+class _Writer:
+    """Markdown lines and their pages, written block by block; a code fence stays open for the code block after."""
+
+    def __init__(self, body: float, levels: dict[float, int]) -> None:
+        self.body, self.levels = body, levels
+        self.lines: list[str] = []
+        self.pages: list[int] = []
+        self.in_code = False
+
+    def put(self, text: str, page: int) -> None:
+        self.lines.append(text)
+        self.pages.append(page)
+
+    def block(self, block: Block) -> None:
+        level = 0 if block.rows else _heading(block, self.body, self.levels)
+        if not level and block.mono and block.lines:
+            self.code(block)
+            return
+        self.close_code(block.page)
+        if block.rows:
+            rows = _table_lines(block.rows)
+        elif level:
+            rows = [f"{'#' * level} {block.text}"]
+        else:
+            rows = _groups(block)
+        for row in (*rows, ""):
+            self.put(row, block.page)
+
+    def code(self, block: Block) -> None:
+        """A code block printed across blocks (LibreOffice starts one at each blank line) or pages is one fence."""
+        self.put("" if self.in_code else "```", block.page)
+        for line in block.lines:
+            self.put(line.rstrip(), block.page)
+        self.in_code = True
+
+    def close_code(self, page: int) -> None:
+        if self.in_code:
+            self.put("```", page)
+            self.put("", page)
+            self.in_code = False
+
+
 def markdown_lines(pages: list[list[Block]]) -> tuple[list[str], list[int]]:
     """The document's Markdown lines and the page each line is on."""
     body = _body_size(pages)
-    levels = _heading_levels(pages, body)
-    lines: list[str] = []
-    line_pages: list[int] = []
-
-    def put(text: str, page: int) -> None:
-        lines.append(text)
-        line_pages.append(page)
-
-    in_code = False
+    writer = _Writer(body, _heading_levels(pages, body))
     for block in (b for page in pages for b in page):
-        if block.mono and block.lines:
-            # A code block printed across blocks (LibreOffice starts one at each blank line) or pages is one fence.
-            if in_code:
-                put("", block.page)
-            else:
-                put("```", block.page)
-            for line in block.lines:
-                put(line.rstrip(), block.page)
-            in_code = True
-            continue
-        if in_code:
-            put("```", block.page)
-            put("", block.page)
-            in_code = False
-        if block.rows:
-            for row in _table_lines(block.rows):
-                put(row, block.page)
-            put("", block.page)
-            continue
-        level = _heading(block, body, levels)
-        items = None if level else _items(block)
-        for row in ([f"{'#' * level} {block.text}"] if level else items or [block.text]):
-            put(row, block.page)
-        put("", block.page)
-    if in_code:
-        put("```", line_pages[-1])
-        put("", line_pages[-1])
-    return lines, line_pages
+        writer.block(block)
+    if writer.pages:
+        writer.close_code(writer.pages[-1])
+    return writer.lines, writer.pages
