@@ -197,3 +197,21 @@ def test_a_heading_in_a_monospace_font_lists_cut_anywhere_and_numbers_inside_a_s
     lines = [line for line in read_source_file(path).text.split("\n") if line]
     assert lines == ["# 调度器", "## BatchingEngine", "节点包括：", "- 一个 gRPC 服务", "- 一个 HTTP 服务",
                      "取值范围为 [10, 20) 之间的整数。", "```", "SHOW REGIONS;", "```"]
+
+
+def test_a_table_of_contents_is_left_out_and_chinese_list_numbers_start_items(tmp_path):
+    """A contents page names every section, so it matched questions about any of them and sent the reader to page 2."""
+    doc = pymupdf.open()
+    contents = doc.new_page(width=595, height=842)
+    contents.insert_text((50, 60), "目录", fontname="china-s", fontsize=20)
+    contents.insert_text((50, 100), "第一章 总则 ........................ 3\n第二章 备份 ........................ 5", fontname="china-s",
+                         fontsize=12)
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((50, 60), "第二章 备份", fontname="china-s", fontsize=20)
+    page.insert_text((50, 100), "备份前：\n（1）停止写入；\n（2）记录位点。\n① 检查磁盘", fontname="china-s", fontsize=12)
+    path = tmp_path / "manual.pdf"
+    doc.save(path)
+    src = read_source_file(path)
+    lines = [line for line in src.text.split("\n") if line]
+    assert lines == ["# 第二章 备份", "备份前：", "（1） 停止写入；", "（2） 记录位点。", "① 检查磁盘"]
+    assert src.line_pages[src.text.split("\n").index("（1） 停止写入；")] == 2

@@ -27,8 +27,13 @@ OCR_TITLE, OCR_SECTION, OCR_HEADING_CHARS = 1.8, 1.4, 40
 # A block is code when this share of its letters is in a monospace font (a sentence with a command in it is not).
 MONO_SHARE = 0.9
 _ITEM = re.compile(r"^\s*(?:[\u2022\u2023\u2043\u2219\u25aa\u25cf\u25e6\u25cb\u25a0\u25a1\u00b7\uf0a7\uf0b7\uf0d8\uf076]\s*"
-                   r"|(\d{1,2}[.)、](?!\d)\s*|[a-z][.)]\s+))(?=\S)")  # "e.g." and "1.5 GB" are no markers
-_NUMBERED = re.compile(r"^\s*(?:\d{1,2}[.)、]|[a-z][.)]\s)")  # a marker that may also be text cut by a line break
+                   r"|(\d{1,2}[.)、](?!\d)\s*|[a-z][.)]\s+|[（(]\d{1,2}[）)]\s*|[\u2460-\u2473]\s*))(?=\S)")  # "e.g." and "1.5 GB"
+_NUMBERED = re.compile(r"^\s*(?:\d{1,2}[.)、]|[a-z][.)]\s|[（(]\d{1,2}[）)])")  # are no markers; these may also be a
+# sentence's text cut by a line break. (1) and ① are how Chinese documents number a list.
+# A table of contents' line: a title, dot leaders, its page ("第一章 总则 ........ 3"); it names every section, so it
+# would match a question about any of them and send the reader to the contents page.
+_CONTENTS_TITLE = re.compile(r"^#+ (?:目\s*录|目\s*次|contents|table of contents)$", re.I)
+_CONTENTS_LINE = re.compile(r"^.{1,120}?\s*(?:[.．·…‥・]\s*){4,}\d{1,4}\s*$")
 _SENTENCE_END = ("。", "：", ":", "；", ";", "，", ",", "！", "？", ".", "?", "!")
 _FULL_STOP = ("。", "：", ":", "；", ";", "！", "？", ".", "?", "!")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
@@ -103,6 +108,8 @@ def _groups(block: Block) -> list[str]:
     after its comma)."""
     groups: list[tuple[bool, list[str]]] = []
     for line in block.lines or (block.text,):
+        if _CONTENTS_LINE.match(line):
+            continue
         cut = groups and _NUMBERED.match(line) and not groups[-1][0] and not groups[-1][1][-1].rstrip().endswith(_FULL_STOP)
         if _ITEM.match(line) and not cut:
             groups.append((True, [line.strip()]))
@@ -151,6 +158,10 @@ class _Writer:
             rows = [f"{'#' * level} {block.text}"]
         else:
             rows = _groups(block)
+            if not rows:  # the block was a table of contents: its title goes too
+                if len(self.lines) >= 2 and _CONTENTS_TITLE.match(self.lines[-2]):
+                    del self.lines[-2:], self.pages[-2:]
+                return
         for row in (*rows, ""):
             self.put(row, block.page)
 
