@@ -1,20 +1,25 @@
 """Notes printed to PDF: what reading the PDF instead of the Markdown costs, on a Chinese and an English set -> bench/RESULTS-pdf.md.
 
     python bench/pdf_files.py [--bench-dir DIR] [--work DIR]    # needs LibreOffice's soffice and the [pdf] extra
+                                                                # (and Chromium, if there, for a second producer)
 
 Many teams' documents reach them only as PDF: exported from Word or a wiki, printed from a browser. Here the same
 notes are read in both forms. ops_dev_zh's 197 Markdown files, and gitlab_handbook_dev's 50 handbook pages (written
 as Markdown files from the set's passages, in order), are rendered to HTML by markdown-it-py, saved as .docx and
 printed to PDF by LibreOffice (`bench/word_files.py`'s conversion: headings, lists, tables and code as an office
-suite prints them; kept in `--work`, converted once). Each form's folder is ingested with `kg ingest` and the set's
-questions scored at passage level as `bench/files.py` scores the Markdown files (a hit maps to the passages of its
-file holding it), R@5 also on the odd and the even question ids. Every run in its own process; no LLM, no vectors.
+suite prints them; kept in `--work`, converted once), and, where Chromium is installed, the same HTML printed to PDF
+by headless Chromium (a browser's "Save as PDF": another producer's fonts, its bullets drawn as shapes). Each form's
+folder is ingested with `kg ingest` and the set's questions scored at passage level as `bench/files.py` scores the
+Markdown files (a hit maps to the passages of its file holding it), R@5 also on the odd and the even question ids.
+Every run in its own process; no LLM, no vectors.
 """
 
 from __future__ import annotations
 
 import json
 import platform
+import shutil
+import subprocess
 import sys
 from datetime import date
 from pathlib import Path
@@ -48,16 +53,37 @@ def markdown_files(root: Path, out: Path) -> Path:
     return out
 
 
+def browser() -> str | None:
+    return next((found for name in ("chromium", "chromium-browser", "google-chrome") if (found := shutil.which(name))),
+                None)
+
+
+def printed_by_browser(html_root: Path, work: Path, chrome: str) -> Path:
+    """work/chromium/**.pdf: each HTML page printed to PDF by headless Chromium, as a reader's "Save as PDF" does (once)."""
+    out = work / "chromium"
+    for html in sorted(html_root.rglob("*.html")):
+        target = (out / html.relative_to(html_root)).with_suffix(".pdf")
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            subprocess.run([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
+                            f"--print-to-pdf={target}", html.resolve().as_uri()], check=True, capture_output=True, timeout=120)
+    return out
+
+
 def measure_set(bench_dir: Path, work: Path, name: str) -> dict:
     root = bench_dir / name
     set_work = work if name == files.SET else work / name  # ops_dev_zh's conversion is word_files.py's
     markdown = markdown_files(root, set_work / "md")
     pdf_root = word_files.printed(word_files.convert(markdown, set_work)[0], set_work)
+    forms = [("Markdown", markdown), ("PDF", pdf_root)]
+    chrome = browser()
+    if chrome:
+        forms.append(("PDF by Chromium", printed_by_browser(set_work / "html", set_work, chrome)))
     from run_benchmarks import in_own_process
 
     runs = {}
     for run, mode in RUNS.items():
-        for form, docs in (("Markdown", markdown), ("PDF", pdf_root)):
+        for form, docs in forms:
             runs[f"{run}, {form}"] = in_own_process(files.measure, root, mode, {}, False, docs)
             print(f"{name}: {run}, {form}: R@5 {runs[f'{run}, {form}']['metrics']['R@5']}", file=sys.stderr)
     return {"files": sum(1 for _ in pdf_root.rglob("*.pdf")), "runs": runs}
@@ -67,7 +93,8 @@ def render(results: dict) -> str:
     lines = [
         "# Notes printed to PDF (bench/pdf_files.py)", "",
         f"Measured {date.today().isoformat()} on {platform.machine()} with Python {platform.python_version()}: each set's "
-        "Markdown files saved as .docx and printed to PDF by LibreOffice, then `kg ingest` of each form's folder and the "
+        "Markdown files saved as .docx and printed to PDF by LibreOffice (and the same HTML printed by headless Chromium, "
+        "`PDF by Chromium`), then `kg ingest` of each form's folder and the "
         "set's questions, scored at passage level as `bench/files.py` scores the Markdown files. Every run in its own "
         "process; no LLM, no vectors.", "",
         "| set | run | R@2 | R@5 | R@5 odd ids | R@5 even ids | Hit@8 | ingest s | hits unmapped |",
