@@ -116,3 +116,24 @@ def test_a_progress_bar_hears_of_each_page_read_by_ocr(tmp_path):
         report = kb.ingest_paths([path], progress=bar)
     assert report.added == 1 and bar.done == 1
     assert bar.notes == [f"OCR: {path.name} page 1/2", f"OCR: {path.name} page 2/2"]
+
+
+def test_tesseracts_remarks_on_unreadable_regions_are_dropped_and_other_lines_kept(capfd):
+    """MuPDF's Tesseract writes "Image too small to scale!!" and "Line cannot be recognized!!" to the process's stderr
+    for slivers of some scans (seen in bench/scanned_files.py's run), across `kg ingest`'s progress bar."""
+    import os
+    import sys
+
+    from retrieval.ingest.ocr import tesseract_remarks_dropped
+
+    os.write(2, b"before\n")
+    with tesseract_remarks_dropped():
+        os.write(2, b"Image too small to scale!! (2x36 vs min width of 3)\nLine cannot be recognized!!\n")
+        os.write(2, b"Error opening data file chi_sim.traineddata\n")
+        os.write(2, b"a log line from another thread\n")
+        print("a line from Python", file=sys.stderr)
+    os.write(2, b"after\n")
+    err = capfd.readouterr().err
+    assert "too small" not in err and "cannot be recognized" not in err
+    assert err.index("before") < err.index("Error opening data file") < err.index("a log line from another") < err.index("after")
+    assert "a line from Python" in err

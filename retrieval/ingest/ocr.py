@@ -16,14 +16,24 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["INSTALL_HINT", "OCR_DPI", "Ocr", "configured", "ocr_languages", "ocr_textpage"]
+__all__ = ["INSTALL_HINT", "OCR_DPI", "Ocr", "configured", "ocr_languages", "ocr_textpage", "tesseract_remarks_dropped"]
 
 OCR_DPI = 300  # Tesseract's own advice for body text
 MAX_PIXELS = 40_000_000  # of a page rendered for OCR: an A4 page at 300 dpi is 8.7 M
+# What Tesseract says to the process's stderr about a region of a page too small or too odd to read: nothing a user
+# can act on, written across `kg ingest`'s progress bar. Its other messages (a missing language file) still show.
+_TESSERACT_REMARKS = re.compile(r"^(?:Image too small to scale!!.*|Line cannot be recognized!!|Empty page!!|"
+                                r"Detected \d+ diacritics|Too few characters\. Skipping this page.*|"
+                                r"Warning: Invalid resolution 0 dpi\. Using \d+ instead\.|Estimating resolution as \d+)$")
+_STDERR = threading.Lock()
 INSTALL_HINT = ("to read it by OCR, install Tesseract (Debian: apt install tesseract-ocr tesseract-ocr-chi-sim; "
                 "KG_OCR=auto, the default) or run OCR on it (e.g. ocrmypdf), and ingest it again")
 
@@ -81,4 +91,27 @@ def ocr_textpage(page, languages: str):
     assert found is not None, "ocr_languages said OCR is available"
     inches = (page.rect.width / 72) * (page.rect.height / 72)
     dpi = min(OCR_DPI, int(math.sqrt(MAX_PIXELS / inches))) if inches > 0 else OCR_DPI
-    return page.get_textpage_ocr(language=languages, dpi=max(dpi, 72), full=True, tessdata=found[0])
+    with tesseract_remarks_dropped():
+        return page.get_textpage_ocr(language=languages, dpi=max(dpi, 72), full=True, tessdata=found[0])
+
+
+@contextmanager
+def tesseract_remarks_dropped() -> Iterator[None]:
+    """Tesseract's remarks on what it could not read, written by the C library to file descriptor 2, are held back
+    while it runs and dropped; every other line written there meanwhile (another thread's log too) is written on after
+    it, in order. One OCR call at a time holds the descriptor."""
+    with _STDERR, tempfile.TemporaryFile() as held:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            kept = [line for line in held.read().splitlines(keepends=True)
+                    if not _TESSERACT_REMARKS.match(line.decode("utf-8", "replace").strip())]
+            if kept:
+                os.write(2, b"".join(kept))
