@@ -137,3 +137,38 @@ def test_tesseracts_remarks_on_unreadable_regions_are_dropped_and_other_lines_ke
     assert "too small" not in err and "cannot be recognized" not in err
     assert err.index("before") < err.index("Error opening data file") < err.index("a log line from another") < err.index("after")
     assert "a line from Python" in err
+
+
+def test_two_ocr_calls_at_once_give_the_descriptor_back(capfd):
+    """A second call that starts while the first holds the descriptor must not save the first one's temporary file as
+    "stderr" and put that back at its end (everything written to stderr after would be lost)."""
+    import os
+    import threading
+    import time
+
+    from retrieval.ingest.ocr import tesseract_remarks_dropped
+
+    first_in, second_starting = threading.Event(), threading.Event()
+
+    def first() -> None:
+        with tesseract_remarks_dropped():
+            first_in.set()
+            second_starting.wait(10)
+            time.sleep(0.2)  # the second call is now waiting for the descriptor
+            os.write(2, b"Line cannot be recognized!!\npage 1 kept\n")
+
+    def second() -> None:
+        first_in.wait(10)
+        second_starting.set()
+        with tesseract_remarks_dropped():
+            os.write(2, b"page 2 kept\n")
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    os.write(2, b"still the real stderr\n")
+    err = capfd.readouterr().err
+    assert "page 1 kept" in err and "page 2 kept" in err and "still the real stderr" in err
+    assert "cannot be recognized" not in err

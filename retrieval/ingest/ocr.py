@@ -100,18 +100,23 @@ def tesseract_remarks_dropped() -> Iterator[None]:
     """Tesseract's remarks on what it could not read, written by the C library to file descriptor 2, are held back
     while it runs and dropped; every other line written there meanwhile (another thread's log too) is written on after
     it, in order. One OCR call at a time holds the descriptor."""
-    with _STDERR, tempfile.TemporaryFile() as held:
-        sys.stderr.flush()
-        saved = os.dup(2)
-        os.dup2(held.fileno(), 2)
+    with _STDERR:  # the descriptor saved inside the lock, so a second call never saves the first one's file
         try:
+            saved = os.dup(2)
+        except OSError:  # no descriptor 2 (a daemon started with it closed): nothing to keep clean
             yield
-        finally:
+            return
+        with tempfile.TemporaryFile() as held:
             sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            held.seek(0)
-            kept = [line for line in held.read().splitlines(keepends=True)
-                    if not _TESSERACT_REMARKS.match(line.decode("utf-8", "replace").strip())]
-            if kept:
-                os.write(2, b"".join(kept))
+            os.dup2(held.fileno(), 2)
+            try:
+                yield
+            finally:
+                sys.stderr.flush()
+                os.dup2(saved, 2)
+                os.close(saved)
+                held.seek(0)
+                kept = [line for line in held.read().splitlines(keepends=True)
+                        if not _TESSERACT_REMARKS.match(line.decode("utf-8", "replace").strip())]
+                if kept:
+                    os.write(2, b"".join(kept))
