@@ -215,3 +215,24 @@ def test_a_table_of_contents_is_left_out_and_chinese_list_numbers_start_items(tm
     lines = [line for line in src.text.split("\n") if line]
     assert lines == ["# 第二章 备份", "备份前：", "（1） 停止写入；", "（2） 记录位点。", "① 检查磁盘"]
     assert src.line_pages[src.text.split("\n").index("（1） 停止写入；")] == 2
+
+
+def test_bullets_a_browser_draws_as_dots_make_list_items(tmp_path):
+    """Chromium's "Save as PDF" draws a list's bullets as filled circles, not as a character: the items read as one
+    paragraph. A page of many dots (a chart) is left as it is."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((50, 60), "组件", fontname="china-s", fontsize=20)
+    page.insert_text((50, 100), "一个 datanode 包含以下组件，这里列出比较重要的部分：", fontname="china-s", fontsize=12)
+    page.insert_text((70, 130), "gRPC 服务提供读写\nHTTP 服务提供指标", fontname="china-s", fontsize=12)
+    for y in (126, 141):  # beside each line's middle, as Chromium places them
+        page.draw_circle((60, y), 1.9, color=None, fill=(0, 0, 0))
+    chart = doc.new_page(width=595, height=842)
+    chart.insert_text((70, 130), "吞吐随时间变化", fontname="china-s", fontsize=12)
+    for n in range(400):
+        chart.draw_circle((60 + (n % 40) * 10, 126 + (n // 40) * 15), 1.9, color=None, fill=(0, 0, 0))
+    path = tmp_path / "components.pdf"
+    doc.save(path)
+    lines = [line for line in read_source_file(path).text.split("\n") if line]
+    assert lines == ["# 组件", "一个 datanode 包含以下组件，这里列出比较重要的部分：", "- gRPC 服务提供读写", "- HTTP 服务提供指标",
+                     "吞吐随时间变化"]

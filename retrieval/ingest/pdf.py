@@ -47,13 +47,18 @@ def _page_blocks(page, number: int, textpage=None) -> list[Block]:
     """The page's text blocks; from `textpage` (an OCR reading) when given, whose word sizes are estimates: a block's
     size is then its words' median, not their largest, so one tall word does not make a paragraph a heading."""
     blocks = []
+    bullets = _drawn_bullets(page) if textpage is None else []
     for block in page.get_text("dict", textpage=textpage)["blocks"]:
         if block.get("type") != 0:
             continue
         lines, sizes, mono, bold, letters = [], [], 0, 0, 0
         for line in block["lines"]:
             spans = line["spans"]
-            lines.append(("" if textpage is None else " ").join(s["text"] for s in spans))
+            text = ("" if textpage is None else " ").join(s["text"] for s in spans)
+            x0, y0, _, y1 = line["bbox"]
+            if any(0 < x0 - right <= 2.5 * (y1 - y0) and y0 <= middle <= y1 for right, middle in bullets):
+                text = "\u2022 " + text.lstrip()
+            lines.append(text)
             for s in spans:
                 if n := len(s["text"].strip()):
                     sizes.append(s["size"])
@@ -72,6 +77,18 @@ def _page_blocks(page, number: int, textpage=None) -> list[Block]:
                                 tuple(line for line in lines if line.strip()),
                                 fonts and mono >= MONO_SHARE * letters, fonts and bold == letters))
     return blocks
+
+
+def _drawn_bullets(page) -> list[tuple[float, float]]:
+    """(right edge, vertical middle) of each small filled dot or square on the page: the bullets a browser draws as
+    shapes rather than as a character ("Save as PDF" of a web page), so its list items would read as one paragraph.
+    A page of hundreds of them is a chart's points, not a list."""
+    found = []
+    for drawing in page.get_cdrawings():
+        x0, y0, x1, y1 = drawing["rect"]
+        if "f" in drawing.get("type", "") and 2 <= x1 - x0 <= 8 and 2 <= y1 - y0 <= 8 and 0.5 <= (x1 - x0) / (y1 - y0) <= 2:
+            found.append((x1, (y0 + y1) / 2))
+    return found if len(found) <= 300 else []
 
 
 def _ruled_tables(page, number: int, blocks: list[Block]) -> list[Block]:
