@@ -100,6 +100,29 @@ def test_html_without_main_keeps_the_body_and_takes_the_title_tag():
     assert cut_document(src).children[0].text == "zebrafish: a test env."
 
 
+
+def test_an_html_table_is_a_markdown_table_and_an_answer_quotes_a_row_with_its_column_names(tmp_path):
+    """A wiki's or a Confluence export's table was written as "| a | b" lines with blank lines between, no header:
+    the answer could not name a cell's column. A table in a cell is that cell's text; a one-column table is a box."""
+    page = """<html><body><main><h1>结算配置</h1><table><caption>结算参数</caption>
+    <thead><tr><th>键</th><th>默认值</th><th>说明</th></tr></thead>
+    <tbody><tr><td><code>settle.batch_size</code></td><td>500</td><td><p>每批结算的</p><p>订单数</p></td></tr>
+    <tr><td>ledger.timeout_ms</td><td>3000</td><td>调用账务系统的超时 <table><tr><td>毫秒</td></tr></table></td></tr>
+    <tr><td>a|b</td></tr></tbody></table>
+    <table><tr><td>提示：改动后重启结算服务。</td></tr></table></main></body></html>"""
+    _, text = html_to_text(page)
+    assert text.split("\n") == [
+        "# 结算配置", "", "结算参数", "", "| 键 | 默认值 | 说明 |", "| --- | --- | --- |",
+        "| settle.batch_size | 500 | 每批结算的 订单数 |", "| ledger.timeout_ms | 3000 | 调用账务系统的超时 毫秒 |",
+        "| a\\|b |  |  |", "", "提示：改动后重启结算服务。", ""]
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "settle.html").write_text(page, encoding="utf-8")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["ingest", str(notes), "--data-dir", str(tmp_path / "kb"), "-q"]).exit_code == 0
+    answer = runner.invoke(cli, ["ask", "ledger.timeout_ms 的默认值是多少？", "--data-dir", str(tmp_path / "kb")]).output
+    assert "默认值：3000" in answer, answer
+
 # ---------------------------------------------------------------- folder ingest
 
 

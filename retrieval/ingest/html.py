@@ -37,6 +37,9 @@ class _Extractor(HTMLParser):
         self.in_title = False
         self.lines: list[tuple[bool, str]] = []
         self.seen_main = False
+        self.tables = 0  # depth of <table>: the outermost is written as a Markdown table, the ones inside as text
+        self.rows: list[list[str]] = []
+        self.cell: list[str] | None = None
 
     def _flush(self) -> None:
         text = "".join(self.line)
@@ -62,6 +65,9 @@ class _Extractor(HTMLParser):
             return
         if self.drop:
             return
+        if tag == "table" or self.tables:
+            self._table_start(tag)
+            return
         if tag in _BLOCK:
             self._flush()
         if tag in _MAIN:
@@ -74,8 +80,6 @@ class _Extractor(HTMLParser):
             self.heading = int(tag[1])
         if tag == "li":
             self.line.append("- ")
-        if tag in ("td", "th") and self.line:
-            self.line.append(" | ")
 
     def handle_endtag(self, tag):
         if tag == "title":
@@ -84,6 +88,9 @@ class _Extractor(HTMLParser):
             self.drop = max(0, self.drop - 1)
             return
         if self.drop:
+            return
+        if self.tables:
+            self._table_end(tag)
             return
         if tag in _BLOCK:
             self._flush()
@@ -99,8 +106,61 @@ class _Extractor(HTMLParser):
     def handle_data(self, data):
         if self.in_title:
             self.title += data
-        if not self.drop:
-            self.line.append(data)
+        if self.drop:
+            return
+        if self.tables:
+            if self.cell is not None:
+                self.cell.append(data)
+            return
+        self.line.append(data)
+
+    # A table is written as Markdown's: a row a line, its cells between bars, the first row the header (as the Word
+    # and PDF readers write theirs), so an answer can quote a row with its column names. A table inside a cell is that
+    # cell's text; a table of one column is a list of paragraphs (a layout box, not a table).
+    def _table_start(self, tag: str) -> None:
+        if tag == "table":
+            if not self.tables:
+                self._flush()
+                self.rows = []
+            self.tables += 1
+        elif self.tables == 1 and tag == "tr":
+            self.rows.append([])
+        elif self.tables == 1 and tag in ("td", "th", "caption"):
+            if not self.rows and tag != "caption":
+                self.rows.append([])
+            self.cell = []
+        elif self.cell is not None and (tag in _BLOCK or tag in ("td", "th")):
+            self.cell.append(" ")
+
+    def _table_end(self, tag: str) -> None:
+        if tag == "table":
+            self.tables -= 1
+            if not self.tables:
+                self._write_table()
+        elif self.tables == 1 and tag in ("td", "th", "caption") and self.cell is not None:
+            text = re.sub(r"\s+", " ", "".join(self.cell)).strip()
+            if tag == "caption":  # the table's title, above it
+                self.lines += [(self.main > 0, text), (self.main > 0, "")] if text else []
+            else:
+                self.rows[-1].append(text)
+            self.cell = None
+
+    def _write_table(self) -> None:
+        rows = [row for row in self.rows if any(row)]
+        self.rows, self.cell = [], None
+        width = max((len(row) for row in rows), default=0)
+        inside = self.main > 0
+        if width == 1 or len(rows) == 1:
+            for row in rows:
+                self.lines += [(inside, " ".join(c for c in row if c)), (inside, "")]
+            return
+        for n, row in enumerate(rows):
+            cells = [c.replace("|", "\\|") for c in row] + [""] * (width - len(row))
+            self.lines.append((inside, "| " + " | ".join(cells) + " |"))
+            if n == 0:
+                self.lines.append((inside, "|" + " --- |" * width))
+        if rows:
+            self.lines.append((inside, ""))
 
 
 def html_to_text(html: str) -> tuple[str | None, str]:
