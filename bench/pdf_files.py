@@ -8,7 +8,8 @@ notes are read in both forms. ops_dev_zh's 197 Markdown files, and gitlab_handbo
 as Markdown files from the set's passages, in order), are rendered to HTML by markdown-it-py, saved as .docx and
 printed to PDF by LibreOffice (`bench/word_files.py`'s conversion: headings, lists, tables and code as an office
 suite prints them; kept in `--work`, converted once), and, where Chromium is installed, the same HTML printed to PDF
-by headless Chromium (a browser's "Save as PDF": another producer's fonts, its bullets drawn as shapes). Each form's
+by headless Chromium (a browser's "Save as PDF": another producer's fonts, its bullets drawn as shapes). The HTML
+itself is read too (`HTML`: the page every PDF here was made from, as a wiki or a docs site gives it). Each form's
 folder is ingested with `kg ingest` and the set's questions scored at passage level as `bench/files.py` scores the
 Markdown files (a hit maps to the passages of its file holding it), R@5 also on the odd and the even question ids.
 Every run in its own process; no LLM, no vectors.
@@ -75,7 +76,7 @@ def measure_set(bench_dir: Path, work: Path, name: str) -> dict:
     set_work = work if name == files.SET else work / name  # ops_dev_zh's conversion is word_files.py's
     markdown = markdown_files(root, set_work / "md")
     pdf_root = word_files.printed(word_files.convert(markdown, set_work)[0], set_work)
-    forms = [("Markdown", markdown), ("PDF", pdf_root)]
+    forms = [("Markdown", markdown), ("HTML", set_work / "html"), ("PDF", pdf_root)]
     chrome = browser()
     if chrome:
         forms.append(("PDF by Chromium", printed_by_browser(set_work / "html", set_work, chrome)))
