@@ -122,6 +122,8 @@ def test_an_html_table_is_a_markdown_table_and_an_answer_quotes_a_row_with_its_c
     assert runner.invoke(cli, ["ingest", str(notes), "--data-dir", str(tmp_path / "kb"), "-q"]).exit_code == 0
     answer = runner.invoke(cli, ["ask", "ledger.timeout_ms 的默认值是多少？", "--data-dir", str(tmp_path / "kb")]).output
     assert "默认值：3000" in answer, answer
+    _, wide = html_to_text("<table><tr>" + "<td>x</td>" * 5000 + "</tr>" + "<tr><td>y</td></tr>" * 5000 + "</table>")
+    assert len(wide) < 100_000  # a hostile page's rows are not padded to its 5,000 columns (125 MB of bars)
 
 # ---------------------------------------------------------------- folder ingest
 

@@ -21,6 +21,7 @@ _DROP = {"script", "style", "noscript", "template", "svg", "canvas", "nav", "foo
 _MAIN = {"main", "article"}
 _BLOCK = {"p", "div", "section", "li", "ul", "ol", "table", "tr", "blockquote", "dl", "dt", "dd", "figure",
           "figcaption", "header", "main", "article", "br", "hr", "pre", "h1", "h2", "h3", "h4", "h5", "h6"}
+_PADDED = 50  # columns up to which a short table row is padded with empty cells
 _VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
 
 
@@ -155,10 +156,11 @@ class _Extractor(HTMLParser):
                 self.lines += [(inside, " ".join(c for c in row if c)), (inside, "")]
             return
         for n, row in enumerate(rows):
-            cells = [c.replace("|", "\\|") for c in row] + [""] * (width - len(row))
+            # short rows padded to the header's width, but not a hostile page's 10,000 columns times its rows
+            cells = [c.replace("|", "\\|") for c in row] + [""] * ((width - len(row)) if width <= _PADDED else 0)
             self.lines.append((inside, "| " + " | ".join(cells) + " |"))
             if n == 0:
-                self.lines.append((inside, "|" + " --- |" * width))
+                self.lines.append((inside, "|" + " --- |" * len(cells)))
         if rows:
             self.lines.append((inside, ""))
 
