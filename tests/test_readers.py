@@ -122,6 +122,10 @@ def test_an_html_table_is_a_markdown_table_and_an_answer_quotes_a_row_with_its_c
     assert runner.invoke(cli, ["ingest", str(notes), "--data-dir", str(tmp_path / "kb"), "-q"]).exit_code == 0
     answer = runner.invoke(cli, ["ask", "ledger.timeout_ms 的默认值是多少？", "--data-dir", str(tmp_path / "kb")]).output
     assert "默认值：3000" in answer, answer
+    # </td> and </tr> may be left out (valid HTML), and a page cut short leaves its table open: no cell is lost.
+    assert html_to_text("<table><tr><th>键<th>默认值<tr><td>a<td>1</table>")[1].split("\n")[:3] == [
+        "| 键 | 默认值 |", "| --- | --- |", "| a | 1 |"]
+    assert html_to_text("<p>前</p><table><tr><td>k<td>v<tr><td>x<td>y")[1] == "前\n\n| k | v |\n| --- | --- |\n| x | y |\n"
     _, wide = html_to_text("<table><tr>" + "<td>x</td>" * 5000 + "</tr>" + "<tr><td>y</td></tr>" * 5000 + "</table>")
     assert len(wide) < 100_000  # a hostile page's rows are not padded to its 5,000 columns (125 MB of bars)
 

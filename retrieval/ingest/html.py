@@ -41,6 +41,7 @@ class _Extractor(HTMLParser):
         self.tables = 0  # depth of <table>: the outermost is written as a Markdown table, the ones inside as text
         self.rows: list[list[str]] = []
         self.cell: list[str] | None = None
+        self.caption = False  # the open cell is the table's caption
 
     def _flush(self) -> None:
         text = "".join(self.line)
@@ -125,11 +126,14 @@ class _Extractor(HTMLParser):
                 self.rows = []
             self.tables += 1
         elif self.tables == 1 and tag == "tr":
+            self._close_cell()  # </td> and </tr> may be left out: a new row or cell ends the one before
             self.rows.append([])
         elif self.tables == 1 and tag in ("td", "th", "caption"):
+            self._close_cell()
             if not self.rows and tag != "caption":
                 self.rows.append([])
             self.cell = []
+            self.caption = tag == "caption"
         elif self.cell is not None and (tag in _BLOCK or tag in ("td", "th")):
             self.cell.append(" ")
 
@@ -138,15 +142,28 @@ class _Extractor(HTMLParser):
             self.tables -= 1
             if not self.tables:
                 self._write_table()
-        elif self.tables == 1 and tag in ("td", "th", "caption") and self.cell is not None:
-            text = re.sub(r"\s+", " ", "".join(self.cell)).strip()
-            if tag == "caption":  # the table's title, above it
-                self.lines += [(self.main > 0, text), (self.main > 0, "")] if text else []
-            else:
-                self.rows[-1].append(text)
-            self.cell = None
+        elif self.tables == 1 and tag in ("td", "th", "caption", "tr"):
+            self._close_cell()
+
+    def _close_cell(self) -> None:
+        if self.cell is None:
+            return
+        text = re.sub(r"\s+", " ", "".join(self.cell)).strip()
+        if self.caption:  # the table's title, above it
+            self.lines += [(self.main > 0, text), (self.main > 0, "")] if text else []
+        else:
+            self.rows[-1].append(text)
+        self.cell = None
+
+    def finish(self) -> None:
+        """What an unclosed table held (a page cut short)."""
+        if self.tables:
+            self.tables = 0
+            self._write_table()
+        self._flush()
 
     def _write_table(self) -> None:
+        self._close_cell()
         rows = [row for row in self.rows if any(row)]
         self.rows, self.cell = [], None
         width = max((len(row) for row in rows), default=0)
@@ -170,7 +187,7 @@ def html_to_text(html: str) -> tuple[str | None, str]:
     parser = _Extractor()
     parser.feed(html)
     parser.close()
-    parser._flush()
+    parser.finish()
     lines = parser.lines
     if parser.seen_main:  # the page marks its main content: take only that
         lines = [(inside, text) for inside, text in lines if inside]
