@@ -3,8 +3,10 @@
 Needs PyMuPDF (`pip install 'kgrag[pdf]'`; AGPL-licensed). PyMuPDF's own `sort=True` orders blocks
 top to bottom across the whole page, which interleaves the two columns of a two-column page line by
 line; here a page is cut into horizontal bands at every block that crosses the middle (a title, a
-full-width figure), and inside a band the left column is read before the right one. A page without a text layer (a
-scan) is read by OCR where Tesseract is installed (`ocr.py`), and said so.
+full-width figure), and inside a band the left column is read before the right one. What the fonts say of the
+structure (heading levels, code, lists) is read back by `pdf_markdown.py`; a table drawn with rules is found here, its
+cells from the page's words. A page without a text layer (a scan) is read by OCR where Tesseract is installed
+(`ocr.py`), and said so.
 """
 
 from __future__ import annotations

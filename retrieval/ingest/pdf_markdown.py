@@ -8,7 +8,7 @@ font with its lines as they were, and list items behind a bullet glyph or a numb
 document is one flat run: code lines glued into one line, a list one sentence, every heading at one level. Worse,
 a page mostly of code made the monospace size the "body", so every short paragraph in the larger text font was taken
 for a heading and cut into a section of its own. The levels here are the ranks of the heading sizes in the document,
-largest first, so a document's sections nest as its author made them.
+largest first, so a document's sections nest as its author made them. A table of contents is left out.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-__all__ = ["Block", "markdown_lines"]
+__all__ = ["MONO_SHARE", "Block", "join_lines", "markdown_lines"]
 
 # A block read from the text layer is a heading when its letters are this much larger than the body's, and short.
 LARGER, HEADING_CHARS = 1.15, 80
@@ -26,10 +26,11 @@ LARGER, HEADING_CHARS = 1.15, 80
 OCR_TITLE, OCR_SECTION, OCR_HEADING_CHARS = 1.8, 1.4, 40
 # A block is code when this share of its letters is in a monospace font (a sentence with a command in it is not).
 MONO_SHARE = 0.9
+# A list item's marker: a bullet character, or a number or letter (`1.`, `a)`, and `(1)`, `①` as Chinese documents
+# number lists); "e.g." and "1.5 GB" are none. A numbered marker may also be a sentence's text cut by a line break.
 _ITEM = re.compile(r"^\s*(?:[\u2022\u2023\u2043\u2219\u25aa\u25cf\u25e6\u25cb\u25a0\u25a1\u00b7\uf0a7\uf0b7\uf0d8\uf076]\s*"
-                   r"|(\d{1,2}[.)、](?!\d)\s*|[a-z][.)]\s+|[（(]\d{1,2}[）)]\s*|[\u2460-\u2473]\s*))(?=\S)")  # "e.g." and "1.5 GB"
-_NUMBERED = re.compile(r"^\s*(?:\d{1,2}[.)、]|[a-z][.)]\s|[（(]\d{1,2}[）)])")  # are no markers; these may also be a
-# sentence's text cut by a line break. (1) and ① are how Chinese documents number a list.
+                   r"|(\d{1,2}[.)、](?!\d)\s*|[a-z][.)]\s+|[（(]\d{1,2}[）)]\s*|[\u2460-\u2473]\s*))(?=\S)")
+_NUMBERED = re.compile(r"^\s*(?:\d{1,2}[.)、]|[a-z][.)]\s|[（(]\d{1,2}[）)])")
 # A table of contents' line: a title, dot leaders, its page ("第一章 总则 ........ 3"); it names every section, so it
 # would match a question about any of them and send the reader to the contents page.
 _CONTENTS_TITLE = re.compile(r"^#+ (?:目\s*录|目\s*次|contents|table of contents)$", re.I)
