@@ -236,3 +236,25 @@ def test_bullets_a_browser_draws_as_dots_make_list_items(tmp_path):
     lines = [line for line in read_source_file(path).text.split("\n") if line]
     assert lines == ["# 组件", "一个 datanode 包含以下组件，这里列出比较重要的部分：", "- gRPC 服务提供读写", "- HTTP 服务提供指标",
                      "吞吐随时间变化"]
+
+
+def test_a_sentence_cut_by_a_page_break_is_one_again(tmp_path):
+    """A paragraph going on past the bottom of a page came back as two, with a word cut in half ("通" / "过") and a
+    citation quoting half a sentence. Only a paragraph that stops short of a sentence's end, in the same size, goes on."""
+    doc = pymupdf.open()
+    first = doc.new_page(width=595, height=842)
+    first.insert_text((50, 60), "数据段", fontname="china-s", fontsize=20)
+    first.insert_text((50, 700), "数据段的行数由引擎选项控制，默认为 1024。较小的值意味着更精确的索引。通", fontname="china-s", fontsize=12)
+    second = doc.new_page(width=595, height=842)
+    second.insert_text((50, 100), "过调整该选项，可以在存储成本和查询性能之间进行权衡。", fontname="china-s", fontsize=12)
+    second.insert_text((50, 140), "这一段到此为止，下一页另起一段。", fontname="china-s", fontsize=12)
+    third = doc.new_page(width=595, height=842)
+    third.insert_text((50, 100), "另起的一段，与上一页无关，也足够长以免被当成标题。", fontname="china-s", fontsize=12)
+    path = tmp_path / "segments.pdf"
+    doc.save(path)
+    src = read_source_file(path)
+    lines = [line for line in src.text.split("\n") if line]
+    assert lines == ["# 数据段", "数据段的行数由引擎选项控制，默认为 1024。较小的值意味着更精确的索引。通过调整该选项，可以在存储成本和查询性能之间进行权衡。",
+                     "这一段到此为止，下一页另起一段。", "另起的一段，与上一页无关，也足够长以免被当成标题。"]
+    at = src.text.split("\n").index(lines[1])
+    assert src.line_pages[at] == 1  # the joined paragraph is where it starts

@@ -142,6 +142,8 @@ class _Writer:
         self.lines: list[str] = []
         self.pages: list[int] = []
         self.in_code = False
+        self.prose: tuple[int, Block] | None = None  # the last paragraph's line and block, while nothing came after
+        self.first_on_page = False
 
     def put(self, text: str, page: int) -> None:
         self.lines.append(text)
@@ -163,11 +165,28 @@ class _Writer:
                 if len(self.lines) >= 2 and _CONTENTS_TITLE.match(self.lines[-2]):
                     del self.lines[-2:], self.pages[-2:]
                 return
+            if self.prose is not None and self._goes_on(block) and not _ITEM.match((block.lines or (block.text,))[0]):
+                at = self.prose[0]
+                self.lines[at] = join_lines([self.lines[at], rows.pop(0)])
+                if not rows:
+                    self.prose = (at, block)
+                    return
         for row in (*rows, ""):
             self.put(row, block.page)
+        self.prose = (len(self.lines) - 2, block) if not block.rows and not level else None
+
+    def _goes_on(self, block: Block) -> bool:
+        """A paragraph cut by a page break: the block opens the page after the last paragraph, which closed its page
+        without a sentence's end, in the same size (a list item ends without one as a rule: it is not carried on)."""
+        at, before = self.prose
+        return (block.page == before.page + 1 and at == len(self.lines) - 2 and abs(before.size - block.size) <= 1
+                and not self.lines[at].rstrip().endswith(_FULL_STOP) and not self.lines[at].startswith("- ")
+                and not _ITEM.match(self.lines[at])
+                and self.first_on_page)
 
     def code(self, block: Block) -> None:
         """A code block printed across blocks (LibreOffice starts one at each blank line) or pages is one fence."""
+        self.prose = None
         self.put("" if self.in_code else "```", block.page)
         for line in block.lines:
             self.put(line.rstrip(), block.page)
@@ -184,8 +203,10 @@ def markdown_lines(pages: list[list[Block]]) -> tuple[list[str], list[int]]:
     """The document's Markdown lines and the page each line is on."""
     body = _body_size(pages)
     writer = _Writer(body, _heading_levels(pages, body))
-    for block in (b for page in pages for b in page):
-        writer.block(block)
+    for page in pages:
+        for n, block in enumerate(page):
+            writer.first_on_page = n == 0
+            writer.block(block)
     if writer.pages:
         writer.close_code(writer.pages[-1])
     return writer.lines, writer.pages
