@@ -276,7 +276,7 @@ def _render(chosen: Sequence[_Unit], language: str) -> str:
             text = quote_brackets(text.rstrip())
             if not text:
                 continue
-            if text[-1] not in "。！？!?；;.:：":
+            if text[-1] not in "。！？!?；;.:：" and m.piece.kind != "code":  # no full stop glued to a command
                 text += "。" if language == "zh" else "."
             # Each piece the check will cut out gets the number, so no part of a code line is left uncited.
             lines.append("".join(f"{part.rstrip()}[{m.n}]" if language == "zh" else f"{part.rstrip()} [{m.n}] "
@@ -284,6 +284,7 @@ def _render(chosen: Sequence[_Unit], language: str) -> str:
     return "\n".join(lines)  # one a line: the citation check splits there whatever the script
 
 
+_SENTENCE_END = re.compile(r"[。！？!?；;]|\.(?=\s|$)")
 LABELLED_ROWS = True  # a table row is quoted with its column names ("任务：日终对账，时间：02:00")
 
 
@@ -293,6 +294,11 @@ def _labelled(header: str | None, row: str, language: str) -> str:
         return ""
     names, cells = header.split(" | "), row.split(" | ")
     if len(names) != len(cells) or len(cells) < 2:
+        return ""
+    filled = [cell for cell in cells if cell.strip()]
+    if any(_SENTENCE_END.search(cell.rstrip()) for cell in filled[:-1]):
+        # A cell of sentences before the last: the check cuts the answer there, and the label and cell after the cut
+        # ("，Required：Optional") stand alone, words the passage never puts side by side (unsupported).
         return ""
     said, between = ("：", "，") if language == "zh" else (": ", ", ")
     return between.join(f"{name}{said}{cell}" if name else cell for name, cell in zip(names, cells, strict=True) if cell)

@@ -40,14 +40,16 @@ class Piece:
 
 
 def _code_text(lines: list[str]) -> str:
+    """A code block's lines as one line. A shell command's `\\` at a line's end (it goes on on the next line) is left
+    out: on one line it would escape the space after it and break the command a reader copies."""
     out, size = [], 0
     for line in lines:
         if out and size + len(line) > CODE_CHARS:
             out.append("…")
             break
-        out.append(line)
+        out.append(line[:-1].rstrip() if line.endswith("\\") else line)
         size += len(line) + 1
-    return " ".join(out)
+    return " ".join(part for part in out if part)
 
 
 _COMMENT = re.compile(r"^(?:#|//|--|;)")
