@@ -4,7 +4,7 @@ installed with its language data (Debian: `apt install tesseract-ocr tesseract-o
 A scanned contract, a stamped regulation (盖章文件), a faxed runbook: a PDF of page images has no text layer, and was
 skipped with advice to run OCR elsewhere. Where Tesseract is installed, a page without text but with an image is
 read by it in the configured languages that are installed (`KG_OCR_LANGUAGES`, default Simplified Chinese and
-English); `KG_OCR=off` keeps the old behaviour. 1.7-8 s of CPU a page of documentation here (bench/RESULTS-scanned.md);
+English); `KG_OCR=off` keeps the old behaviour. 1.6-8.8 s of CPU a page of documentation here (bench/RESULTS-scanned.md);
 a page larger than a poster is rendered at a lower resolution (MAX_PIXELS), never past the memory that takes.
 """
 
