@@ -284,7 +284,6 @@ def _render(chosen: Sequence[_Unit], language: str) -> str:
     return "\n".join(lines)  # one a line: the citation check splits there whatever the script
 
 
-_SENTENCE_END = re.compile(r"[。！？!?；;]|\.(?=\s|$)")
 LABELLED_ROWS = True  # a table row is quoted with its column names ("任务：日终对账，时间：02:00")
 
 
@@ -295,13 +294,13 @@ def _labelled(header: str | None, row: str, language: str) -> str:
     names, cells = header.split(" | "), row.split(" | ")
     if len(names) != len(cells) or len(cells) < 2:
         return ""
-    filled = [cell for cell in cells if cell.strip()]
-    if any(_SENTENCE_END.search(cell.rstrip()) for cell in filled[:-1]):
-        # A cell of sentences before the last: the check cuts the answer there, and the label and cell after the cut
-        # ("，Required：Optional") stand alone, words the passage never puts side by side (unsupported).
-        return ""
     said, between = ("：", "，") if language == "zh" else (": ", ", ")
-    return between.join(f"{name}{said}{cell}" if name else cell for name, cell in zip(names, cells, strict=True) if cell)
+    parts = [f"{name}{said}{cell}" if name else cell for name, cell in zip(names, cells, strict=True) if cell]
+    if len(check_units(between.join(parts[:-1]) + between)) > 1:
+        # The citation check would cut the row inside it (a cell of sentences before the last): the labels and cells
+        # after the cut ("，Required：Optional") would stand alone, words the passage never puts side by side.
+        return ""
+    return between.join(parts)
 
 
 def _best_list(passages: dict[int, Sequence[_Scored]], titles: dict[int, str], weights: dict[str, float],

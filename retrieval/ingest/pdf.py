@@ -45,18 +45,29 @@ _MONO_FONT = re.compile(r"mono|courier|consol|menlo|code|typewriter", re.I)
 _MONOSPACED, _BOLD = 8, 16  # PyMuPDF's span flags
 
 
-def _page_blocks(page, number: int, textpage=None) -> list[Block]:
-    """The page's text blocks; from `textpage` (an OCR reading) when given, whose word sizes are estimates: a block's
-    size is then its words' median, not their largest, so one tall word does not make a paragraph a heading."""
+def _text_layer_blocks(page, number: int) -> list[Block]:
+    """The page's text layer as blocks, a ruled table as one: one text extraction and one walk of the page's drawings
+    serve the blocks, the bullets drawn as dots and the tables' rules."""
+    import pymupdf
+
+    textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_DICT)  # what get_text("dict") would make
+    drawings = page.get_cdrawings()
+    blocks = _page_blocks(page, number, textpage, bullets=_drawn_bullets(drawings))
+    return _ruled_tables(page, number, blocks, textpage, drawings)
+
+
+def _page_blocks(page, number: int, textpage, *, ocr: bool = False, bullets=()) -> list[Block]:
+    """The page's text blocks from `textpage`; with `ocr` an OCR reading, whose word sizes are estimates: a block's
+    size is then its words' median, not their largest, so one tall word does not make a paragraph a heading.
+    `bullets`: the dots drawn left of lines (`_drawn_bullets`)."""
     blocks = []
-    bullets = _drawn_bullets(page) if textpage is None else []
     for block in page.get_text("dict", textpage=textpage)["blocks"]:
         if block.get("type") != 0:
             continue
         lines, sizes, mono, bold, letters = [], [], 0, 0, 0
         for line in block["lines"]:
             spans = line["spans"]
-            text = ("" if textpage is None else " ").join(s["text"] for s in spans)
+            text = (" " if ocr else "").join(s["text"] for s in spans)
             x0, y0, _, y1 = line["bbox"]
             if any(0 < x0 - right <= 2.5 * (y1 - y0) and y0 <= middle <= y1 for right, middle in bullets):
                 text = "\u2022 " + text.lstrip()
@@ -67,46 +78,46 @@ def _page_blocks(page, number: int, textpage=None) -> list[Block]:
                     letters += n
                     mono += n * bool(s["flags"] & _MONOSPACED or _MONO_FONT.search(s["font"]))
                     bold += n * bool(s["flags"] & _BOLD or "bold" in s["font"].lower())
-        size = (max(sizes) if textpage is None else sorted(sizes)[len(sizes) // 2]) if sizes else 0.0
+        size = (sorted(sizes)[len(sizes) // 2] if ocr else max(sizes)) if sizes else 0.0
         text = join_lines(lines)
-        if textpage is not None:  # Tesseract spaces the words it found: one space, none between Chinese characters
+        if ocr:  # Tesseract spaces the words it found: one space, none between Chinese characters
             text = _BETWEEN_CJK.sub("", " ".join(text.split()))
             lines = [_BETWEEN_CJK.sub("", " ".join(line.split())) for line in lines]
         if text:
             x0, y0, x1, y1 = block["bbox"]
-            fonts = textpage is None and letters > 0  # an OCR reading's font is a placeholder
-            blocks.append(Block(number, x0, y0, x1, y1, text, size, textpage is not None,
+            fonts = not ocr and letters > 0  # an OCR reading's font is a placeholder
+            blocks.append(Block(number, x0, y0, x1, y1, text, size, ocr,
                                 tuple(line for line in lines if line.strip()),
                                 fonts and mono >= MONO_SHARE * letters, fonts and bold == letters))
     return blocks
 
 
-def _drawn_bullets(page) -> list[tuple[float, float]]:
+def _drawn_bullets(drawings: list[dict]) -> list[tuple[float, float]]:
     """(right edge, vertical middle) of each small filled dot or square on the page: the bullets a browser draws as
     shapes rather than as a character ("Save as PDF" of a web page), so its list items would read as one paragraph.
     A page of hundreds of them is a chart's points, not a list."""
     found = []
-    for drawing in page.get_cdrawings():
+    for drawing in drawings:
         x0, y0, x1, y1 = drawing["rect"]
         if "f" in drawing.get("type", "") and 2 <= x1 - x0 <= 8 and 2 <= y1 - y0 <= 8 and 0.5 <= (x1 - x0) / (y1 - y0) <= 2:
             found.append((x1, (y0 + y1) / 2))
     return found if len(found) <= 300 else []
 
 
-def _ruled_tables(page, number: int, blocks: list[Block]) -> list[Block]:
+def _ruled_tables(page, number: int, blocks: list[Block], textpage, drawings: list[dict]) -> list[Block]:
     """The page's blocks with each table drawn with rules (borders) as one block of rows in place of its cells' text.
 
     MuPDF's table finder gives the cells; their text is taken from the page's words by where each word's middle falls,
     because the finder's own text of a cell breaks an identifier at its underscore (`settle.batch size\n_`). The
     finder costs ~60 ms a page, so only a page with rules between columns is searched: one with only horizontal lines
     (links' underlines, a rule under a heading) has no table it would find."""
-    if not _has_column_rules(page):
+    if not _has_column_rules(drawings):
         return blocks
     try:
         found = page.find_tables().tables
     except Exception:  # the finder's own failures on odd line art: the page is read as text, as before
         return blocks
-    words = page.get_text("words", sort=True)
+    words = page.get_text("words", sort=True, textpage=textpage)
     tables = []
     for table in found:
         rows = tuple(tuple(_cell_text(words, cell) for cell in row.cells) for row in table.rows)
@@ -124,10 +135,10 @@ def _ruled_tables(page, number: int, blocks: list[Block]) -> list[Block]:
     return [b for b in blocks if not inside(b)] + tables
 
 
-def _has_column_rules(page) -> bool:
+def _has_column_rules(drawings: list[dict]) -> bool:
     """Two vertical lines, or a stroked rectangle: what the finder builds cells from."""
     vertical = 0
-    for drawing in page.get_cdrawings():
+    for drawing in drawings:
         for item in drawing["items"]:
             if item[0] == "l" and abs(item[1][0] - item[2][0]) < 1 and abs(item[1][1] - item[2][1]) > 3:
                 vertical += 1
@@ -215,7 +226,7 @@ def _content_bytes(doc, page, cap: int) -> int:
 
 def _read_by_ocr(page, number: int, languages: str, label: str, warnings: list[str]) -> list[Block]:
     try:
-        return _page_blocks(page, number, ocr_textpage(page, languages))
+        return _page_blocks(page, number, ocr_textpage(page, languages), ocr=True)
     except Exception as exc:  # MuPDF's and Tesseract's own errors (a page it cannot render, damaged language data)
         warnings.append(f"{label}: page {number}: OCR failed ({type(exc).__name__}: {exc})")
         return []
@@ -254,7 +265,7 @@ def read_pdf(raw: bytes, source: str, label: str, ocr: Ocr | None = None) -> Sou
                 pages.append(([], page.rect.height))
                 oversized += 1
                 continue
-            blocks = _ruled_tables(page, number, _page_blocks(page, number))
+            blocks = _text_layer_blocks(page, number)
             if not blocks and ocr and page.get_images():
                 if ocr.on_page is not None:
                     ocr.on_page(f"OCR: {label.rsplit('/', 1)[-1]} page {number}/{doc.page_count}")

@@ -70,9 +70,13 @@ def join_lines(lines: list[str]) -> str:
 
 def _body_size(pages: list[list[Block]]) -> float:
     """The size most of the prose is set in (code's smaller monospace size aside, unless the document is all code)."""
-    prose = Counter(round(b.size) for page in pages for b in page if not b.mono and not b.rows for _ in range(len(b.text)))
-    every = prose or Counter(round(b.size) for page in pages for b in page for _ in range(len(b.text)))
-    return every.most_common(1)[0][0]
+    prose: Counter[int] = Counter()
+    every: Counter[int] = Counter()
+    for b in (b for page in pages for b in page):
+        every[round(b.size)] += len(b.text)
+        if not b.mono and not b.rows:
+            prose[round(b.size)] += len(b.text)
+    return (prose or every).most_common(1)[0][0]
 
 
 def _heading_levels(pages: list[list[Block]], body: float) -> dict[float, int]:

@@ -285,8 +285,8 @@ def read_source_file(path: Path, source: str | None = None, max_text_bytes: int 
 
 def read_source_bytes(raw: bytes, fmt: str, source: str, label: str | None = None,
                       ocr: Ocr | None = None) -> SourceDocument:
-    """Bytes of a file (or an upload) -> a `SourceDocument`. `label` names it in error messages; `ocr`: the languages
-    a scanned PDF page is read in, None: not read."""
+    """Bytes of a file (or an upload) -> a `SourceDocument`. `label` names it in error messages; `ocr`: how a scanned
+    PDF page is read (`ocr.configured`), None: it is not."""
     src = _read_source_bytes(raw, fmt, source, label or source, ocr)
     text, removed = without_controls(src.text)
     title, in_title = without_controls(src.title) if src.title else (src.title, 0)
