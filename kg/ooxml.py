@@ -132,11 +132,17 @@ def _not_xml(label: str, name: str, exc: Exception) -> InputError:
     return InputError(f"{label}: {name} is not well-formed XML ({exc}): damaged; save it again")
 
 
+# Short rows are padded to the widest up to this many columns: past it, a hostile file's one row of 10,000 cells
+# (or a cell spanning them) would be copied into every other row (25 M empty cells for 5,000 rows).
+PADDED_COLUMNS = 50
+
+
 def table_lines(rows: list[list[str]]) -> list[str]:
     """Rows of cell texts -> a Markdown table under its first row (short rows padded, `|` in a cell escaped)."""
     width = max(len(r) for r in rows)
-    cells = [[cell.replace("|", "\\|") for cell in r] + [""] * (width - len(r)) for r in rows]
-    return [f"| {' | '.join(cells[0])} |", "|" + " --- |" * width] + [f"| {' | '.join(r)} |" for r in cells[1:]]
+    pad = width if width <= PADDED_COLUMNS else 0
+    cells = [[cell.replace("|", "\\|") for cell in r] + [""] * (pad - len(r)) for r in rows]
+    return [f"| {' | '.join(cells[0])} |", "|" + " --- |" * len(cells[0])] + [f"| {' | '.join(r)} |" for r in cells[1:]]
 
 
 def core_title(zf: zipfile.ZipFile, label: str) -> str | None:

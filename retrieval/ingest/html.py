@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
+from kg.ooxml import table_lines
 from retrieval.types import SourceDocument
 
 __all__ = ["html_to_text", "read_html"]
@@ -21,7 +22,6 @@ _DROP = {"script", "style", "noscript", "template", "svg", "canvas", "nav", "foo
 _MAIN = {"main", "article"}
 _BLOCK = {"p", "div", "section", "li", "ul", "ol", "table", "tr", "blockquote", "dl", "dt", "dd", "figure",
           "figcaption", "header", "main", "article", "br", "hr", "pre", "h1", "h2", "h3", "h4", "h5", "h6"}
-_PADDED = 50  # columns up to which a short table row is padded with empty cells
 _VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
 
 
@@ -166,20 +166,14 @@ class _Extractor(HTMLParser):
         self._close_cell()
         rows = [row for row in self.rows if any(row)]
         self.rows, self.cell = [], None
-        width = max((len(row) for row in rows), default=0)
         inside = self.main > 0
-        if width == 1 or len(rows) == 1:
+        if not rows:
+            return
+        if len(rows) == 1 or max(len(row) for row in rows) == 1:
             for row in rows:
                 self.lines += [(inside, " ".join(c for c in row if c)), (inside, "")]
             return
-        for n, row in enumerate(rows):
-            # short rows padded to the header's width, but not a hostile page's 10,000 columns times its rows
-            cells = [c.replace("|", "\\|") for c in row] + [""] * ((width - len(row)) if width <= _PADDED else 0)
-            self.lines.append((inside, "| " + " | ".join(cells) + " |"))
-            if n == 0:
-                self.lines.append((inside, "|" + " --- |" * len(cells)))
-        if rows:
-            self.lines.append((inside, ""))
+        self.lines += [(inside, line) for line in (*table_lines(rows), "")]
 
 
 def html_to_text(html: str) -> tuple[str | None, str]:

@@ -17,6 +17,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from kg.ooxml import table_lines
+
 __all__ = ["MONO_SHARE", "Block", "join_lines", "markdown_lines"]
 
 # A block read from the text layer is a heading when its letters are this much larger than the body's, and short.
@@ -131,13 +133,6 @@ def _item_line(item: str) -> str:
     return f"{marker} {rest}" if marker else f"- {rest}"
 
 
-def _table_lines(rows: tuple[tuple[str, ...], ...]) -> list[str]:
-    """A Markdown table: its first row the header (how a table is printed: the column names on top)."""
-    cells = [[" ".join(cell.split()).replace("|", "\\|") for cell in row] for row in rows]
-    lines = ["| " + " | ".join(row) + " |" for row in cells]
-    return [lines[0], "|" + " --- |" * len(cells[0]), *lines[1:]]
-
-
 class _Writer:
     """Markdown lines and their pages, written block by block; a code fence stays open for the code block after."""
 
@@ -160,7 +155,7 @@ class _Writer:
             return
         self.close_code(block.page)
         if block.rows:
-            rows = _table_lines(block.rows)
+            rows = table_lines([list(row) for row in block.rows])
         elif level:
             rows = [f"{'#' * level} {block.text}"]
         else:
