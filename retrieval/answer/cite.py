@@ -95,7 +95,7 @@ def check_answer(text: str, citations: Sequence[Citation], threshold: float, lan
 
         clean = _NAMED.sub(lambda m, c=cited, r=removed: _named(m, by_n, c, r), _MARK.sub("", piece))
         clean = re.sub(r"\s+([。！？!?；;，,.])", r"\1", " ".join(clean.split())).strip()
-        clean = re.sub(r"^[-*•]\s*", "", clean)
+        clean = re.sub(r"^(?:[-•]|\*(?!\*))\s*", "", clean)  # a bullet, not the "**" of a bold start
         if not re.search(r"[\w\u3400-\u9fff]", clean):
             continue  # a bare marker or punctuation
         cited = list(dict.fromkeys(cited))

@@ -68,10 +68,6 @@ _LISTING = re.compile(r"哪些|有哪几|what are the|which (?:are|steps)|list (
 # A heading that names a procedure ("切换步骤", "Renewing the certificate", "排查").
 _PROCEDURE = re.compile(r"步骤|流程|操作|排查|处理|方法|指南|升级|恢复|切换|配置|steps?\b|procedure|how to|\w+ing\b", re.IGNORECASE)
 ORDERED_BONUS = 1.5  # a numbered list, or a list under a heading naming a procedure, is the steps asked for
-_POINTER = re.compile(r"^(?:参数)?(?:详细说明|详见|参见|见《|具体见)|(?:详见|参见|见)《[^》]+》[。.]?$|^see (?:the )?[\"“]?\w|"
-                      r"(?:请参阅|请参考|参阅|请查看|参考|详见|refer to|see)\s*[:：]?\s*\[[^\]]+\]\([^)]*\)[。.]?$|"
-                      r"^(?:请参阅|请参考|参阅|请查看|refer to|see)\s*\[[^\]]+\]\([^)]*\)", re.IGNORECASE)
-_LINK_ONLY = re.compile(r"^!?\[[^\]]*\]\([^)]*\)[。.]?$")  # a picture or a bare link: nothing to read in an answer
 SYNONYM_CREDIT = 0.8  # a key word written another way (启用 for 打开; the knowledge base's synonyms)
 BRIDGE_TITLE = 3  # characters: a shorter passage title is too common to be a name the best sentence mentions
 NOW_BONUS = 1.3  # a question asking what holds now: a sentence saying 当前/目前/currently, against one saying 当时/was
@@ -140,7 +136,7 @@ def _score_passage(terms: Sequence[KeyTerm], q_units: Units, citation: Citation,
             score *= 1.2 + 0.1 * min(values, 3)
         elif _DIGIT.search(piece.text):
             score *= 1.05
-        if _POINTER.search(piece.text):
+        if piece.pointer:
             score *= 0.5
         if now:  # "现在 / currently": the value that holds today, not the one an incident report says held then
             score *= {1: NOW_BONUS, -1: 1.0 / NOW_BONUS}.get(tense_of(piece.text), 1.0)
@@ -151,7 +147,7 @@ def _score_passage(terms: Sequence[KeyTerm], q_units: Units, citation: Citation,
         # in a passage about the question it is worth a share of that passage's best sentence.
         top = max(s.score for s in out)
         for s in out:
-            if s.piece.kind in ("text", "item") and cue.search(s.piece.text) and not _POINTER.search(s.piece.text):
+            if s.piece.kind in ("text", "item") and cue.search(s.piece.text) and not s.piece.pointer:
                 s.score += CUE_SHARE * top
     return out
 
@@ -174,7 +170,7 @@ def _unit(seed: _Scored, passage: Sequence[_Scored]) -> _Unit:
         nxt = passage[last + 1] if last + 1 < len(passage) else None
         if nxt is None or not (_introduces(passage[last]) or nxt.piece.kind == "code" or passage[last].piece.kind == "header"):
             break
-        if _LINK_ONLY.match(nxt.piece.text):
+        if nxt.piece.link_only:
             break  # "下面这张图片总结了…：" introduces a picture the answer cannot show
         keep.add(nxt.piece.position)  # the command, value or row it introduces
         if nxt.piece.item is not None and nxt.piece.kind == "item":
@@ -276,7 +272,7 @@ def _render(chosen: Sequence[_Unit], language: str) -> str:
             text = quote_brackets(text.rstrip())
             if not text:
                 continue
-            if text[-1] not in "。！？!?；;.:：" and m.piece.kind != "code":  # no full stop glued to a command
+            if (text.rstrip("*_") or text)[-1] not in "。！？!?；;.:：" and m.piece.kind != "code":  # none after a command
                 text += "。" if language == "zh" else "."
             # Each piece the check will cut out gets the number, so no part of a code line is left uncited.
             lines.append("".join(f"{part.rstrip()}[{m.n}]" if language == "zh" else f"{part.rstrip()} [{m.n}] "
@@ -348,8 +344,8 @@ def _with_context(chosen: list[_Unit], passages: dict[int, Sequence[_Scored]]) -
             if last + 1 >= len(passage):
                 break
             nxt = passage[last + 1]
-            if ((nxt.n, nxt.piece.position) in taken or nxt.piece.kind == "heading" or _LINK_ONLY.match(nxt.piece.text)
-                    or _POINTER.search(nxt.piece.text)):
+            if ((nxt.n, nxt.piece.position) in taken or nxt.piece.kind == "heading" or nxt.piece.link_only
+                    or nxt.piece.pointer):
                 break
             if nxt.piece.item is not None and nxt.piece.block == passage[last].piece.block and not _introduces(passage[last]):
                 break  # the next list item or table row is another entry, not more of this one
@@ -412,13 +408,13 @@ def _cover(candidates: Sequence[_Unit], weights: dict[str, float], want_code: bo
                 take(there[0])
     while len(chosen) < MAX_UNITS:
         options = [u for u in candidates if u.seed.score >= MIN_COVER_SHARE * best.seed.score and fresh(u)
-                   and u.terms - covered and _fits(u, lines, size) and not _POINTER.search(u.seed.piece.text)]
+                   and u.terms - covered and _fits(u, lines, size) and not u.seed.piece.pointer]
         if not options:
             break
         take(max(options, key=lambda u: (sum(weights.get(t, 0.0) for t in u.terms - covered), u.seed.score)))
     for u in candidates[1:]:
         if len(chosen) >= MAX_UNITS or u.seed.score < CLOSE_TO_BEST * best.seed.score:
             break
-        if fresh(u) and _fits(u, lines, size) and not _POINTER.search(u.seed.piece.text):
+        if fresh(u) and _fits(u, lines, size) and not u.seed.piece.pointer:
             take(u)  # a pointer elsewhere adds nothing next to the sentences that answer
     return chosen

@@ -40,7 +40,7 @@ from retrieval.answer.rules import (
     held_share,
     rules_answer,
 )
-from retrieval.answer.structure import passage_pieces
+from retrieval.answer.structure import ends_lead, passage_pieces
 from retrieval.answer.terms import (
     content_words,
     find_value,
@@ -153,7 +153,7 @@ def introduced_blocks(sentences: Sequence[AnswerSentence], citations: Sequence[C
     pieces: dict[int, list] = {}  # a passage's pieces, cut once however many lead-ins are looked up in it
     out: list[str] = []
     for sentence in sentences:
-        if not sentence.text.rstrip().endswith(("：", ":")):
+        if not ends_lead(sentence.text):
             continue
         cited = [by_n[n] for n in sentence.citations if n in by_n]
         for cit in cited + [c for c in citations if c.n not in sentence.citations]:

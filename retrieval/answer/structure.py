@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from retrieval.answer.markup import reader_line, without_links
 from retrieval.answer.terms import split_sentences
 
-__all__ = ["CODE_CHARS", "Piece", "code_excerpt", "passage_pieces"]
+__all__ = ["CODE_CHARS", "Piece", "code_excerpt", "ends_lead", "passage_pieces"]
 
 FRAGMENT = 4  # characters: a shorter "sentence" is an initial or an abbreviation, not a sentence
 CODE_CHARS = 240  # a code block longer than this is quoted up to here (at a line end)
@@ -22,8 +23,23 @@ _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")
 _LEAD_END = ("：", ":")
 # "运行以下命令。" / "run the following command." introduce what follows just as a colon does.
 _FORWARD = re.compile(r"以下|如下|下列|下面的|the following|as follows|below", re.IGNORECASE)
+# A sentence that only sends the reader elsewhere ("详见《运维手册》", "请参阅[X](y)。").
+_POINTER = re.compile(r"^(?:参数)?(?:详细说明|详见|参见|见《|具体见)|(?:详见|参见|见)《[^》]+》[。.]?$|^see (?:the )?[\"“]?\w|"
+                      r"(?:请参阅|请参考|参阅|请查看|参考|详见|refer to|see)\s*[:：]?\s*\[[^\]]+\]\([^)]*\)[。.]?$|"
+                      r"^(?:请参阅|请参考|参阅|请查看|refer to|see)\s*\[[^\]]+\]\([^)]*\)", re.IGNORECASE)
+_LINK_ONLY = re.compile(r"^!?\[[^\]]*\]\([^)]*\)[。.]?$")  # a picture or a bare link: nothing to read in an answer
 _ORDERED = re.compile(r"^\s*\d+[.)、]\s+")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+# What a wrapped line of a paragraph cannot be: the start of a block (a fence, a table row, a heading, a quote, a list
+# item) or a rule.
+_BLOCK_START = re.compile(r"^\s*(?:```|\||#{1,6}\s|>|(?:\d+[.)、]|[-*+•])\s|(?:-{3,}|\*{3,}|_{3,}|={3,})\s*$)")
+_WIDE_END = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]$")
+_WIDE_START = re.compile(r"^[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+
+
+def ends_lead(text: str) -> bool:
+    """`text` ends in "：" / ":", in bold or not ("**组件：**"): what it introduces follows."""
+    return text.rstrip().rstrip("*_").endswith(_LEAD_END)
 
 
 @dataclass(frozen=True)
@@ -37,17 +53,25 @@ class Piece:
     heading: str = ""  # the Markdown heading above it inside the passage ('' when none)
     ordered: bool = False  # an item of a numbered list (a procedure's steps)
     lines: tuple[str, ...] = ()  # a code block's lines (its text is their start, up to CODE_CHARS)
+    pointer: bool = False  # only sends the reader elsewhere, as written (its links are text now)
+    link_only: bool = False  # a picture or a bare link, as written: nothing to read in an answer
+
+
+def _one_line(line: str) -> str:
+    """A code line as it reads in a quote of its block on one line: a shell command's `\\` at a line's end (it goes on
+    on the next line) is left out, since on one line it would escape the space after it and break the command a reader
+    copies."""
+    return line[:-1].rstrip() if line.endswith("\\") else line
 
 
 def _code_text(lines: list[str]) -> str:
-    """A code block's lines as one line. A shell command's `\\` at a line's end (it goes on on the next line) is left
-    out: on one line it would escape the space after it and break the command a reader copies."""
+    """A code block's lines as one line."""
     out, size = [], 0
     for line in lines:
         if out and size + len(line) > CODE_CHARS:
             out.append("…")
             break
-        out.append(line[:-1].rstrip() if line.endswith("\\") else line)
+        out.append(_one_line(line))
         size += len(line) + 1
     return " ".join(part for part in out if part)
 
@@ -72,12 +96,12 @@ def code_excerpt(lines: tuple[str, ...], matches) -> str:
             break
         if prev >= 0 and i > prev + 1:
             out.append("…")
-        out.append(lines[i])
+        out.append(_one_line(lines[i]))
         size += len(lines[i]) + 1
         prev = i
     if prev < len(lines) - 1:
         out.append("…")
-    return " ".join(out)
+    return " ".join(part for part in out if part)
 
 
 def _whole_sentences(sentences: list[str]) -> list[str]:
@@ -98,6 +122,33 @@ def _whole_sentences(sentences: list[str]) -> list[str]:
     return out
 
 
+def _reader_lines(lines: list[str], in_code: bool) -> list[str]:
+    """The passage's lines as a reader sees them: markup out (`retrieval.answer.markup`), and a paragraph's or list
+    item's lines wrapped in the source ("要将 GreptimeDB 集成到 Prometheus 中，" / "请按照以下步骤……") joined into the
+    one line Markdown renders, so a sentence is not cut in two. Code blocks are left as they are."""
+    out: list[str] = []
+    open_line = False  # the last line out is running text the next line may continue
+    for line in lines:
+        if line.strip().startswith("```"):
+            in_code, open_line = not in_code, False
+            out.append(line)
+            continue
+        if in_code:
+            out.append(line)
+            continue
+        hard_break = line.endswith(("  ", "\\"))
+        line = reader_line(line)
+        stripped = line.strip()
+        if open_line and stripped and not _BLOCK_START.match(line):
+            before = out[-1].rstrip()
+            out[-1] = before + stripped if _WIDE_END.search(before) and _WIDE_START.match(stripped) else f"{before} {stripped}"
+        else:
+            out.append(line)
+            open_line = bool(stripped) and (not _BLOCK_START.match(line) or bool(_LIST_ITEM.match(line)))
+        open_line = open_line and not hard_break
+    return out
+
+
 def passage_pieces(text: str) -> list[Piece]:
     out: list[Piece] = []
     block = -1
@@ -108,14 +159,18 @@ def passage_pieces(text: str) -> list[Piece]:
     ordered = False
 
     def add(piece: str, kind: str, block_id: int | None, item_id: int | None, lines: tuple[str, ...] = ()) -> None:
-        lead = piece.rstrip().endswith(_LEAD_END) or (kind in ("text", "item") and bool(_FORWARD.search(piece)))
-        out.append(Piece(len(out), piece, kind, block_id, item_id, lead, heading, ordered and kind == "item", lines))
+        pointer, link_only = bool(_POINTER.search(piece)), bool(_LINK_ONLY.match(piece))
+        if kind != "code":
+            piece = without_links(piece)  # a link to another page of the site as its text, a picture out
+        lead = ends_lead(piece) or (kind in ("text", "item") and bool(_FORWARD.search(piece)))
+        out.append(Piece(len(out), piece, kind, block_id, item_id, lead, heading, ordered and kind == "item", lines,
+                         pointer, link_only))
 
     all_lines = (text or "").splitlines()
     fences = [line.strip() for line in all_lines if line.strip().startswith("```")]
     if len(fences) % 2 and fences[0] == "```" and not all_lines[0].strip().startswith("```"):
         code = []  # the passage starts inside a code block its chunk cut: the first fence closes it
-    for line in all_lines:
+    for line in _reader_lines(all_lines, code is not None):
         stripped = line.strip()
         if stripped.startswith("```"):
             if code is None:

@@ -169,11 +169,12 @@ def support(sentence: str, passage: Units) -> float:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of running text, list items, table rows and headings; Markdown bullets, pipes and heading marks trimmed."""
+    """Sentences of running text, list items, table rows and headings; Markdown bullets, pipes and heading marks trimmed
+    (a bullet is followed by a space: "**Note:**" keeps its bold)."""
     out = []
     for piece in _SENTENCE_END.split(text or ""):
         piece = piece.strip().strip("|").strip()
-        piece = re.sub(r"^(?:[#>*+\-]+|\d+[.)、])\s*", "", piece).strip()
+        piece = re.sub(r"^(?:[#>]+|[*+\-•](?=\s)|\d+[.)、])\s*", "", piece).strip()  # not the "**" of "**Note:**"
         if piece and re.search(r"[\w\u3400-\u9fff]", piece) and not re.fullmatch(r"[\s|:\-]+", piece):
             out.append(piece)
     return out
