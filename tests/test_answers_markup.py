@@ -116,3 +116,31 @@ def test_kg_ask_on_a_docusaurus_page_says_what_the_page_says(tmp_path):
     answer = result.output.split("\n\n")[0]
     assert "参数指定写入的数据库" in answer
     assert ":::" not in answer and "AnchorAlias" not in answer and "<details>" not in answer, answer
+
+
+TRACING = """GreptimeDB 提供了通过 HTTP API 在运行时动态启用或禁用链路追踪的功能，无需重启服务器。
+
+启用链路追踪：
+
+```bash
+curl --data "true" http://127.0.0.1:4000/debug/enable_trace
+# 输出: trace enabled
+```
+
+禁用链路追踪：
+
+```bash
+curl --data "false" http://127.0.0.1:4000/debug/enable_trace
+# 输出: trace disabled
+```
+
+这对于排查生产环境问题或临时启用追踪进行调试非常有用。"""
+
+
+def test_a_lead_in_chosen_after_its_command_is_written_before_it():
+    passages = [cit(1, "`enable_otlp_tracing`：是否打开分布式追踪，默认不开启。", "配置"), cit(2, TRACING, "链路追踪")]
+    text = extract_answer("线上不重启，怎么临时把 tracing 打开，排查完再关掉？", passages, "zh")
+    lines = text.splitlines()
+    for lead, command in (("启用链路追踪：", 'curl --data "true"'), ("禁用链路追踪：", 'curl --data "false"')):
+        at = [i for i, line in enumerate(lines) if line.startswith(lead)]
+        assert at and lines[at[0] + 1].startswith(command), lines

@@ -253,33 +253,49 @@ def _share(held: frozenset[str], weights: dict[str, float]) -> float:
 
 
 def _render(chosen: Sequence[_Unit], language: str) -> str:
+    """The chosen units' lines in the order they were chosen, but a lead-in chosen after what it introduces ("启用链路追踪："
+    after its `curl` command) written just before it."""
     lines, seen = [], set()
     members = [m for unit in chosen for m in unit.members]
     headers = {(m.n, m.piece.block): m.piece.text for m in members if m.piece.kind == "header"}
     labelled = {(m.n, m.piece.block) for m in members
                 if m.piece.kind == "row" and _labelled(headers.get((m.n, m.piece.block)), m.piece.text, language)}
-    for unit in chosen:
-        for m in unit.members:
-            if (m.n, m.piece.position) in seen:
-                continue
-            seen.add((m.n, m.piece.position))
-            if m.piece.kind == "header" and LABELLED_ROWS and (m.n, m.piece.block) in labelled:
-                continue  # its names are in every row quoted under it
-            text = m.piece.text
-            if m.piece.kind == "row" and LABELLED_ROWS:
-                text = _labelled(headers.get((m.n, m.piece.block)), text, language) or text
-            # Bracketed numbers of the document ("[0, 10]") must not read as citations: full-width brackets.
-            text = quote_brackets(text.rstrip())
-            if not text:
-                continue
-            if (text.rstrip("*_") or text)[-1] not in "。！？!?；;.:：" and m.piece.kind != "code":  # none after a command
-                text += "。" if language == "zh" else "."
-            # Each piece the check will cut out gets the number, so no part of a code line is left uncited.
-            lines.append("".join(f"{part.rstrip()}[{m.n}]" if language == "zh" else f"{part.rstrip()} [{m.n}] "
-                                 for part in check_units(text)).rstrip())
+    if READING_ORDER:
+        members = _leads_first(members)
+    for m in members:
+        if (m.n, m.piece.position) in seen:
+            continue
+        seen.add((m.n, m.piece.position))
+        if m.piece.kind == "header" and LABELLED_ROWS and (m.n, m.piece.block) in labelled:
+            continue  # its names are in every row quoted under it
+        text = m.piece.text
+        if m.piece.kind == "row" and LABELLED_ROWS:
+            text = _labelled(headers.get((m.n, m.piece.block)), text, language) or text
+        # Bracketed numbers of the document ("[0, 10]") must not read as citations: full-width brackets.
+        text = quote_brackets(text.rstrip())
+        if not text:
+            continue
+        if (text.rstrip("*_") or text)[-1] not in "。！？!?；;.:：" and m.piece.kind != "code":  # none after a command
+            text += "。" if language == "zh" else "."
+        # Each piece the check will cut out gets the number, so no part of a code line is left uncited.
+        lines.append("".join(f"{part.rstrip()}[{m.n}]" if language == "zh" else f"{part.rstrip()} [{m.n}] "
+                             for part in check_units(text)).rstrip())
     return "\n".join(lines)  # one a line: the citation check splits there whatever the script
 
 
+READING_ORDER = True  # a lead-in before what it introduces, whichever was chosen first
+
+
+def _leads_first(members: list[_Scored]) -> list[_Scored]:
+    out = list(members)
+    for m in members:
+        if not m.piece.lead:
+            continue
+        at = out.index(m)
+        after = next((i for i, x in enumerate(out[:at]) if x.n == m.n and x.piece.position == m.piece.position + 1), None)
+        if after is not None:
+            out.insert(after, out.pop(at))
+    return out
 LABELLED_ROWS = True  # a table row is quoted with its column names ("任务：日终对账，时间：02:00")
 
 
