@@ -1,7 +1,8 @@
 """Documentation as sites write it, quoted as a reader sees it: admonitions, MDX components, folded output and
 shortcodes are not answer lines, a paragraph wrapped in the source is one sentence, links to other pages of the site
-read as their text, bold lead-ins stay bold and introduce what follows. Through the pieces, the extractive answer
-with its citation check, and the real CLI on a Markdown file."""
+read as their text, bold lead-ins stay bold and introduce what follows, a lead-in comes before its command, and a
+code block keeps its lines (the citation check reads a fenced block whole, a model's too). Through the pieces, the
+extractive answer with its citation check, the streamed check, and the real CLI on a Markdown file."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def test_markup_lines_are_not_pieces_and_wrapped_lines_are_one():
     assert wrapped.text == "要将 GreptimeDB 集成到 Prometheus 中，请按照以下步骤更新你的 Prometheus 配置文件：" and wrapped.lead
     assert pieces[wrapped.position + 1].kind == "code"
     assert "Remote Write 的 URL 中 `db` 参数指定写入的数据库，默认写入 `public`。" in texts
-    assert "期望输出" in texts  # what a folded block is called stays, its tags go
+    assert not [t for t in texts if "期望输出" in t]  # the label a page shows to unfold a block
 
 
 def test_placeholders_code_and_web_links_are_left_as_written():
@@ -96,12 +97,11 @@ def test_a_bold_lead_in_keeps_its_bold_and_introduces_its_list():
     assert "**Node Exporter**：从每个节点导出硬件指标。" in rendered and "**组件：**。" not in rendered
 
 
-def test_a_long_command_quoted_by_its_lines_has_no_line_continuations():
+def test_a_long_command_is_quoted_by_its_lines_as_written():
     lines = ("greptime cli data export \\", "  --addr localhost:4000 \\", *(f"  --flag-{i} value-{i} \\" for i in range(30)),
              "  --s3-bucket <YOUR_S3_BUCKET>")
-    quoted = code_excerpt(tuple(line.strip() for line in lines), lambda line: "s3" in line or "export" in line)
-    assert quoted.startswith("greptime cli data export …") and "--s3-bucket <YOUR_S3_BUCKET>" in quoted
-    assert "\\" not in quoted
+    quoted = code_excerpt(lines, lambda line: "s3" in line or "export" in line)
+    assert quoted == "greptime cli data export \\\n…\n  --s3-bucket <YOUR_S3_BUCKET>"
 
 
 def test_kg_ask_on_a_docusaurus_page_says_what_the_page_says(tmp_path):
@@ -143,4 +143,65 @@ def test_a_lead_in_chosen_after_its_command_is_written_before_it():
     lines = text.splitlines()
     for lead, command in (("启用链路追踪：", 'curl --data "true"'), ("禁用链路追踪：", 'curl --data "false"')):
         at = [i for i, line in enumerate(lines) if line.startswith(lead)]
-        assert at and lines[at[0] + 1].startswith(command), lines
+        assert at and lines[at[0] + 1] == "```" and lines[at[0] + 2].startswith(command), lines
+
+
+def test_the_check_reads_a_fenced_block_whole_and_cites_it_by_the_marker_after_it():
+    passages = [cit(1, "启用链路追踪：\n\n```bash\ncurl --data \"true\" http://127.0.0.1:4000/debug/enable_trace\n"
+                       "echo done # arr[1]\n```", "链路追踪")]
+    model = "启用链路追踪，执行[1]：\n```bash\ncurl --data \"true\" http://127.0.0.1:4000/debug/enable_trace\necho done # arr[1]\n```\n[1]"
+    rendered, sentences = check_answer(model, passages, 0.5, "zh")
+    code = sentences[-1]
+    assert code.code == "bash" and code.citations == [1] and not code.flagged and not code.removed
+    assert code.text == 'curl --data "true" http://127.0.0.1:4000/debug/enable_trace\necho done # arr[1]'  # not a citation
+    assert rendered.endswith("```bash\n" + code.text + "\n```\n[1]") and code.to_json()["code"] == "bash"
+    # A block no marker follows is flagged like an uncited sentence; a model's block gets the passage that holds it.
+    bare = check_answer("```\ncurl --data \"true\" http://127.0.0.1:4000/debug/enable_trace\n```", passages, 0.5, "zh")[1]
+    assert bare[0].flagged and not bare[0].citations
+    attributed = check_answer("```\ncurl --data \"true\" http://127.0.0.1:4000/debug/enable_trace\n```", passages, 0.5, "zh",
+                              attribute=True)[1]
+    assert attributed[0].citations == [1] and attributed[0].attributed
+
+
+def test_a_streamed_answer_sends_a_code_block_whole():
+    from retrieval.answer.cite import CheckedStream
+
+    passages = [cit(1, "```\nkubectl get nodes -o wide\nkubectl describe node k8s-node-05\n```", "节点")]
+    stream = CheckedStream(passages, 0.5, "zh")
+    text = "查看节点：[1]\n```\nkubectl get nodes -o wide\nkubectl describe node k8s-node-05\n```\n[1]\n节点状态见上。[1]"
+    sent = [stream.feed(text[i:i + 7]) for i in range(0, len(text), 7)] + [stream.flush()]
+    for part in sent:  # never half a block
+        assert part.count("```") % 2 == 0, sent
+    assert [s.code for s in stream.sentences] == [None, "", None]
+    assert stream.sentences[1].text == "kubectl get nodes -o wide\nkubectl describe node k8s-node-05"
+    assert "".join(sent) == "查看节点：[1]\n```\nkubectl get nodes -o wide\nkubectl describe node k8s-node-05\n```\n[1]\n节点状态见上。[1]"
+
+
+def test_kg_ask_prints_a_config_block_on_its_lines_with_no_stray_fence(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "remote-write.md").write_text("# Prometheus 长期存储\n\n" + DOCUSAURUS, encoding="utf-8")
+    runner = CliRunner()
+    kb = ["--data-dir", str(tmp_path / "kb")]
+    assert runner.invoke(cli, ["ingest", str(docs), *kb]).exit_code == 0
+    result = runner.invoke(cli, ["ask", "怎么配置 Prometheus 的 Remote Write？", "--offline", *kb])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("```\nremote_write:\n- url: http://localhost:4000/v1/prometheus/write?db=public\n```\n[1]\n")
+    as_json = runner.invoke(cli, ["ask", "怎么配置 Prometheus 的 Remote Write？", "--offline", "--json", *kb])
+    import json
+
+    sentences = json.loads(as_json.output)["sentences"]
+    assert sentences[0]["code"] == "" and sentences[0]["text"].startswith("remote_write:\n- url:")
+
+
+def test_a_small_models_sloppy_fences_and_wrong_number_still_give_the_block_and_its_source():
+    from retrieval.answer.cite import open_fence
+
+    passages = [cit(1, "读副本依赖对象存储。", "读副本"), cit(2, "```sql\nADMIN ADD_TABLE_FOLLOWER('monitor');\n```", "SQL")]
+    model = "执行：```sql\nADMIN ADD_TABLE_FOLLOWER('monitor');\n```每个 Region 的读副本依赖对象存储。[1]"
+    _, sentences = check_answer(model, passages, 0.5, "zh", attribute=True)
+    assert [(s.text, s.code) for s in sentences] == [
+        ("执行：", None), ("ADMIN ADD_TABLE_FOLLOWER('monitor');", "sql"), ("每个 Region 的读副本依赖对象存储。", None)]
+    cited_wrong = check_answer("```sql\nADMIN ADD_TABLE_FOLLOWER('monitor');\n``` [1]", passages, 0.5, "zh", attribute=True)[1]
+    assert cited_wrong[0].citations == [1, 2] and cited_wrong[0].attributed and not cited_wrong[0].flagged
+    assert open_fence("执行：\n```bash\nls") and not open_fence("执行：\n```bash\nls\n```\n[1]") and not open_fence("")

@@ -283,6 +283,25 @@ def test_an_answer_keeps_its_words_around_its_sentences(browser, server):
     browser.evaluate("document.querySelector('#framed-turn').remove()")
 
 
+def test_a_code_block_of_an_answer_is_drawn_on_its_lines_and_cited(browser, server):
+    """A command block is a sentence of its own (`code`): drawn as a block with its lines as written, its citation a
+    button after it, the sentences around it drawn as sentences, and no fence shown as framing."""
+    show(browser, server, "zh")
+    command = "greptime cli meta snapshot restore \\\n  --store-addrs 127.0.0.1:2379"
+    record = {"question": "怎么恢复元数据？", "found": True, "language": "zh", "path": "rules", "path_reason": "",
+              "answer": f"从本地备份文件恢复元数据到 etcd：[1]\n```\n{command}\n```\n[1]\n恢复后重启 metasrv。[1]",
+              "citations": [], "rounds": [], "packs_used": [], "timings_ms": {},
+              "sentences": [{"text": "从本地备份文件恢复元数据到 etcd：", "citations": [1], "support": 1.0, "flagged": False},
+                            {"text": command, "citations": [1], "support": 1.0, "flagged": False, "code": ""},
+                            {"text": "恢复后重启 metasrv。", "citations": [1], "support": 1.0, "flagged": False}]}
+    browser.evaluate(f"Kg.renderAnswer({json.dumps(record, ensure_ascii=False)}).closest('.turn').id = 'code-turn'")
+    assert browser.evaluate("document.querySelector('#code-turn pre.sentence.code code').textContent") == command
+    assert texts(browser, "#code-turn .sentence") == ["从本地备份文件恢复元数据到 etcd：", command, "恢复后重启 metasrv。"]
+    assert texts(browser, "#code-turn .cite") == ["1", "1", "1"]
+    assert browser.evaluate("document.querySelectorAll('#code-turn .answer-lead, #code-turn .answer-tail').length") == 0
+    browser.evaluate("document.querySelector('#code-turn').remove()")
+
+
 def test_a_result_says_which_graph_it_walked(browser, server):
     """A /query result of a server walking the SPARQL store (KG_GRAPH_WALK=store), made from this server's real result:
     the note says which graph its relations came from, in the page's language."""

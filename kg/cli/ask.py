@@ -61,7 +61,12 @@ def print_answer(answer, streamed: bool = False) -> None:
         for s in answer.sentences:
             marks = "".join([f"[{k}]" for k in s.facts] + [f"[{n}]" for n in s.citations])
             flag = click.style(" (!) weakly supported", fg="yellow") if s.flagged else ""
-            click.echo(f"{s.text}{marks}{flag}")
+            if s.code is not None:  # a command or config block, on lines of its own as it can be copied
+                click.echo(f"```{s.code}\n{s.text}\n```")
+                if marks or flag:
+                    click.echo(f"{marks}{flag}".strip())
+            else:
+                click.echo(f"{s.text}{marks}{flag}")
         if tail:
             click.echo(tail)
         if not answer.sentences:

@@ -3,7 +3,9 @@
 After generation every sentence is checked against the passages it cites: a number that names
 no passage is removed (and reported), the sentence's support is the share of its units (Chinese
 character pairs, English words, identifiers) found in the passages it cites, and a sentence
-below the threshold, citing nothing, or marked [未知] / [unknown] is flagged, never dropped.
+below the threshold, citing nothing, or marked [未知] / [unknown] is flagged, never dropped. A fenced
+code block is one sentence, its lines kept, cited by the numbers after its closing fence (a bracket inside it is
+code, not a citation).
 With `attribute` (a model's answer), a sentence the model left without a number gets the passage that
 supports it best, if that passage supports it as much as a cited sentence must be (the same threshold),
 unless it cited a number that names no passage (then it stays flagged),
@@ -15,13 +17,14 @@ more than by any other gets that passage, and stays flagged; a sentence nothing 
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Sequence
 
 from retrieval.answer.record import AnswerSentence, Citation
 from retrieval.answer.terms import content_words, find_value, stated_values, support, units
 from retrieval.index.analysis import normalize_text
 
-__all__ = ["check_answer", "check_units", "number_hits", "quote_brackets", "render"]
+__all__ = ["check_answer", "check_units", "number_hits", "open_fence", "quote_brackets", "render"]
 
 _NUMS = r"\d{1,3}(?:\s*[,，、]\s*\d{1,3})*"
 _MARK = re.compile(rf"\[\s*({_NUMS})\s*\]|【\s*({_NUMS})\s*】|\[\s*(未知|unknown)\s*\]|【\s*(未知|unknown)\s*】|"
@@ -53,6 +56,84 @@ def _numbers(group: str) -> list[int]:
     return [int(n) for n in re.split(r"\s*[,，、]\s*", group.strip()) if n]
 
 
+def _marked(text: str, by_n: dict, by_r: dict) -> tuple[list[int], list[int], list[str], bool]:
+    """The citation markers in `text`: passages cited, numbers that name none (removed), facts cited, and whether it
+    is marked unknown."""
+    cited: list[int] = []
+    removed: list[int] = []
+    cited_facts: list[str] = []
+    unknown = False
+    for m in _MARK.finditer(text):
+        if m.group(3) or m.group(4):
+            unknown = True
+            continue
+        if m.group(5) or m.group(6):
+            key = (m.group(5) or m.group(6)).upper()
+            if key in by_r:
+                cited_facts.append(key)
+            else:  # an invented fact number is dropped like an invented passage number
+                removed.append(int(key[1:]))
+            continue
+        for n in _numbers(m.group(1) or m.group(2)):
+            (cited if n in by_n else removed).append(n)
+    return cited, removed, cited_facts, unknown
+
+
+# A fenced code block's opening line ("```bash", "~~~"), and a line of citation markers alone.
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+#.-]*)")
+_TRAILING_FENCE = re.compile(r"^(.*\S)\s*((?:`{3,}|~{3,})[\w+#.-]*)\s*$")
+_MARKS_ONLY = re.compile(r"^\s*(?:(?:\[[^\]\n]{1,12}\]|【[^】\n]{1,12}】)\s*)+$")
+
+
+def _blocks(text: str) -> list[tuple[str, str | None, str]]:
+    """`text` as prose and fenced code blocks, in order: (prose, None, "") or (code, its language or "", the citation
+    markers written right after its closing fence, on that line or alone on the next). A block left open runs to the
+    end. A command's `arr[1]` inside a block is code, not a citation. A small model's sloppy fences count too: one
+    opened at the end of a sentence ("执行：```bash"), one closed with the next sentence on its line."""
+    out: list[tuple[str, str | None, str]] = []
+    prose: list[str] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        opened = _FENCE.match(lines[i])
+        trailing = None if opened else _TRAILING_FENCE.match(lines[i])
+        if trailing and lines[i].count(trailing.group(2)[:3]) == 1:  # "执行：```bash": the sentence, then the block
+            prose.append(trailing.group(1))
+            opened = _FENCE.match(lines[i][trailing.start(2):])
+        if not opened:
+            prose.append(lines[i])
+            i += 1
+            continue
+        if prose:
+            out.append(("\n".join(prose), None, ""))
+            prose = []
+        fence, body, marks = opened.group(1), [], ""
+        i += 1
+        while i < len(lines):
+            line = lines[i].strip()
+            i += 1
+            if not line.startswith(fence):
+                body.append(lines[i - 1].rstrip())
+                continue
+            rest = line.lstrip(fence[0])
+            if not rest or _MARKS_ONLY.match(rest):
+                marks = rest
+                if not marks and i < len(lines) and _MARKS_ONLY.match(lines[i]):
+                    marks, i = lines[i], i + 1
+            else:  # "```每个 Region 的…": the block ends, the prose goes on
+                prose.append(rest)
+            break
+        out.append((textwrap.dedent("\n".join(body)).strip("\n"), opened.group(2), marks))
+    if prose:
+        out.append(("\n".join(prose), None, ""))
+    return out
+
+
+def open_fence(text: str) -> bool:
+    """Whether `text` ends inside a fenced code block (as `_blocks` reads it)."""
+    return bool(text) and _blocks(text + "\n\x00")[-1][1] is not None
+
+
 def _named(m: re.Match, by_n: dict, cited: list[int], removed: list[int]) -> str:
     """"材料 7" when there is no passage 7 loses its number (and the number is reported as removed)."""
     n = int(m.group(2))
@@ -70,34 +151,14 @@ def check_answer(text: str, citations: Sequence[Citation], threshold: float, lan
     by_r = {f.key.upper(): f for f in facts}
     passage_units = {c.n: units(f"{c.title}\n{c.section}\n{c.text}") for c in citations}
     fact_units = {k: units(f.text()) for k, f in by_r.items()}
-    text = _AFTER_STOP.sub(lambda m: m.group(2) + m.group(1), text or "")
     sentences: list[AnswerSentence] = []
-    for piece in _SPLIT.split(text):
-        if not piece or not piece.strip():
-            continue
-        cited: list[int] = []
-        removed: list[int] = []
-        cited_facts: list[str] = []
-        unknown = False
-        for m in _MARK.finditer(piece):
-            if m.group(3) or m.group(4):
-                unknown = True
-                continue
-            if m.group(5) or m.group(6):
-                key = (m.group(5) or m.group(6)).upper()
-                if key in by_r:
-                    cited_facts.append(key)
-                else:  # an invented fact number is dropped like an invented passage number
-                    removed.append(int(key[1:]))
-                continue
-            for n in _numbers(m.group(1) or m.group(2)):
-                (cited if n in by_n else removed).append(n)
 
-        clean = _NAMED.sub(lambda m, c=cited, r=removed: _named(m, by_n, c, r), _MARK.sub("", piece))
-        clean = re.sub(r"\s+([。！？!?；;，,.])", r"\1", " ".join(clean.split())).strip()
-        clean = re.sub(r"^(?:[-•]|\*(?!\*))\s*", "", clean)  # a bullet, not the "**" of a bold start
-        if not re.search(r"[\w\u3400-\u9fff]", clean):
-            continue  # a bare marker or punctuation
+    def checked(clean: str, marks: str, code: str | None = None) -> AnswerSentence:
+        cited, removed, cited_facts, unknown = _marked(marks, by_n, by_r)
+        if code is None:
+            clean = _NAMED.sub(lambda m, c=cited, r=removed: _named(m, by_n, c, r), clean)
+            clean = re.sub(r"\s+([。！？!?；;，,.])", r"\1", " ".join(clean.split())).strip()
+            clean = re.sub(r"^(?:[-•]|\*(?!\*))\s*", "", clean)  # a bullet, not the "**" of a bold start
         cited = list(dict.fromkeys(cited))
         cited_facts = list(dict.fromkeys(cited_facts))
         score = 0.0
@@ -115,8 +176,12 @@ def check_answer(text: str, citations: Sequence[Citation], threshold: float, lan
                 attributed = True
                 cited.append(named)
         elif attribute and cited and not removed:
-            # A value the sentence states that none of its passages holds comes from the one other passage holding it.
+            # A value the sentence states that none of its passages holds comes from the one other passage holding it;
+            # a code block its passages do not hold, from the passage that holds it best (a command is copied as written).
             added = [n for n in _value_sources(clean, cited, citations) if n not in cited]
+            if code is not None and max(support(clean, passage_units[n]) for n in cited) < threshold:
+                best = max(((support(clean, u), -n, n) for n, u in passage_units.items() if n not in cited), default=None)
+                added += [best[2]] if best is not None and best[0] >= threshold else []
             if added:
                 attributed = True
                 cited += added
@@ -125,8 +190,17 @@ def check_answer(text: str, citations: Sequence[Citation], threshold: float, lan
                                      + [by_r[k].text() for k in cited_facts]))
             score = max([support(clean, passage_units[n]) for n in cited] + [support(clean, fact_units[k]) for k in cited_facts]
                         + [support(clean, joined)])
-        sentences.append(AnswerSentence(clean, cited, score, unknown or not (cited or cited_facts) or score < threshold,
-                                        list(dict.fromkeys(removed)), unknown, cited_facts, attributed))
+        return AnswerSentence(clean, cited, score, unknown or not (cited or cited_facts) or score < threshold,
+                              list(dict.fromkeys(removed)), unknown, cited_facts, attributed, code)
+
+    for prose, code, marks in _blocks(text or ""):
+        if code is not None:  # a fenced code block, cited by the markers after its closing fence
+            if re.search(r"[\w\u3400-\u9fff]", prose):
+                sentences.append(checked(prose, marks, code))
+            continue
+        for piece in _SPLIT.split(_AFTER_STOP.sub(lambda m: m.group(2) + m.group(1), prose)):
+            if piece and re.search(r"[\w\u3400-\u9fff]", _MARK.sub("", piece)):  # not a bare marker or punctuation
+                sentences.append(checked(_MARK.sub("", piece), piece))
     return render(sentences, language), sentences
 
 
@@ -168,13 +242,28 @@ def _contains(lowered: str, name: str) -> bool:
 
 
 def render(sentences: Sequence[AnswerSentence], language: str) -> str:
-    """The answer text with only the citation numbers that exist, each sentence followed by its numbers."""
+    """The answer text with only the citation numbers that exist, each sentence followed by its numbers; a code block
+    fenced on lines of its own, its numbers on the line after it (a closing fence takes nothing after it)."""
+    out = ""
+    for i, s in enumerate(sentences):
+        out += _separator(sentences[i - 1] if i else None, s, language) + _rendered(s, language)
+    return out
+
+
+def _rendered(s: AnswerSentence, language: str) -> str:
     unknown = "[未知]" if language == "zh" else "[unknown]"
-    parts = []
-    for s in sentences:
-        marks = "".join([f"[{k}]" for k in s.facts] + [f"[{n}]" for n in s.citations]) or (unknown if s.unknown else "")
-        parts.append(f"{s.text}{marks}" if language == "zh" else f"{s.text} {marks}".rstrip())
-    return ("" if language == "zh" else " ").join(parts)
+    marks = "".join([f"[{k}]" for k in s.facts] + [f"[{n}]" for n in s.citations]) or (unknown if s.unknown else "")
+    if s.code is not None:
+        return f"```{s.code}\n{s.text}\n```" + (f"\n{marks}" if marks else "")
+    return f"{s.text}{marks}" if language == "zh" else f"{s.text} {marks}".rstrip()
+
+
+def _separator(before: AnswerSentence | None, s: AnswerSentence, language: str) -> str:
+    if before is None:
+        return ""
+    if before.code is not None or s.code is not None:
+        return "\n"
+    return "" if language == "zh" else " "
 
 
 class CheckedStream:
@@ -196,7 +285,7 @@ class CheckedStream:
         rendered, sentences = check_answer(text, self.citations, self.threshold, self.language, self.facts, self.attribute)
         if not sentences:
             return ""
-        sep = "" if self.language == "zh" or not self.sent else " "
+        sep = _separator(self.sentences[-1] if self.sentences else None, sentences[0], self.language)
         self.sentences.extend(sentences)
         return sep + rendered
 
@@ -204,6 +293,8 @@ class CheckedStream:
         self.buffer = _AFTER_STOP.sub(lambda m: m.group(2) + m.group(1), self.buffer + piece)
         cut = 0
         for m in _SPLIT.finditer(self.buffer):
+            if open_fence(self.buffer[:m.end()]):
+                continue  # inside a code block: it is sent whole, with the markers after it
             rest = self.buffer[m.end():].lstrip()
             # Markers may still follow a full stop ("…。" then "[1]"): wait until something else does.
             if rest and rest[0] not in "[【":

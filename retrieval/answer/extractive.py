@@ -269,15 +269,18 @@ def _render(chosen: Sequence[_Unit], language: str) -> str:
         if m.piece.kind == "header" and LABELLED_ROWS and (m.n, m.piece.block) in labelled:
             continue  # its names are in every row quoted under it
         text = m.piece.text
+        if m.piece.kind == "code":  # fenced, on lines of its own: the check reads it whole and cites it by the marker after
+            lines.append(f"```\n{text}\n```[{m.n}]")
+            continue
         if m.piece.kind == "row" and LABELLED_ROWS:
             text = _labelled(headers.get((m.n, m.piece.block)), text, language) or text
         # Bracketed numbers of the document ("[0, 10]") must not read as citations: full-width brackets.
         text = quote_brackets(text.rstrip())
         if not text:
             continue
-        if (text.rstrip("*_") or text)[-1] not in "。！？!?；;.:：" and m.piece.kind != "code":  # none after a command
+        if (text.rstrip("*_") or text)[-1] not in "。！？!?；;.:：":
             text += "。" if language == "zh" else "."
-        # Each piece the check will cut out gets the number, so no part of a code line is left uncited.
+        # Each piece the check will cut out gets the number, so no part of a line is left uncited.
         lines.append("".join(f"{part.rstrip()}[{m.n}]" if language == "zh" else f"{part.rstrip()} [{m.n}] "
                              for part in check_units(text)).rstrip())
     return "\n".join(lines)  # one a line: the citation check splits there whatever the script

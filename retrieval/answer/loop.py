@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from retrieval.answer.cite import CheckedStream, check_answer, number_hits
+from retrieval.answer.cite import CheckedStream, check_answer, number_hits, open_fence
 from retrieval.answer.facts import facts_block
 from retrieval.answer.history import (
     Standalone,
@@ -336,8 +336,8 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
             # When the rules' own sentences hold more of the question than the model's answer, they follow it.
             quotes += [] if facts else beside_rules(question, checked.sentences, quotes, citations, language, groups,
                                                     own, options.source_lines)
-            if quotes:
-                pieces.append("\n" + "\n".join(quotes) + "\n")
+            if quotes:  # a code block the model left open is closed first: the quotes are not code
+                pieces.append(("\n```" if open_fence("".join(pieces)) else "") + "\n" + "\n".join(quotes) + "\n")
                 ready = checked.feed(pieces[-1]) + checked.flush()
                 if ready:
                     yield "delta", ready

@@ -20,8 +20,9 @@ import re
 __all__ = ["reader_line", "without_links"]
 
 # A line that is markup alone: an admonition's fence ("::: warning 警告", ":::"), a shortcode or template tag, an
-# HTML comment.
-_MARKUP_LINE = re.compile(r"^\s*(?::{3,}.*|\{\{[<%].*[%>]\}\}|\{%.*%\}|<!--.*-->)\s*$")
+# HTML comment, a folded block's label ("<summary>期望输出</summary>": what the page shows to unfold it).
+_MARKUP_LINE = re.compile(r"^\s*(?::{3,}.*|\{\{[<%].*[%>]\}\}|\{%.*%\}|<!--.*-->|<summary>.*</summary>)\s*$",
+                          re.IGNORECASE)
 HTML_ELEMENTS = frozenset("""a abbr article aside audio b blockquote br button caption center cite code col colgroup
     dd del details dfn div dl dt em figcaption figure font footer h1 h2 h3 h4 h5 h6 header hr i iframe img input ins
     kbd label li main mark nav ol p picture pre q s samp section small source span strong sub summary sup table tbody

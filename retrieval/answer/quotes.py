@@ -70,6 +70,14 @@ def _quotable(text: str) -> str:
     return quote_brackets(text.replace("「", "“").replace("」", "”"))
 
 
+def _quote(block: str, n: int, language: str) -> str:
+    """A passage's words quoted under a model's answer and cited; a code block fenced on lines of its own (the check
+    reads it whole), not put on one line inside 「…」."""
+    if block.startswith("```"):
+        return f"{block}[{n}]"
+    return _LEAD["zh" if language == "zh" else "en"].format(line=_quotable(block), n=n)
+
+
 def _line_with(text: str, value: str) -> str:
     """The shortest line (or sentence of a long line) of `text` that holds `value`, shortened around it."""
     units = [" ".join(u.split()) for u in _UNIT_CUT.split(text) if u and u.strip()]  # as written: a quote
@@ -124,22 +132,23 @@ def source_lines(question: str, sentences: Sequence[AnswerSentence], citations: 
 
 
 def _introduced(pieces: Sequence, sentence: str) -> str:
-    """What the passage's lead-in matching `sentence` introduces: the code block or the list right after it, as
-    written (a long one cut at MAX_BLOCK_CHARS); "" when the sentence is no lead-in of this passage (`pieces`)."""
+    """What the passage's lead-in matching `sentence` introduces: the code block right after it, fenced (up to
+    CODE_CHARS), or the list, on one line (cut at MAX_BLOCK_CHARS); "" when the sentence is no lead-in of this passage
+    (`pieces`)."""
     for i, piece in enumerate(pieces[:-1]):
         if not piece.lead or support(sentence, units(piece.text)) < INTRODUCED_SUPPORT:
             continue
         after = pieces[i + 1]
-        if after.kind == "code":
-            block = " ".join(line.strip() for line in (after.lines or (after.text,)) if line.strip())
-        elif after.kind == "item" and after.block is not None:
+        if after.kind == "code":  # fenced, its lines as written (the text is already cut at CODE_CHARS)
+            return f"```\n{after.text}\n```"
+        if after.kind == "item" and after.block is not None:
             # One quote, one sentence for the citation check: the items' own end marks would cut it into several.
             block = " / ".join(p.text.strip().rstrip("；;。.") for p in pieces[i + 1:] if p.block == after.block)
         else:
             return ""
         if len(block) > MAX_BLOCK_CHARS:
             block = block[:MAX_BLOCK_CHARS].rstrip() + "…"
-        return _quotable(block)  # a command's `[.status]` stays
+        return block
     return ""
 
 
@@ -162,7 +171,7 @@ def introduced_blocks(sentences: Sequence[AnswerSentence], citations: Sequence[C
             block = _introduced(pieces[cit.n], sentence.text)
             if block:
                 if support(block, answer) < ALREADY_SAID:
-                    out.append(_LEAD["zh" if language == "zh" else "en"].format(line=block, n=cit.n))
+                    out.append(_quote(block, cit.n, language))
                 break
         if len(out) >= limit:
             break
@@ -191,6 +200,6 @@ def beside_rules(question: str, sentences: Sequence[AnswerSentence], quoted: Seq
         # Said already, or sharing no word with the question (a table's header row, which the rules quote for context).
         if not sentence.citations or support(sentence.text, answer) >= ALREADY_SAID or not support(sentence.text, asked):
             continue
-        line = _quotable(sentence.text.rstrip("。！？!?；;."))
-        out.append(_LEAD["zh" if language == "zh" else "en"].format(line=line, n=sentence.citations[0]))
+        text = f"```\n{sentence.text}\n```" if sentence.code is not None else sentence.text.rstrip("。！？!?；;.")
+        out.append(_quote(text, sentence.citations[0], language))
     return out

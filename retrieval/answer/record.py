@@ -65,14 +65,22 @@ class AnswerSentence:
     unknown: bool = False  # the model marked it [未知] / [unknown]
     facts: list[str] = field(default_factory=list)  # graph facts cited: "R1", ...
     attributed: bool = False  # the check chose a citation: the model gave none, or none holding a value it states
+    code: str | None = None  # a fenced code block (its lines in `text`): its language, "" when none is given
 
     def to_json(self) -> dict:
         out = {"text": self.text, "citations": self.citations, "support": round(self.support, 3), "flagged": self.flagged}
+        if self.code is not None:
+            out["code"] = self.code
         if self.facts:
             out["facts"] = self.facts
         if self.attributed:
             out["attributed"] = True
         return out
+
+
+def _written(s: AnswerSentence) -> str:
+    """How the sentence's words stand in the answer text: a code block with its fences."""
+    return s.text if s.code is None else f"```{s.code}\n{s.text}\n```"
 
 
 @dataclass
@@ -129,11 +137,12 @@ class Answer:
         prints `sentences` (to flag them) prints these around them, or it shows the closest passages as the answer."""
         if not self.sentences:
             return "", ""
-        first = self.answer.find(self.sentences[0].text)
-        last = self.answer.rfind(self.sentences[-1].text)
+        head, tail = (_written(s) for s in (self.sentences[0], self.sentences[-1]))
+        first = self.answer.find(head)
+        last = self.answer.rfind(tail)
         if first < 0 or last < 0:
             return "", ""
-        rest = _MARKERS.sub("", self.answer[last + len(self.sentences[-1].text):])
+        rest = _MARKERS.sub("", self.answer[last + len(tail):])
         return self.answer[:first].strip(), rest.strip()
 
     def sources_text(self) -> str:

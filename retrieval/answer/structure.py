@@ -9,6 +9,7 @@ units together; this module only finds them.
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 
 from retrieval.answer.markup import reader_line, without_links
@@ -52,28 +53,22 @@ class Piece:
     lead: bool  # ends in "：" / ":": what it introduces follows
     heading: str = ""  # the Markdown heading above it inside the passage ('' when none)
     ordered: bool = False  # an item of a numbered list (a procedure's steps)
-    lines: tuple[str, ...] = ()  # a code block's lines (its text is their start, up to CODE_CHARS)
+    lines: tuple[str, ...] = ()  # a code block's lines, dedented (its text is their start, up to CODE_CHARS)
     pointer: bool = False  # only sends the reader elsewhere, as written (its links are text now)
     link_only: bool = False  # a picture or a bare link, as written: nothing to read in an answer
 
 
-def _one_line(line: str) -> str:
-    """A code line as it reads in a quote of its block on one line: a shell command's `\\` at a line's end (it goes on
-    on the next line) is left out, since on one line it would escape the space after it and break the command a reader
-    copies."""
-    return line[:-1].rstrip() if line.endswith("\\") else line
-
-
 def _code_text(lines: list[str]) -> str:
-    """A code block's lines as one line."""
+    """A code block's lines up to CODE_CHARS (then "…"), one a line as written: a shell command's `\\` at a line's end
+    goes on on the next line, as it does where a reader pastes it."""
     out, size = [], 0
     for line in lines:
         if out and size + len(line) > CODE_CHARS:
             out.append("…")
             break
-        out.append(_one_line(line))
+        out.append(line)
         size += len(line) + 1
-    return " ".join(part for part in out if part)
+    return "\n".join(out)
 
 
 _COMMENT = re.compile(r"^(?:#|//|--|;)")
@@ -86,7 +81,7 @@ def code_excerpt(lines: tuple[str, ...], matches) -> str:
     for i, line in enumerate(lines):
         if matches(line):
             keep.append(i)
-            if _COMMENT.match(line) and i + 1 < len(lines):
+            if _COMMENT.match(line.lstrip()) and i + 1 < len(lines):
                 keep.append(i + 1)
     if not keep:
         return _code_text(list(lines))
@@ -96,12 +91,12 @@ def code_excerpt(lines: tuple[str, ...], matches) -> str:
             break
         if prev >= 0 and i > prev + 1:
             out.append("…")
-        out.append(_one_line(lines[i]))
+        out.append(lines[i])
         size += len(lines[i]) + 1
         prev = i
     if prev < len(lines) - 1:
         out.append("…")
-    return " ".join(part for part in out if part)
+    return "\n".join(out)
 
 
 def _whole_sentences(sentences: list[str]) -> list[str]:
@@ -177,12 +172,13 @@ def passage_pieces(text: str) -> list[Piece]:
                 code = []
             else:  # a code block is one piece: a command or a config snippet is not cut into lines
                 if code:
+                    code = textwrap.dedent("\n".join(code)).split("\n")  # a YAML file's indentation is its meaning
                     add(_code_text(code), "code", block if in_list else None, item if in_list else None, tuple(code))
                 code = None
             continue
         if code is not None:
             if stripped:
-                code.append(stripped)
+                code.append(line.rstrip())
             continue
         if stripped.startswith("|"):
             if _TABLE_RULE.match(stripped.strip("|")):
@@ -220,5 +216,6 @@ def passage_pieces(text: str) -> list[Piece]:
             else:
                 add(sentence, "text", None, None)
     if code:
+        code = textwrap.dedent("\n".join(code)).split("\n")
         add(_code_text(code), "code", None, None, tuple(code))
     return out

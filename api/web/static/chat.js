@@ -67,9 +67,12 @@
 
   /* The answer's words before its first sentence and after its last, which are no sentences of it ("(The sources are
      in Chinese; quoted as written.)", the length-limit note): drawn around the sentences (`Answer.framing` in Python). */
+  /* How a sentence's words stand in the answer text: a code block with its fences. */
+  function written(s) { return typeof s.code === "string" ? "```" + s.code + "\n" + s.text + "\n```" : s.text; }
+
   function framing(ans) {
-    var all = ans.answer || "", s = ans.sentences, end = s[s.length - 1].text;
-    var first = all.indexOf(s[0].text), last = all.lastIndexOf(end);
+    var all = ans.answer || "", s = ans.sentences, end = written(s[s.length - 1]);
+    var first = all.indexOf(written(s[0])), last = all.lastIndexOf(end);
     if (first < 0 || last < 0) return ["", ""];
     return [all.slice(0, first).trim(), all.slice(last + end.length).replace(/^(\s*\[R?\d+\])+/, "").trim()];
   }
@@ -114,12 +117,16 @@
         opened.append(card);
       } }, key);
     }
-    var text, frame = ["", ""], blocks = /(^|\n)\s*(\||[-*+] |\d+\. |```|#{1,6} |> )/.test(ans.answer || "");
+    // A code block is a sentence of its own (`code` set): drawn as a block, its lines as written, cited like the rest.
+    var coded = (ans.sentences || []).some(function (s) { return typeof s.code === "string"; });
+    var text, frame = ["", ""], blocks = !coded && /(^|\n)\s*(\||[-*+] |\d+\. |```|#{1,6} |> )/.test(ans.answer || "");
     if (ans.sentences && ans.sentences.length && !blocks) {
       frame = framing(ans);
-      text = h("p", { "class": "answer-text" });
+      text = h("div", { "class": "answer-text" });
       ans.sentences.forEach(function (s) {
-        var sentence = KgMd.render(s.text.replace(/\s*\[R?\d+\]/g, ""), [], { inline: true, className: "sentence" + (s.flagged ? " flagged" : "") });
+        var sentence = typeof s.code === "string"
+          ? h("pre", { "class": "sentence code" + (s.flagged ? " flagged" : "") }, h("code", {}, s.text))
+          : KgMd.render(s.text.replace(/\s*\[R?\d+\]/g, ""), [], { inline: true, className: "sentence" + (s.flagged ? " flagged" : "") });
         if (s.flagged) sentence.title = t("unsupported");
         text.append.apply(text, [sentence].concat((s.facts || []).map(factButton), (s.citations || []).map(cite), [" "]));  // append() does not flatten arrays
       });
