@@ -205,3 +205,15 @@ def test_a_small_models_sloppy_fences_and_wrong_number_still_give_the_block_and_
     cited_wrong = check_answer("```sql\nADMIN ADD_TABLE_FOLLOWER('monitor');\n``` [1]", passages, 0.5, "zh", attribute=True)[1]
     assert cited_wrong[0].citations == [1, 2] and cited_wrong[0].attributed and not cited_wrong[0].flagged
     assert open_fence("执行：\n```bash\nls") and not open_fence("执行：\n```bash\nls\n```\n[1]") and not open_fence("")
+
+
+def test_a_model_reads_the_passage_on_its_lines_without_the_sites_markup():
+    from retrieval.answer.prompts import trim_passage
+
+    whole = trim_passage(DOCUSAURUS, "Remote Write 怎么配置？", 1000)
+    assert "要将 GreptimeDB 集成到 Prometheus 中，请按照以下步骤更新你的" in whole
+    assert "```yaml\nremote_write:\n- url: http://localhost:4000/v1/prometheus/write?db=public\n```" in whole
+    assert ":::" not in whole and "AnchorAlias" not in whole and "<summary>" not in whole and "{{%" not in whole
+    long = DOCUSAURUS + "\n" + "\n".join(f"第 {i} 条无关的说明，讲的是别的组件。" for i in range(80))
+    cut = trim_passage(long, "Remote Write 的 URL 怎么写？", 120)
+    assert "remote_write:\n- url: http://localhost:4000/v1/prometheus/write?db=public" in cut and "第 50 条" not in cut

@@ -22,6 +22,7 @@ from retrieval.answer.cite import check_units
 from retrieval.answer.judge import FOLLOWUP_HINT, MISSING_HINT
 from retrieval.answer.llm import estimate_tokens
 from retrieval.answer.record import Citation
+from retrieval.answer.structure import reader_text
 from retrieval.answer.terms import has_term, key_terms, units
 
 __all__ = ["PROMPT_TOKENS", "answer_messages", "judge_messages", "passages_block", "passages_budget", "rewrite_messages",
@@ -47,11 +48,18 @@ def _defuse(text: str) -> str:
 
 
 def trim_passage(text: str, question: str, budget: int) -> str:
-    """The passage within `budget` tokens: whole when it fits, else its sentences holding the most of the
-    question's key words (and the first, which often names the subject), in their order, gaps marked " … "."""
+    """The passage as a reader sees it (`structure.reader_text`: no site markup, wrapped sentences whole) within
+    `budget` tokens: whole when it fits, else its sentences holding the most of the question's key words (and the
+    first, which often names the subject), in their order, on the lines they stand on (a model copies a command as it
+    sees it), gaps marked "…"."""
+    text = reader_text(text)
     if estimate_tokens(text) <= budget:
         return text
-    pieces = check_units(text)
+    pieces, ends = [], []  # a line's sentences; whether each ends its line
+    for line in text.split("\n"):
+        cut = check_units(line)
+        pieces += cut
+        ends += [j == len(cut) - 1 for j in range(len(cut))]
     terms = key_terms(question)
     scored = []
     for i, piece in enumerate(pieces):
@@ -71,8 +79,8 @@ def trim_passage(text: str, question: str, budget: int) -> str:
     out, last = [], -1
     for i in sorted(keep):
         if last != -1 and i != last + 1:
-            out.append(" … ")
-        out.append(pieces[i].strip() if out and out[-1] == " … " else pieces[i])
+            out.append("…\n" if ends[last] else " … ")
+        out.append((pieces[i].strip() if out and out[-1] == " … " else pieces[i]) + ("\n" if ends[i] else ""))
         last = i
     return "".join(out).strip()
 
@@ -92,7 +100,7 @@ def passages_block(citations: Sequence[Citation], question: str = "", facts: str
     floor = max(LEAST_PASSAGE_TOKENS, min(MIN_PASSAGE_TOKENS, left // max(1, len(citations))))
     for i, (c, opened) in enumerate(zip(citations, opens, strict=True)):
         share = max(floor, left // (len(citations) - i))
-        text = trim_passage(c.text, question, share) if question else c.text
+        text = trim_passage(c.text, question, share) if question else reader_text(c.text)
         left -= estimate_tokens(text)
         parts.append(f"{opened}\n{_defuse(text)}\n</passage>")
     return "\n".join(parts)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from retrieval.answer.markup import reader_line, without_links
 from retrieval.answer.terms import split_sentences
 
-__all__ = ["CODE_CHARS", "Piece", "code_excerpt", "ends_lead", "passage_pieces"]
+__all__ = ["CODE_CHARS", "Piece", "code_excerpt", "ends_lead", "passage_pieces", "reader_text"]
 
 FRAGMENT = 4  # characters: a shorter "sentence" is an initial or an abbreviation, not a sentence
 CODE_CHARS = 240  # a code block longer than this is quoted up to here (at a line end)
@@ -144,6 +144,20 @@ def _reader_lines(lines: list[str], in_code: bool) -> list[str]:
     return out
 
 
+def _starts_in_code(lines: list[str]) -> bool:
+    """The passage starts inside a code block its chunk cut (an odd number of fences, the first a bare one that does
+    not open the passage)."""
+    fences = [line.strip() for line in lines if line.strip().startswith("```")]
+    return bool(len(fences) % 2 and fences[0] == "```" and not lines[0].strip().startswith("```"))
+
+
+def reader_text(text: str) -> str:
+    """A passage as a reader sees it (`_reader_lines`): what a model is given to read, without the site's markup and
+    with a sentence wrapped over two lines whole."""
+    lines = (text or "").splitlines()
+    return re.sub(r"\n\s*\n(?:\s*\n)+", "\n\n", "\n".join(_reader_lines(lines, _starts_in_code(lines)))).strip("\n")
+
+
 def passage_pieces(text: str) -> list[Piece]:
     out: list[Piece] = []
     block = -1
@@ -162,8 +176,7 @@ def passage_pieces(text: str) -> list[Piece]:
                          pointer, link_only))
 
     all_lines = (text or "").splitlines()
-    fences = [line.strip() for line in all_lines if line.strip().startswith("```")]
-    if len(fences) % 2 and fences[0] == "```" and not all_lines[0].strip().startswith("```"):
+    if _starts_in_code(all_lines):
         code = []  # the passage starts inside a code block its chunk cut: the first fence closes it
     for line in _reader_lines(all_lines, code is not None):
         stripped = line.strip()
