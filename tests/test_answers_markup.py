@@ -104,13 +104,19 @@ def test_a_long_command_is_quoted_by_its_lines_as_written():
     assert quoted == "greptime cli data export \\\n…\n  --s3-bucket <YOUR_S3_BUCKET>"
 
 
-def test_kg_ask_on_a_docusaurus_page_says_what_the_page_says(tmp_path):
+def _docusaurus_kb(tmp_path) -> tuple[CliRunner, list[str]]:
+    """The real CLI and a knowledge base of one Docusaurus page, ingested by `kg ingest`."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "remote-write.md").write_text("# Prometheus 长期存储\n\n" + DOCUSAURUS, encoding="utf-8")
     runner = CliRunner()
     kb = ["--data-dir", str(tmp_path / "kb")]
     assert runner.invoke(cli, ["ingest", str(docs), *kb]).exit_code == 0
+    return runner, kb
+
+
+def test_kg_ask_on_a_docusaurus_page_says_what_the_page_says(tmp_path):
+    runner, kb = _docusaurus_kb(tmp_path)
     result = runner.invoke(cli, ["ask", "Remote Write 的 URL 中 db 参数是做什么的？", "--offline", *kb])
     assert result.exit_code == 0, result.output
     answer = result.output.split("\n\n")[0]
@@ -118,27 +124,10 @@ def test_kg_ask_on_a_docusaurus_page_says_what_the_page_says(tmp_path):
     assert ":::" not in answer and "AnchorAlias" not in answer and "<details>" not in answer, answer
 
 
-TRACING = """GreptimeDB 提供了通过 HTTP API 在运行时动态启用或禁用链路追踪的功能，无需重启服务器。
+def test_a_lead_in_and_its_command_are_written_together_whichever_was_chosen_first():
+    from test_extractive import TRACING
 
-启用链路追踪：
-
-```bash
-curl --data "true" http://127.0.0.1:4000/debug/enable_trace
-# 输出: trace enabled
-```
-
-禁用链路追踪：
-
-```bash
-curl --data "false" http://127.0.0.1:4000/debug/enable_trace
-# 输出: trace disabled
-```
-
-这对于排查生产环境问题或临时启用追踪进行调试非常有用。"""
-
-
-def test_a_lead_in_chosen_after_its_command_is_written_before_it():
-    passages = [cit(1, "`enable_otlp_tracing`：是否打开分布式追踪，默认不开启。", "配置"), cit(2, TRACING, "链路追踪")]
+    passages = [cit(1, "`enable_otlp_tracing`：是否打开分布式追踪，默认不开启。", "配置"), cit(2, TRACING.text, "链路追踪")]
     text = extract_answer("线上不重启，怎么临时把 tracing 打开，排查完再关掉？", passages, "zh")
     lines = text.splitlines()
     for lead, command in (("启用链路追踪：", 'curl --data "true"'), ("禁用链路追踪：", 'curl --data "false"')):
@@ -178,12 +167,7 @@ def test_a_streamed_answer_sends_a_code_block_whole():
 
 
 def test_kg_ask_prints_a_config_block_on_its_lines_with_no_stray_fence(tmp_path):
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "remote-write.md").write_text("# Prometheus 长期存储\n\n" + DOCUSAURUS, encoding="utf-8")
-    runner = CliRunner()
-    kb = ["--data-dir", str(tmp_path / "kb")]
-    assert runner.invoke(cli, ["ingest", str(docs), *kb]).exit_code == 0
+    runner, kb = _docusaurus_kb(tmp_path)
     result = runner.invoke(cli, ["ask", "怎么配置 Prometheus 的 Remote Write？", "--offline", *kb])
     assert result.exit_code == 0, result.output
     assert result.output.startswith("```\nremote_write:\n- url: http://localhost:4000/v1/prometheus/write?db=public\n```\n[1]\n")

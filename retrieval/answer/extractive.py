@@ -290,15 +290,24 @@ READING_ORDER = True  # a lead-in before what it introduces, whichever was chose
 
 
 def _leads_first(members: list[_Scored]) -> list[_Scored]:
+    """A lead-in and the piece after it in its passage, both chosen, written together: the lead-in goes before the
+    piece when it was chosen after it, and a code block chosen later than its lead-in comes up to it (a code block is
+    one piece; a list's items are not pulled apart)."""
     out = list(members)
     for m in members:
         if not m.piece.lead:
             continue
         at = out.index(m)
-        after = next((i for i, x in enumerate(out[:at]) if x.n == m.n and x.piece.position == m.piece.position + 1), None)
-        if after is not None:
-            out.insert(after, out.pop(at))
+        nxt = next((i for i, x in enumerate(out) if x.n == m.n and x.piece.position == m.piece.position + 1), None)
+        if nxt is None or nxt == at + 1:
+            continue
+        if nxt < at:
+            out.insert(nxt, out.pop(at))
+        elif out[nxt].piece.kind == "code":
+            out.insert(at + 1, out.pop(nxt))
     return out
+
+
 LABELLED_ROWS = True  # a table row is quoted with its column names ("任务：日终对账，时间：02:00")
 
 
