@@ -48,7 +48,7 @@ from retrieval.index.analysis import cjk_bigrams
 __all__ = ["MAX_CHARS", "MAX_LINES", "MAX_UNITS", "extract_answer"]
 
 MAX_UNITS = 4  # sentences with what they bring along (a list item, a table row, a lead-in and its code)
-MAX_LINES = 8  # lines of the answer; a procedure's steps are one line each
+MAX_LINES = 8  # lines of the answer; a procedure's steps are one line each, and so is a code block
 MAX_CHARS = 700  # an answer, not the passages: p95 of the rendered answer stays near 700 characters
 CONTEXT_AFTER = 2  # sentences right after the best unit kept with it (the value written one sentence later), one after the others
 SHORT_SENTENCE = 16  # characters: a heading or a lead-in, taken with what follows
@@ -253,8 +253,8 @@ def _share(held: frozenset[str], weights: dict[str, float]) -> float:
 
 
 def _render(chosen: Sequence[_Unit], language: str) -> str:
-    """The chosen units' lines in the order they were chosen, but a lead-in chosen after what it introduces ("启用链路追踪："
-    after its `curl` command) written just before it."""
+    """The chosen units' lines in the order they were chosen, but a lead-in and what it introduces written together
+    (`_leads_first`: "启用链路追踪：" was written after its `curl` command); a code block fenced on lines of its own."""
     lines, seen = [], set()
     members = [m for unit in chosen for m in unit.members]
     headers = {(m.n, m.piece.block): m.piece.text for m in members if m.piece.kind == "header"}
