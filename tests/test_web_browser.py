@@ -579,6 +579,19 @@ def test_a_markdown_table_in_a_passage_is_a_table(browser, server):
     assert browser.evaluate("document.querySelectorAll('#results .hit .md mark').length") > 0
 
 
+def test_an_admonition_in_a_passage_is_a_callout_not_its_fence(browser, server):
+    """A Docusaurus page's ":::tip 注意" … ":::" is drawn as the site draws it: a quote under its title."""
+    show(browser, server, "zh")
+    text = ":::tip 注意\n这些 API 在 GreptimeCloud 中无法使用。\n\n```bash\ncurl -X POST http://localhost:4000/v1/sql\n```\n:::\n\n正文。"
+    browser.evaluate(f"document.body.append(Object.assign(KgMd.render({json.dumps(text, ensure_ascii=False)}, []), {{id: 'admonition'}}))")
+    assert browser.evaluate("document.querySelector('#admonition blockquote strong').textContent") == "注意"
+    assert "无法使用" in browser.evaluate("document.querySelector('#admonition blockquote').textContent")
+    assert browser.evaluate("document.querySelector('#admonition blockquote pre code').textContent").startswith("curl -X POST")
+    assert ":::" not in browser.evaluate("document.querySelector('#admonition').textContent")
+    assert browser.evaluate("document.querySelector('#admonition > p').textContent") == "正文。"
+    browser.evaluate("document.querySelector('#admonition').remove()")
+
+
 def test_html_in_a_document_does_not_run(browser, server, tmp_path):
     note = tmp_path / "hostile.md"
     note.write_text("# 恶意文档 zorbleflux\n\nzorbleflux 的说明。\n\n<script>window.__pwned = 1</script>\n\n"

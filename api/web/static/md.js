@@ -24,7 +24,23 @@
   }
   var escapeHtml = function (s) { return s.replace(/[&<>"']/g, function (c) { return "&#" + c.charCodeAt(0) + ";"; }); };
 
+  /* Docusaurus / VuePress admonitions (":::tip 注意" … ":::") as the callout a reader sees on the site: a quote under
+     its title, not the fence lines as text. Code blocks are left as they are. */
+  function admonitions(text) {
+    var out = [], depth = 0, code = false;
+    text.split("\n").forEach(function (line) {
+      if (/^\s*(```|~~~)/.test(line)) code = !code;
+      var m = code ? null : /^\s*:{3,}\s*([\w-]*)\s*(.*?)\s*$/.exec(line);
+      if (m && (m[1] || m[2])) { depth++; out.push(prefix() + "**" + (m[2] || m[1]) + "**", prefix()); return; }
+      if (m && depth) { depth--; out.push(""); return; }
+      out.push(prefix() + line);
+    });
+    function prefix() { return depth ? new Array(depth + 1).join("> ") : ""; }
+    return out.join("\n");
+  }
+
   function toHtml(text, inline) {
+    if (!inline && text.indexOf(":::") >= 0) text = admonitions(text);
     if (!ready) return escapeHtml(text).replace(/\n/g, "<br>");
     var html = inline ? window.marked.parseInline(text, { gfm: true }) : window.marked.parse(text, { gfm: true, breaks: true });
     return window.DOMPurify.sanitize(html, PURIFY);
