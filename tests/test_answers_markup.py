@@ -67,6 +67,11 @@ def test_placeholders_code_and_web_links_are_left_as_written():
     assert [p.kind for p in code] == ["code"] and code[0].lines == ("<output-dir>/", "└── <database>/", ":::")
 
 
+def test_a_table_written_without_its_outer_pipes_is_not_joined_into_one_line():
+    pieces = passage_pieces("端口说明如下\n组件 | 端口\n--- | ---\nfrontend | 4000\ndatanode | 3001")
+    assert [p.text for p in pieces] == ["端口说明如下", "组件 | 端口", "frontend | 4000", "datanode | 3001"]
+
+
 def test_an_english_paragraph_wrapped_at_eighty_columns_is_read_whole():
     text = "Managers attend calibration meetings in which ratings are\ndiscussed to minimize bias.  \nA hard break ends it.\n" \
            "- an item that goes on\n  on the next line\n- **Bold item**: second"

@@ -134,12 +134,13 @@ def _reader_lines(lines: list[str], in_code: bool) -> list[str]:
         hard_break = line.endswith(("  ", "\\"))
         line = reader_line(line)
         stripped = line.strip()
-        if open_line and stripped and not _BLOCK_START.match(line):
+        block = bool(_BLOCK_START.match(line)) or " | " in stripped  # a table's row written without its outer pipes
+        if open_line and stripped and not block:
             before = out[-1].rstrip()
             out[-1] = before + stripped if _WIDE_END.search(before) and _WIDE_START.match(stripped) else f"{before} {stripped}"
         else:
             out.append(line)
-            open_line = bool(stripped) and (not _BLOCK_START.match(line) or bool(_LIST_ITEM.match(line)))
+            open_line = bool(stripped) and (not block or bool(_LIST_ITEM.match(line)))
         open_line = open_line and not hard_break
     return out
 
