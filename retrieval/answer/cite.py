@@ -292,8 +292,9 @@ class CheckedStream:
     def feed(self, piece: str) -> str:
         self.buffer = _AFTER_STOP.sub(lambda m: m.group(2) + m.group(1), self.buffer + piece)
         cut = 0
+        fenced = "```" in self.buffer or "~~~" in self.buffer
         for m in _SPLIT.finditer(self.buffer):
-            if open_fence(self.buffer[:m.end()]):
+            if fenced and open_fence(self.buffer[:m.end()]):
                 continue  # inside a code block: it is sent whole, with the markers after it
             rest = self.buffer[m.end():].lstrip()
             # Markers may still follow a full stop ("…。" then "[1]"): wait until something else does.
