@@ -137,7 +137,7 @@ def test_a_lead_in_and_its_command_are_written_together_whichever_was_chosen_fir
     lines = text.splitlines()
     for lead, command in (("启用链路追踪：", 'curl --data "true"'), ("禁用链路追踪：", 'curl --data "false"')):
         at = [i for i, line in enumerate(lines) if line.startswith(lead)]
-        assert at and lines[at[0] + 1] == "```" and lines[at[0] + 2].startswith(command), lines
+        assert at and lines[at[0] + 1] == "```bash" and lines[at[0] + 2].startswith(command), lines
 
 
 def test_the_check_reads_a_fenced_block_whole_and_cites_it_by_the_marker_after_it():
@@ -175,12 +175,12 @@ def test_kg_ask_prints_a_config_block_on_its_lines_with_no_stray_fence(tmp_path)
     runner, kb = _docusaurus_kb(tmp_path)
     result = runner.invoke(cli, ["ask", "怎么配置 Prometheus 的 Remote Write？", "--offline", *kb])
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("```\nremote_write:\n- url: http://localhost:4000/v1/prometheus/write?db=public\n```\n[1]\n")
+    assert result.output.startswith("```yaml\nremote_write:\n- url: http://localhost:4000/v1/prometheus/write?db=public\n```\n[1]\n")
     as_json = runner.invoke(cli, ["ask", "怎么配置 Prometheus 的 Remote Write？", "--offline", "--json", *kb])
     import json
 
     sentences = json.loads(as_json.output)["sentences"]
-    assert sentences[0]["code"] == "" and sentences[0]["text"].startswith("remote_write:\n- url:")
+    assert sentences[0]["code"] == "yaml" and sentences[0]["text"].startswith("remote_write:\n- url:")
 
 
 def test_a_small_models_sloppy_fences_and_wrong_number_still_give_the_block_and_its_source():

@@ -122,7 +122,7 @@ def test_a_lead_in_the_model_stopped_at_gets_what_it_introduces():
     citations = [cite(1, "nginx 的 504 表示上游在超时内没有返回。"), cite(2, RUNBOOK), cite(3, STEPS)]
     lead = said("在 edge-01 / edge-02 上按 upstream 聚合最近 10 分钟的错误：", 1)  # it cites the wrong passage, too
     [quote] = introduced_blocks([lead], citations, "zh")
-    assert quote.startswith("```\ntail -n 200000 /var/log/nginx/access.log | jq -r 'select(.status>=502) | "
+    assert quote.startswith("```bash\ntail -n 200000 /var/log/nginx/access.log | jq -r 'select(.status>=502) | "
                             "[.status,.upstream_addr] | @tsv'") and quote.endswith("\n```[2]")  # fenced, exactly
     [steps] = introduced_blocks([said("手工切换前先确认：", 3)], citations, "zh")
     assert "DeadMaster" in steps and "RESET REPLICA ALL" in steps and steps.endswith("[3]")

@@ -243,6 +243,6 @@ def test_a_quoted_shell_command_keeps_its_lines_a_reader_can_copy():
         ```
         """)
     rendered, sentences = answer("怎么从本地备份文件恢复元数据到 etcd？", [restore])
-    assert "从本地备份文件恢复元数据到 etcd：[1]\n```\ngreptime cli meta snapshot restore \\\n  --store-addrs 127.0.0.1:2379 " \
+    assert "从本地备份文件恢复元数据到 etcd：[1]\n```bash\ngreptime cli meta snapshot restore \\\n  --store-addrs 127.0.0.1:2379 " \
            "\\\n  --backend etcd-store\n```\n[1]" in rendered, rendered
-    assert [s.code for s in sentences] == [None, ""] and "etcd-store。" not in rendered
+    assert [s.code for s in sentences] == [None, "bash"] and "etcd-store。" not in rendered

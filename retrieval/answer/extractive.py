@@ -270,7 +270,7 @@ def _render(chosen: Sequence[_Unit], language: str) -> str:
             continue  # its names are in every row quoted under it
         text = m.piece.text
         if m.piece.kind == "code":  # fenced, on lines of its own: the check reads it whole and cites it by the marker after
-            lines.append(f"```\n{text}\n```[{m.n}]")
+            lines.append(f"```{m.piece.lang}\n{text}\n```[{m.n}]")
             continue
         if m.piece.kind == "row" and LABELLED_ROWS:
             text = _labelled(headers.get((m.n, m.piece.block)), text, language) or text

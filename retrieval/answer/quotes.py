@@ -140,7 +140,7 @@ def _introduced(pieces: Sequence, sentence: str) -> str:
             continue
         after = pieces[i + 1]
         if after.kind == "code":  # fenced, its lines as written (the text is already cut at CODE_CHARS)
-            return f"```\n{after.text}\n```"
+            return f"```{after.lang}\n{after.text}\n```"
         if after.kind == "item" and after.block is not None:
             # One quote, one sentence for the citation check: the items' own end marks would cut it into several.
             block = " / ".join(p.text.strip().rstrip("；;。.") for p in pieces[i + 1:] if p.block == after.block)

@@ -29,6 +29,7 @@ _POINTER = re.compile(r"^(?:参数)?(?:详细说明|详见|参见|见《|具体�
                       r"(?:请参阅|请参考|参阅|请查看|参考|详见|refer to|see)\s*[:：]?\s*\[[^\]]+\]\([^)]*\)[。.]?$|"
                       r"^(?:请参阅|请参考|参阅|请查看|refer to|see)\s*\[[^\]]+\]\([^)]*\)", re.IGNORECASE)
 _LINK_ONLY = re.compile(r"^!?\[[^\]]*\]\([^)]*\)[。.]?$")  # a picture or a bare link: nothing to read in an answer
+_FENCE_LANG = re.compile(r"`{3,}\s*([\w+#.-]*)")
 _ORDERED = re.compile(r"^\s*\d+[.)、]\s+")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 # What a wrapped line of a paragraph cannot be: the start of a block (a fence, a table row, a heading, a quote, a list
@@ -56,6 +57,7 @@ class Piece:
     lines: tuple[str, ...] = ()  # a code block's lines, dedented (its text is their start, up to CODE_CHARS)
     pointer: bool = False  # only sends the reader elsewhere, as written (its links are text now)
     link_only: bool = False  # a picture or a bare link, as written: nothing to read in an answer
+    lang: str = ""  # a code block's language, as its opening fence names it ("bash", "toml")
 
 
 def _code_text(lines: list[str]) -> str:
@@ -165,6 +167,7 @@ def passage_pieces(text: str) -> list[Piece]:
     item = -1
     in_list = in_table = False
     code: list[str] | None = None
+    lang = ""  # the open code block's language
     heading = ""
     ordered = False
 
@@ -174,7 +177,7 @@ def passage_pieces(text: str) -> list[Piece]:
             piece = without_links(piece)  # a link to another page of the site as its text, a picture out
         lead = ends_lead(piece) or (kind in ("text", "item") and bool(_FORWARD.search(piece)))
         out.append(Piece(len(out), piece, kind, block_id, item_id, lead, heading, ordered and kind == "item", lines,
-                         pointer, link_only))
+                         pointer, link_only, lang if kind == "code" else ""))
 
     all_lines = (text or "").splitlines()
     if _starts_in_code(all_lines):
@@ -183,7 +186,7 @@ def passage_pieces(text: str) -> list[Piece]:
         stripped = line.strip()
         if stripped.startswith("```"):
             if code is None:
-                code = []
+                code, lang = [], _FENCE_LANG.match(stripped).group(1)
             else:  # a code block is one piece: a command or a config snippet is not cut into lines
                 if code:
                     code = textwrap.dedent("\n".join(code)).split("\n")  # a YAML file's indentation is its meaning
