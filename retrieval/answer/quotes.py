@@ -200,6 +200,6 @@ def beside_rules(question: str, sentences: Sequence[AnswerSentence], quoted: Seq
         # Said already, or sharing no word with the question (a table's header row, which the rules quote for context).
         if not sentence.citations or support(sentence.text, answer) >= ALREADY_SAID or not support(sentence.text, asked):
             continue
-        text = f"```\n{sentence.text}\n```" if sentence.code is not None else sentence.text.rstrip("。！？!?；;.")
+        text = f"```{sentence.code}\n{sentence.text}\n```" if sentence.code is not None else sentence.text.rstrip("。！？!?；;.")
         out.append(_quote(text, sentence.citations[0], language))
     return out
