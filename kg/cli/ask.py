@@ -62,7 +62,7 @@ def print_answer(answer, streamed: bool = False) -> None:
             marks = "".join([f"[{k}]" for k in s.facts] + [f"[{n}]" for n in s.citations])
             flag = click.style(" (!) weakly supported", fg="yellow") if s.flagged else ""
             if s.code is not None:  # a command or config block, on lines of its own as it can be copied
-                click.echo(f"```{s.code}\n{s.text}\n```")
+                click.echo(s.written())
                 if marks or flag:
                     click.echo(f"{marks}{flag}".strip())
             else:

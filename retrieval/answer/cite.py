@@ -20,6 +20,7 @@ import re
 import textwrap
 from collections.abc import Sequence
 
+from retrieval.answer.markup import FENCE
 from retrieval.answer.record import AnswerSentence, Citation
 from retrieval.answer.terms import content_words, find_value, stated_values, support, units
 from retrieval.index.analysis import normalize_text
@@ -79,27 +80,37 @@ def _marked(text: str, by_n: dict, by_r: dict) -> tuple[list[int], list[int], li
     return cited, removed, cited_facts, unknown
 
 
-# A fenced code block's opening line ("```bash", "~~~"), and a line of citation markers alone.
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+#.-]*)")
+# A fence opening a block at a line's end ("执行：```bash"), and a line of citation markers alone.
 _TRAILING_FENCE = re.compile(r"^(.*\S)\s*((?:`{3,}|~{3,})[\w+#.-]*)\s*$")
 _MARKS_ONLY = re.compile(r"^\s*(?:(?:\[[^\]\n]{1,12}\]|【[^】\n]{1,12}】)\s*)+$")
 
 
 def _blocks(text: str) -> list[tuple[str, str | None, str]]:
+    return _scan(text)[0]
+
+
+def open_fence(text: str) -> bool:
+    """Whether `text` ends inside a fenced code block (as `_blocks` reads it)."""
+    return _scan(text)[1]
+
+
+def _scan(text: str) -> tuple[list[tuple[str, str | None, str]], bool]:
     """`text` as prose and fenced code blocks, in order: (prose, None, "") or (code, its language or "", the citation
     markers written right after its closing fence, on that line or alone on the next). A block left open runs to the
     end. A command's `arr[1]` inside a block is code, not a citation. A small model's sloppy fences count too: one
-    opened at the end of a sentence ("执行：```bash"), one closed with the next sentence on its line."""
+    opened at the end of a sentence ("执行：```bash"), one closed with the next sentence on its line. And whether the
+    last block was left open."""
     out: list[tuple[str, str | None, str]] = []
+    still_open = False
     prose: list[str] = []
     lines = text.split("\n")
     i = 0
     while i < len(lines):
-        opened = _FENCE.match(lines[i])
+        opened = FENCE.match(lines[i])
         trailing = None if opened else _TRAILING_FENCE.match(lines[i])
         if trailing and lines[i].count(trailing.group(2)[:3]) == 1:  # "执行：```bash": the sentence, then the block
             prose.append(trailing.group(1))
-            opened = _FENCE.match(lines[i][trailing.start(2):])
+            opened = FENCE.match(lines[i][trailing.start(2):])
         if not opened:
             prose.append(lines[i])
             i += 1
@@ -109,13 +120,14 @@ def _blocks(text: str) -> list[tuple[str, str | None, str]]:
             prose = []
         fence, body, marks = opened.group(1), [], ""
         i += 1
+        still_open = True
         while i < len(lines):
             line = lines[i].strip()
             i += 1
             if not line.startswith(fence):
                 body.append(lines[i - 1].rstrip())
                 continue
-            rest = line.lstrip(fence[0])
+            rest, still_open = line.lstrip(fence[0]), False
             if not rest or _MARKS_ONLY.match(rest):
                 marks = rest
                 if not marks and i < len(lines) and _MARKS_ONLY.match(lines[i]):
@@ -126,12 +138,7 @@ def _blocks(text: str) -> list[tuple[str, str | None, str]]:
         out.append((textwrap.dedent("\n".join(body)).strip("\n"), opened.group(2), marks))
     if prose:
         out.append(("\n".join(prose), None, ""))
-    return out
-
-
-def open_fence(text: str) -> bool:
-    """Whether `text` ends inside a fenced code block (as `_blocks` reads it)."""
-    return bool(text) and _blocks(text + "\n\x00")[-1][1] is not None
+    return out, still_open
 
 
 def _named(m: re.Match, by_n: dict, cited: list[int], removed: list[int]) -> str:
@@ -254,7 +261,7 @@ def _rendered(s: AnswerSentence, language: str) -> str:
     unknown = "[未知]" if language == "zh" else "[unknown]"
     marks = "".join([f"[{k}]" for k in s.facts] + [f"[{n}]" for n in s.citations]) or (unknown if s.unknown else "")
     if s.code is not None:
-        return f"```{s.code}\n{s.text}\n```" + (f"\n{marks}" if marks else "")
+        return s.written() + (f"\n{marks}" if marks else "")
     return f"{s.text}{marks}" if language == "zh" else f"{s.text} {marks}".rstrip()
 
 

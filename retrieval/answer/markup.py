@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["reader_line", "without_links"]
+__all__ = ["FENCE", "reader_line", "without_links"]
 
+# A fenced code block's opening (or closing) line and its language: "```bash", "~~~".
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+#.-]*)")
 # A line that is markup alone: an admonition's fence ("::: warning 警告", ":::"), a shortcode or template tag, an
 # HTML comment, a folded block's label ("<summary>期望输出</summary>": what the page shows to unfold it).
 _MARKUP_LINE = re.compile(r"^\s*(?::{3,}.*|\{\{[<%].*[%>]\}\}|\{%.*%\}|<!--.*-->|<summary>.*</summary>)\s*$",
@@ -29,7 +31,6 @@ HTML_ELEMENTS = frozenset("""a abbr article aside audio b blockquote br button c
     td tfoot th thead tr u ul var video wbr""".split())
 _TAG = re.compile(r"</?([A-Za-z][\w.-]*)(?:\s[^<>]*)?/?>")
 _COMPONENT = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z.][A-Za-z0-9]*)*")  # AnchorAlias, Tabs, TabItem, Foo.Bar
-_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\[\]]+)\]\(\s*<?([^)\s>]*)>?(?:\s+[\"'][^)]*[\"'])?\s*\)")
 _WEB = re.compile(r"(?:https?|ftp)://|mailto:", re.IGNORECASE)
@@ -38,7 +39,9 @@ _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 
 def _markup_tag(m: re.Match) -> str:
     name = m.group(1)
-    return "" if name.lower() in HTML_ELEMENTS or _COMPONENT.fullmatch(name) else m.group(0)
+    if name.lower() in HTML_ELEMENTS or _COMPONENT.fullmatch(name):
+        return " " if name.lower() == "br" else ""  # a line break inside a table cell parts its words
+    return m.group(0)
 
 
 def _link(m: re.Match) -> str:
@@ -62,7 +65,7 @@ def reader_line(line: str) -> str:
         return ""
     if "<" not in line:
         return line
-    cleaned = _outside_code(line, lambda part: _TAG.sub(_markup_tag, _BREAK.sub(" ", part)))
+    cleaned = _outside_code(line, lambda part: _TAG.sub(_markup_tag, part))
     return cleaned if cleaned.strip() else ""
 
 

@@ -70,11 +70,11 @@ def _quotable(text: str) -> str:
     return quote_brackets(text.replace("「", "“").replace("」", "”"))
 
 
-def _quote(block: str, n: int, language: str) -> str:
-    """A passage's words quoted under a model's answer and cited; a code block fenced on lines of its own (the check
-    reads it whole), not put on one line inside 「…」."""
-    if block.startswith("```"):
-        return f"{block}[{n}]"
+def _quote(block: str, n: int, language: str, code: str | None = None) -> str:
+    """A passage's words quoted under a model's answer and cited; a code block (`code`: its language) fenced on lines
+    of its own (the check reads it whole), not put on one line inside 「…」."""
+    if code is not None:
+        return f"```{code}\n{block}\n```[{n}]"
     return _LEAD["zh" if language == "zh" else "en"].format(line=_quotable(block), n=n)
 
 
@@ -131,25 +131,25 @@ def source_lines(question: str, sentences: Sequence[AnswerSentence], citations: 
     return out
 
 
-def _introduced(pieces: Sequence, sentence: str) -> str:
-    """What the passage's lead-in matching `sentence` introduces: the code block right after it, fenced (up to
-    CODE_CHARS), or the list, on one line (cut at MAX_BLOCK_CHARS); "" when the sentence is no lead-in of this passage
-    (`pieces`)."""
+def _introduced(pieces: Sequence, sentence: str) -> tuple[str, str | None]:
+    """What the passage's lead-in matching `sentence` introduces, and the language when it is code: the code block
+    right after it (up to CODE_CHARS), or the list, on one line (cut at MAX_BLOCK_CHARS); ("", None) when the sentence
+    is no lead-in of this passage (`pieces`)."""
     for i, piece in enumerate(pieces[:-1]):
         if not piece.lead or support(sentence, units(piece.text)) < INTRODUCED_SUPPORT:
             continue
         after = pieces[i + 1]
-        if after.kind == "code":  # fenced, its lines as written (the text is already cut at CODE_CHARS)
-            return f"```{after.lang}\n{after.text}\n```"
+        if after.kind == "code":  # its lines as written (the text is already cut at CODE_CHARS)
+            return after.text, after.lang
         if after.kind == "item" and after.block is not None:
             # One quote, one sentence for the citation check: the items' own end marks would cut it into several.
             block = " / ".join(p.text.strip().rstrip("；;。.") for p in pieces[i + 1:] if p.block == after.block)
         else:
-            return ""
+            return "", None
         if len(block) > MAX_BLOCK_CHARS:
             block = block[:MAX_BLOCK_CHARS].rstrip() + "…"
-        return block
-    return ""
+        return block, None
+    return "", None
 
 
 def introduced_blocks(sentences: Sequence[AnswerSentence], citations: Sequence[Citation], language: str,
@@ -168,10 +168,10 @@ def introduced_blocks(sentences: Sequence[AnswerSentence], citations: Sequence[C
         for cit in cited + [c for c in citations if c.n not in sentence.citations]:
             if cit.n not in pieces:
                 pieces[cit.n] = passage_pieces(cit.text)
-            block = _introduced(pieces[cit.n], sentence.text)
+            block, code = _introduced(pieces[cit.n], sentence.text)
             if block:
                 if support(block, answer) < ALREADY_SAID:
-                    out.append(_quote(block, cit.n, language))
+                    out.append(_quote(block, cit.n, language, code))
                 break
         if len(out) >= limit:
             break
@@ -200,6 +200,6 @@ def beside_rules(question: str, sentences: Sequence[AnswerSentence], quoted: Seq
         # Said already, or sharing no word with the question (a table's header row, which the rules quote for context).
         if not sentence.citations or support(sentence.text, answer) >= ALREADY_SAID or not support(sentence.text, asked):
             continue
-        text = f"```{sentence.code}\n{sentence.text}\n```" if sentence.code is not None else sentence.text.rstrip("。！？!?；;.")
-        out.append(_quote(text, sentence.citations[0], language))
+        text = sentence.text if sentence.code is not None else sentence.text.rstrip("。！？!?；;.")
+        out.append(_quote(text, sentence.citations[0], language, sentence.code))
     return out

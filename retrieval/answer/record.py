@@ -77,10 +77,9 @@ class AnswerSentence:
             out["attributed"] = True
         return out
 
-
-def _written(s: AnswerSentence) -> str:
-    """How the sentence's words stand in the answer text: a code block with its fences."""
-    return s.text if s.code is None else f"```{s.code}\n{s.text}\n```"
+    def written(self) -> str:
+        """How the sentence's words stand in the answer text: a code block with its fences."""
+        return self.text if self.code is None else f"```{self.code}\n{self.text}\n```"
 
 
 @dataclass
@@ -137,7 +136,7 @@ class Answer:
         prints `sentences` (to flag them) prints these around them, or it shows the closest passages as the answer."""
         if not self.sentences:
             return "", ""
-        head, tail = (_written(s) for s in (self.sentences[0], self.sentences[-1]))
+        head, tail = self.sentences[0].written(), self.sentences[-1].written()
         first = self.answer.find(head)
         last = self.answer.rfind(tail)
         if first < 0 or last < 0:

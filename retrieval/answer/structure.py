@@ -12,7 +12,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-from retrieval.answer.markup import reader_line, without_links
+from retrieval.answer.markup import FENCE, reader_line, without_links
 from retrieval.answer.terms import split_sentences
 
 __all__ = ["CODE_CHARS", "Piece", "code_excerpt", "ends_lead", "passage_pieces", "reader_text"]
@@ -29,7 +29,6 @@ _POINTER = re.compile(r"^(?:参数)?(?:详细说明|详见|参见|见《|具体�
                       r"(?:请参阅|请参考|参阅|请查看|参考|详见|refer to|see)\s*[:：]?\s*\[[^\]]+\]\([^)]*\)[。.]?$|"
                       r"^(?:请参阅|请参考|参阅|请查看|refer to|see)\s*\[[^\]]+\]\([^)]*\)", re.IGNORECASE)
 _LINK_ONLY = re.compile(r"^!?\[[^\]]*\]\([^)]*\)[。.]?$")  # a picture or a bare link: nothing to read in an answer
-_FENCE_LANG = re.compile(r"`{3,}\s*([\w+#.-]*)")
 _ORDERED = re.compile(r"^\s*\d+[.)、]\s+")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 # What a wrapped line of a paragraph cannot be: the start of a block (a fence, a table row, a heading, a quote, a list
@@ -186,7 +185,7 @@ def passage_pieces(text: str) -> list[Piece]:
         stripped = line.strip()
         if stripped.startswith("```"):
             if code is None:
-                code, lang = [], _FENCE_LANG.match(stripped).group(1)
+                code, lang = [], FENCE.match(stripped).group(2)
             else:  # a code block is one piece: a command or a config snippet is not cut into lines
                 if code:
                     code = textwrap.dedent("\n".join(code)).split("\n")  # a YAML file's indentation is its meaning
