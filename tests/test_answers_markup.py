@@ -171,6 +171,38 @@ def test_a_streamed_answer_sends_a_code_block_whole():
     assert "".join(sent) == "查看节点：[1]\n```\nkubectl get nodes -o wide\nkubectl describe node k8s-node-05\n```\n[1]\n节点状态见上。[1]"
 
 
+def test_a_long_streamed_block_is_read_once_a_piece_and_cut_where_open_fence_says():
+    """The stream asks, at each cut point, whether the text up to it is inside a code block; one reading of the buffer
+    must answer as `open_fence` on each prefix does (sloppy fences included), and a long block still comes whole."""
+    import random
+    import re
+
+    from retrieval.answer import cite
+
+    texts = [
+        "查看节点：[1]\n```\nkubectl get nodes.\nkubectl describe node k8s-node-05; done.\n```\n[1]\n节点状态见上。[1]",
+        "执行：```sql\nADMIN ADD_TABLE_FOLLOWER('monitor'); SELECT 1.\n```每个 Region 的读副本依赖对象存储。[1] 然后。",
+        "Run this. Then:\n~~~bash\necho a. b\n\necho c!\n~~~ [2]\nAnd done. ```\nopen to the end. still.",
+        "没有代码。只有句子！\n\n第二段；结束。",
+        "```yaml\na: 1.\n```\n```\nb. c\n```\n[1]\nx.",
+    ]
+    pieces = ["执行：", "```bash", "```", "~~~", "[1]", "。", "a. ", "\n", "\n\n", "中文句子", "echo x;", "```每个 Region。",
+              "```[2]", "【1】", "  ```", "````"]
+    shuffled = random.Random(7)
+    texts += ["".join(shuffled.choice(pieces) for _ in range(shuffled.randint(1, 30))) for _ in range(2000)]
+    for text in texts:
+        state = cite._FenceState(text)
+        for m in re.finditer(cite._SPLIT, text):
+            assert state(m.end()) == cite.open_fence(text[:m.end()]), (text, m.end())
+    passages = [cit(1, "```bash\nkubectl get pods -n ns0; echo done.\n```", "pods")]
+    stream = cite.CheckedStream(passages, 0.5, "zh")
+    lines = "\n".join(f"kubectl get pods -n ns{i}; echo done. next {i}." for i in range(150))
+    text = f"运行：\n```bash\n{lines}\n```\n[1]\n完成。[1]"
+    sent = [stream.feed(text[i:i + 4]) for i in range(0, len(text), 4)] + [stream.flush()]
+    assert [part.count("```") for part in sent if "```" in part] == [2]  # the block came in one piece
+    assert [s.code for s in stream.sentences] == [None, "bash", None] and stream.sentences[1].text == lines
+
+
 def test_kg_ask_prints_a_config_block_on_its_lines_with_no_stray_fence(tmp_path):
     runner, kb = _docusaurus_kb(tmp_path)
     result = runner.invoke(cli, ["ask", "怎么配置 Prometheus 的 Remote Write？", "--offline", *kb])

@@ -16,6 +16,7 @@ more than by any other gets that passage, and stays flagged; a sentence nothing 
 
 from __future__ import annotations
 
+import bisect
 import re
 import textwrap
 from collections.abc import Sequence
@@ -94,12 +95,12 @@ def open_fence(text: str) -> bool:
     return _scan(text)[1]
 
 
-def _scan(text: str) -> tuple[list[tuple[str, str | None, str]], bool]:
+def _scan(text: str, spans: list[tuple[int, int | None]] | None = None) -> tuple[list[tuple[str, str | None, str]], bool]:
     """`text` as prose and fenced code blocks, in order: (prose, None, "") or (code, its language or "", the citation
     markers written right after its closing fence, on that line or alone on the next). A block left open runs to the
     end. A command's `arr[1]` inside a block is code, not a citation. A small model's sloppy fences count too: one
     opened at the end of a sentence ("执行：```bash"), one closed with the next sentence on its line. And whether the
-    last block was left open."""
+    last block was left open. `spans` gets each block's opening and closing line (None: left open), as line indexes."""
     out: list[tuple[str, str | None, str]] = []
     still_open = False
     prose: list[str] = []
@@ -119,6 +120,7 @@ def _scan(text: str) -> tuple[list[tuple[str, str | None, str]], bool]:
             out.append(("\n".join(prose), None, ""))
             prose = []
         fence, body, marks = opened.group(1), [], ""
+        first = i
         i += 1
         still_open = True
         while i < len(lines):
@@ -128,6 +130,8 @@ def _scan(text: str) -> tuple[list[tuple[str, str | None, str]], bool]:
                 body.append(lines[i - 1].rstrip())
                 continue
             rest, still_open = line.lstrip(fence[0]), False
+            if spans is not None:
+                spans.append((first, i - 1))
             if not rest or _MARKS_ONLY.match(rest):
                 marks = rest
                 if not marks and i < len(lines) and _MARKS_ONLY.match(lines[i]):
@@ -135,6 +139,8 @@ def _scan(text: str) -> tuple[list[tuple[str, str | None, str]], bool]:
             else:  # "```每个 Region 的…": the block ends, the prose goes on
                 prose.append(rest)
             break
+        if still_open and spans is not None:
+            spans.append((first, None))
         out.append((textwrap.dedent("\n".join(body)).strip("\n"), opened.group(2), marks))
     if prose:
         out.append(("\n".join(prose), None, ""))
@@ -273,6 +279,26 @@ def _separator(before: AnswerSentence | None, s: AnswerSentence, language: str) 
     return "" if language == "zh" else " "
 
 
+class _FenceState:
+    """`open_fence(text[:end])` for many cut points of one `text`, from one reading of it: a model streaming a long code
+    block had every cut point inside it read the buffer again at each piece (150 lines: ~27 s of CPU)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.spans: list[tuple[int, int | None]] = []
+        _scan(text, self.spans)
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]  # where each line starts
+        self.fence_lines = {n for n, line in enumerate(text.split("\n")) if "```" in line or "~~~" in line}
+
+    def __call__(self, end: int) -> bool:
+        line = bisect.bisect_right(self.starts, end) - 1
+        if end == self.starts[line]:  # the text up to a line's start: open when a block opened above is not closed above
+            return any(first < line and (last is None or last >= line) for first, last in self.spans)
+        if line in self.fence_lines:  # cut inside a line holding a fence (rare): read that text as it is
+            return open_fence(self.text[:end])
+        return any(first < line and (last is None or last > line) for first, last in self.spans)
+
+
 class CheckedStream:
     """Checks a streamed answer sentence by sentence, so that what reaches the user has already lost its
     invented numbers: `feed` returns the rendered sentences completed so far, `flush` the rest."""
@@ -299,9 +325,9 @@ class CheckedStream:
     def feed(self, piece: str) -> str:
         self.buffer = _AFTER_STOP.sub(lambda m: m.group(2) + m.group(1), self.buffer + piece)
         cut = 0
-        fenced = "```" in self.buffer or "~~~" in self.buffer
+        inside = _FenceState(self.buffer) if "```" in self.buffer or "~~~" in self.buffer else None
         for m in _SPLIT.finditer(self.buffer):
-            if fenced and open_fence(self.buffer[:m.end()]):
+            if inside is not None and inside(m.end()):
                 continue  # inside a code block: it is sent whole, with the markers after it
             rest = self.buffer[m.end():].lstrip()
             # Markers may still follow a full stop ("…。" then "[1]"): wait until something else does.
