@@ -190,14 +190,15 @@ def check_answer(text: str, citations: Sequence[Citation], threshold: float, lan
                 cited.append(named)
         elif attribute and cited and not removed:
             # A value the sentence states that none of its passages holds comes from the one other passage holding it;
-            # a code block its passages do not hold, from the passage that holds it best (a command is copied as written).
+            # a sentence or code block its passages do not support, from the passage that supports it best (a small
+            # model copies a sentence or a command from passage 3 and cites 2).
             added = [n for n in _value_sources(clean, cited, citations) if n not in cited]
-            if code is not None and max(support(clean, passage_units[n]) for n in cited) < threshold:
+            if max(support(clean, passage_units[n]) for n in cited) < threshold:
                 best = max(((support(clean, u), -n, n) for n, u in passage_units.items() if n not in cited), default=None)
                 added += [best[2]] if best is not None and best[0] >= threshold else []
             if added:
                 attributed = True
-                cited += added
+                cited += list(dict.fromkeys(added))
         if cited or cited_facts:
             joined = units("\n".join([f"{by_n[n].title}\n{by_n[n].section}\n{by_n[n].text}" for n in cited]
                                      + [by_r[k].text() for k in cited_facts]))
