@@ -67,6 +67,20 @@ def test_placeholders_code_and_web_links_are_left_as_written():
     assert [p.kind for p in code] == ["code"] and code[0].lines == ("<output-dir>/", "└── <database>/", ":::")
 
 
+def test_an_obsidian_note_is_quoted_with_its_wikilinks_as_obsidian_shows_them():
+    note = ("# NAS 备份方案\n\n恢复速度大约 20 MB/s，整库 800 GB 需要半天，步骤见 [[restore-runbook|恢复手册]] 和 [[Photo workflow]]。"
+            "![[b2-console.png]]\n\n- [[Router setup#WireGuard]]\n\n配置写在 `[[backup.targets]]` 表里：\n\n"
+            "```toml\n[[backup.targets]]\nname = \"b2\"\n```\n\n[[backup.targets]]\n")
+    texts = [p.text for p in passage_pieces(note)]
+    assert "恢复速度大约 20 MB/s，整库 800 GB 需要半天，步骤见 恢复手册 和 Photo workflow。" in texts
+    assert "Router setup > WireGuard" in texts and not [t for t in texts if "png" in t]
+    # A TOML table header alone on its line and anything in inline code are not links.
+    assert "配置写在 `[[backup.targets]]` 表里：" in texts and texts[-1] == "[[backup.targets]]"
+    assert [p.lines for p in passage_pieces(note) if p.kind == "code"] == [("[[backup.targets]]", 'name = "b2"')]
+    answer = extract_answer("整库恢复要多久？", [cit(1, note, "NAS 备份方案")], "zh")
+    assert "[[" not in answer.split("`")[0] and "整库 800 GB 需要半天" in answer
+
+
 def test_a_table_written_without_its_outer_pipes_is_not_joined_into_one_line():
     pieces = passage_pieces("端口说明如下\n组件 | 端口\n--- | ---\nfrontend | 4000\ndatanode | 3001")
     assert [p.text for p in pieces] == ["端口说明如下", "组件 | 端口", "frontend | 4000", "datanode | 3001"]

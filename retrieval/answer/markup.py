@@ -10,7 +10,7 @@ path that means nothing where the answer is read. Quoted as they are, these beca
 
 Only what is markup goes: an HTML element or a component (a capitalised name) by its tag, never a placeholder
 such as `<path_to_file>` or `<YOUR_S3_BUCKET>`, and nothing inside an inline code span. Links are written out when
-quoted (`without_links`).
+quoted (`without_links`), an Obsidian `[[note|alias]]` as Obsidian shows it.
 """
 
 from __future__ import annotations
@@ -34,6 +34,11 @@ _COMPONENT = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z.][A-Za-z0-9]*)*")  # AnchorAlias
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\[\]]+)\]\(\s*<?([^)\s>]*)>?(?:\s+[\"'][^)]*[\"'])?\s*\)")
 _WEB = re.compile(r"(?:https?|ftp)://|mailto:", re.IGNORECASE)
+# An Obsidian (or MediaWiki) link to another note, "[[Photo workflow]]", "[[router-setup|the router notes]]",
+# "[[Note#Heading]]"; "![[scan.png]]" embeds a file. Not a TOML table header standing alone ("[[storage.providers]]").
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]|\n]+?)(?:\|([^\[\]\n]+?))?\]\]")
+_FILE = re.compile(r"\.(?:png|jpe?g|gif|svg|webp|bmp|pdf|mp3|mp4|mov|webm|excalidraw)\s*$", re.IGNORECASE)
+_TOML_TABLE = re.compile(r"^\s*\[\[([A-Za-z0-9_.\-\"']+)\]\]\s*$")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 
 
@@ -69,7 +74,17 @@ def reader_line(line: str) -> str:
     return cleaned if cleaned.strip() else ""
 
 
+def _wikilink(m: re.Match) -> str:
+    if m.group(1) or _FILE.search(m.group(2)):
+        return ""  # an embedded picture or file ("![[scan.png]]", its "!" cut off with a sentence): nothing to read
+    target, shown = m.group(2).strip(), (m.group(3) or "").strip()
+    return shown or target.replace("#", " > ")  # what Obsidian shows: the alias, else the note (and its heading)
+
+
 def without_links(text: str) -> str:
-    """`text` as an answer quotes it: a picture left out, a link to another page of the site as its text; a web
-    address a reader can open stays a link."""
+    """`text` as an answer quotes it: a picture left out, a link to another page of the site (or another note, a
+    `[[wikilink]]`) as its text; a web address a reader can open stays a link."""
+    header = _TOML_TABLE.match(text)
+    if "[[" in text and not (header and not _FILE.search(header.group(1))):
+        text = _outside_code(text, lambda part: _WIKILINK.sub(_wikilink, part))
     return _LINK.sub(_link, _IMAGE.sub("", text)) if "](" in text else text
