@@ -6,6 +6,7 @@ extractive answer with its citation check, the streamed check, and the real CLI 
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 from click.testing import CliRunner
@@ -132,6 +133,18 @@ def _docusaurus_kb(tmp_path) -> tuple[CliRunner, list[str]]:
     kb = ["--data-dir", str(tmp_path / "kb")]
     assert runner.invoke(cli, ["ingest", str(docs), *kb]).exit_code == 0
     return runner, kb
+
+
+def test_kg_query_shows_each_passage_as_a_reader_sees_it(tmp_path):
+    runner, kb = _docusaurus_kb(tmp_path)
+    shown = runner.invoke(cli, ["query", "Prometheus Remote Write 配置", *kb])
+    assert shown.exit_code == 0, shown.output
+    snippet = shown.output.split("\n 1. ")[1].splitlines()[1]
+    assert snippet.strip().startswith("要将 GreptimeDB 集成到 Prometheus 中，请按照以下步骤更新你的 Prometheus 配置文件：")
+    for markup in ("AnchorAlias", ":::", "(/reference/", "<summary>", "{{%"):
+        assert markup not in shown.output
+    as_json = runner.invoke(cli, ["query", "Prometheus Remote Write 配置", "--json", *kb])
+    assert "<AnchorAlias" in json.loads(as_json.output)["hits"][0]["text"]  # the passage itself is as written
 
 
 def test_kg_ask_on_a_docusaurus_page_says_what_the_page_says(tmp_path):

@@ -68,6 +68,8 @@ def print_result(result, max_text: int = 160) -> None:
     if not result.hits:
         click.echo("nothing found: no passage matches these words or entities")
         return
+    from retrieval.answer.markup import without_links
+    from retrieval.answer.structure import reader_text
     from retrieval.types import place
 
     for hit in result.hits:
@@ -75,7 +77,7 @@ def print_result(result, max_text: int = 160) -> None:
         section = f" § {hit.section}" if hit.section else ""
         version = f"  ({hit.version['label']}, from {hit.version['effective_from']})" if hit.version and hit.version["effective_from"] else ""
         click.echo(f"{hit.rank:>2}. {click.style(hit.title, fg='cyan')}{section}  [{hit.score:.4f}]  {where}{version}")
-        snippet = " ".join(hit.text.split())
+        snippet = " ".join(without_links(reader_text(hit.text)).split())  # as a reader sees it: no site markup
         click.echo("    " + (snippet[:max_text] + ("…" if len(snippet) > max_text else "")))
         reasons = []
         if "bm25" in hit.why:
