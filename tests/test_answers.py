@@ -205,12 +205,11 @@ def test_a_value_no_cited_passage_holds_cites_the_one_passage_that_does():
 def test_a_sentence_copied_from_another_passage_than_the_one_cited_cites_that_passage_too():
     # A small model copies passage 2's step and cites 1: the step gets [1][2] (and is no longer flagged); a sentence no
     # passage supports keeps the model's number and its flag; the rules' own sentences are never attributed.
-    citations = [
-        Citation(1, "c1", "d1", "k8s 节点异常处理手册", "docs/k8s.md", "适用场景", (3, 3),
-                 "`k8s-prod` 中节点 `NotReady`、出现 `DiskPressure` 状况，或 Pod 被大量驱逐。"),
-        Citation(2, "c2", "d1", "k8s 节点异常处理手册", "docs/k8s.md", "2. DiskPressure", (9, 10),
-                 "1. 登录节点执行 `df -h /var/lib/containerd /var/log`，找出占用最大的目录。\n2. 清理到使用率 < 80% 后，节点状况会恢复。"),
-    ]
+    sections = {"适用场景": "`k8s-prod` 中节点 `NotReady`、出现 `DiskPressure` 状况，或 Pod 被大量驱逐。",
+                "2. DiskPressure": "1. 登录节点执行 `df -h /var/lib/containerd /var/log`，找出占用最大的目录。\n"
+                                   "2. 清理到使用率 < 80% 后，节点状况会恢复。"}
+    citations = [Citation(n, f"c{n}", "d1", "k8s 节点异常处理手册", "docs/k8s.md", section, (n, n), text)
+                 for n, (section, text) in enumerate(sections.items(), start=1)]
     text = "登录节点执行 `df -h /var/lib/containerd /var/log`，找出占用最大的目录。[1]月亮是奶酪做的。[1]"
     _, [step, moon] = check_answer(text, citations, 0.35, "zh", attribute=True)
     assert step.citations == [1, 2] and step.attributed and not step.flagged
