@@ -218,6 +218,26 @@ def test_a_sentence_copied_from_another_passage_than_the_one_cited_cites_that_pa
     assert as_ruled.citations == [1] and as_ruled.flagged
 
 
+def test_a_model_writing_its_numbers_as_the_words_says_nothing_and_the_rules_answer():
+    # The 1.5B model on the demo (2026-12-06): "The main layers of the Xinghe platform architecture are [1], [2], and
+    # [3]." became "… are,, and. [1][2][3]". Numbers in place of what the sentence should say are no sentence; numbers
+    # written as a list after a statement are its citations, without the commas between them.
+    citations = [Citation(n, f"c{n}", "d1", "架构", "docs/arch.md", layer, (n, n), f"{layer}：端口 8883。")
+                 for n, layer in enumerate(("接入层", "业务层", "数据层"), start=1)]
+    text = ("The main layers of the platform are [1], [2], and [3]. 平台分为[1]、[2]和[3]三层。详见[1]和[3]。"
+            "The port is 8883 [1], [2]. 数据层的端口是 8883[2] 和 [3]。")
+    rendered, sentences = check_answer(text, citations, 0.35, "en", attribute=True)
+    assert [(s.text, s.citations) for s in sentences] == [("The port is 8883.", [1, 2]), ("数据层的端口是 8883。", [2, 3])]
+    assert rendered == "The port is 8883. [1][2] 数据层的端口是 8883。 [2][3]"
+
+
+def test_a_model_answer_of_numbers_alone_gives_the_rules_answer(kb):
+    llm = _mock(rewrite="", judge='{"sufficient": true}', answer="LORA-02 的心跳间隔是[1]、[2]。")
+    answer = kb.ask(ZH, llm=llm)
+    assert answer.path == "rules" and "心跳间隔为 30 秒" in answer.answer  # the rules' own sentences, with the value
+    assert all("[1]、" not in s.text for s in answer.sentences)
+
+
 def test_streamed_check_matches_the_whole_check():
     text = "proxy_read_timeout is 60s [2][3]. Exports that take longer fail [2].\nNothing else [unknown]."
     stream = CheckedStream(CITATIONS, 0.35, "en")

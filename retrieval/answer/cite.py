@@ -39,6 +39,15 @@ _NAME = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?![\w])
 # "根据材料 2" / "see passage 2": a number named in words is a citation too.
 _NAMED = re.compile(r"(材料|段落|passage|source)\s*(\d{1,3})", re.IGNORECASE)
 _END = "。！？!?；;"
+# A small model that writes its citation numbers as the words ("the main layers are [1], [2], and [3].", "分为[1]、[2]和[3]
+# 三层"): a list of markers where the sentence's object should be. Without them the sentence says nothing.
+_NUMBER = r"(?:\[\s*\d{1,3}\s*\]|【\s*\d{1,3}\s*】)"
+_HOLLOW = re.compile(rf"(?:\b(?:are|is|was|were|include|includes|including|namely|see)|such as|refer to|[:：]|是|为|包括|分为|即|"
+                     rf"见|参见|详见|参考)\s*{_NUMBER}(?:\s*(?:[,，、]|\band\b|\bor\b|和|及|与|或)\s*)+{_NUMBER}", re.IGNORECASE)
+# Numbers written as a list ("[1], [2] and [3]", "[1]、[2]") are one run of markers: the commas and "and" between them
+# would stay behind in the sentence ("The port is 8883,.").
+_BETWEEN_NUMBERS = re.compile(rf"(?<=[\]】])\s*(?:[,，、]\s*(?:and\b|or\b|和|及|与|或)?|\band\b|\bor\b|和|及|与|或)\s*(?={_NUMBER})",
+                              re.IGNORECASE)
 # Markers written after the sentence's full stop ("…30 秒。[1]") belong to that sentence.
 _AFTER_STOP = re.compile(rf"([{_END}]|\.(?=\s|\[|【|$))((?:\s*(?:\[[^\]\n]{{1,12}}\]|【[^】\n]{{1,12}}】))+)")
 # Cut where `retrieval.answer.terms.split_sentences` cuts (an initial such as "G." is not a sentence end).
@@ -214,6 +223,9 @@ def check_answer(text: str, citations: Sequence[Citation], threshold: float, lan
             continue
         for piece in _SPLIT.split(_AFTER_STOP.sub(lambda m: m.group(2) + m.group(1), prose)):
             if piece and re.search(r"[\w\u3400-\u9fff]", _MARK.sub("", piece)):  # not a bare marker or punctuation
+                if attribute and _HOLLOW.search(piece):
+                    continue  # a model's numbers in place of what it should have said: no sentence at all
+                piece = _BETWEEN_NUMBERS.sub("", piece)
                 sentences.append(checked(_MARK.sub("", piece), piece))
     return render(sentences, language), sentences
 
