@@ -43,7 +43,9 @@ _END = "。！？!?；;"
 # 三层"): a list of markers where the sentence's object should be. Without them the sentence says nothing.
 _NUMBER = r"(?:\[\s*\d{1,3}\s*\]|【\s*\d{1,3}\s*】)"
 _HOLLOW = re.compile(rf"(?:\b(?:are|is|was|were|include|includes|including|namely|see)|such as|refer to|[:：]|是|为|包括|分为|即|"
-                     rf"见|参见|详见|参考)\s*{_NUMBER}(?:\s*(?:[,，、]|\band\b|\bor\b|和|及|与|或)\s*)+{_NUMBER}", re.IGNORECASE)
+                     rf"见|参见|详见|参考)\s*{_NUMBER}(?:(?:\s*(?:[,，、]|\band\b|\bor\b|和|及|与|或)\s*)+{_NUMBER})+"
+                     rf"(?=\s*(?:[\u3400-\u9fff]{{0,4}}|[A-Za-z]+(?:\s+[A-Za-z]+)?)\s*[。.!?！？;；]?\s*$)", re.IGNORECASE)
+# ^ the list ends the sentence, but for a word or two ("分为[1]、[2]和[3]三层"): "为[1]、[2]中的 30 秒" still says something
 # Numbers written as a list ("[1], [2] and [3]", "[1]、[2]") are one run of markers: the commas and "and" between them
 # would stay behind in the sentence ("The port is 8883,.").
 _BETWEEN_NUMBERS = re.compile(rf"(?<=[\]】])\s*(?:[,，、]\s*(?:and\b|or\b|和|及|与|或)?|\band\b|\bor\b|和|及|与|或)\s*(?={_NUMBER})",
