@@ -37,7 +37,7 @@ _WEB = re.compile(r"(?:https?|ftp)://|mailto:", re.IGNORECASE)
 # An Obsidian (or MediaWiki) link to another note, "[[Photo workflow]]", "[[router-setup|the router notes]]",
 # "[[Note#Heading]]"; "![[scan.png]]" embeds a file. Not a TOML table header standing alone ("[[storage.providers]]").
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]|\n]+?)(?:\|([^\[\]\n]+?))?\]\]")
-_FILE = re.compile(r"\.(?:png|jpe?g|gif|svg|webp|bmp|pdf|mp3|mp4|mov|webm|excalidraw)\s*$", re.IGNORECASE)
+_PICTURE = re.compile(r"\.(?:png|jpe?g|gif|svg|webp|bmp|excalidraw)\s*$", re.IGNORECASE)
 _TOML_TABLE = re.compile(r"^\s*\[\[([A-Za-z0-9_.\-\"']+)\]\]\s*$")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 
@@ -75,8 +75,8 @@ def reader_line(line: str) -> str:
 
 
 def _wikilink(m: re.Match) -> str:
-    if m.group(1) or _FILE.search(m.group(2)):
-        return ""  # an embedded picture or file ("![[scan.png]]", its "!" cut off with a sentence): nothing to read
+    if m.group(1) or _PICTURE.search(m.group(2)):
+        return ""  # an embedded file, a picture ("![[scan.png]]", its "!" cut off with a sentence): nothing to read
     target, shown = m.group(2).strip(), (m.group(3) or "").strip()
     return shown or target.replace("#", " > ")  # what Obsidian shows: the alias, else the note (and its heading)
 
@@ -85,6 +85,6 @@ def without_links(text: str) -> str:
     """`text` as an answer quotes it: a picture left out, a link to another page of the site (or another note, a
     `[[wikilink]]`) as its text; a web address a reader can open stays a link."""
     header = _TOML_TABLE.match(text)
-    if "[[" in text and not (header and not _FILE.search(header.group(1))):
+    if "[[" in text and not (header and not _PICTURE.search(header.group(1))):
         text = _outside_code(text, lambda part: _WIKILINK.sub(_wikilink, part))
     return _LINK.sub(_link, _IMAGE.sub("", text)) if "](" in text else text
