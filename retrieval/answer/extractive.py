@@ -40,7 +40,7 @@ from retrieval.answer.phrasing import (
     cue_of,
     tense_of,
 )
-from retrieval.answer.record import Citation
+from retrieval.answer.record import Citation, fenced
 from retrieval.answer.structure import CODE_CHARS, Piece, code_excerpt, passage_pieces
 from retrieval.answer.terms import KeyTerm, Units, has_term, key_terms, units
 from retrieval.index.analysis import cjk_bigrams
@@ -260,9 +260,7 @@ def _render(chosen: Sequence[_Unit], language: str) -> str:
     headers = {(m.n, m.piece.block): m.piece.text for m in members if m.piece.kind == "header"}
     labelled = {(m.n, m.piece.block) for m in members
                 if m.piece.kind == "row" and _labelled(headers.get((m.n, m.piece.block)), m.piece.text, language)}
-    if READING_ORDER:
-        members = _leads_first(members)
-    for m in members:
+    for m in _leads_first(members):
         if (m.n, m.piece.position) in seen:
             continue
         seen.add((m.n, m.piece.position))
@@ -270,7 +268,7 @@ def _render(chosen: Sequence[_Unit], language: str) -> str:
             continue  # its names are in every row quoted under it
         text = m.piece.text
         if m.piece.kind == "code":  # fenced, on lines of its own: the check reads it whole and cites it by the marker after
-            lines.append(f"```{m.piece.lang}\n{text}\n```[{m.n}]")
+            lines.append(f"{fenced(text, m.piece.lang)}[{m.n}]")
             continue
         if m.piece.kind == "row" and LABELLED_ROWS:
             text = _labelled(headers.get((m.n, m.piece.block)), text, language) or text
@@ -284,9 +282,6 @@ def _render(chosen: Sequence[_Unit], language: str) -> str:
         lines.append("".join(f"{part.rstrip()}[{m.n}]" if language == "zh" else f"{part.rstrip()} [{m.n}] "
                              for part in check_units(text)).rstrip())
     return "\n".join(lines)  # one a line: the citation check splits there whatever the script
-
-
-READING_ORDER = True  # a lead-in before what it introduces, whichever was chosen first
 
 
 def _leads_first(members: list[_Scored]) -> list[_Scored]:

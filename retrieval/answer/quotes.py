@@ -32,7 +32,7 @@ import re
 from collections.abc import Sequence
 
 from retrieval.answer.cite import check_answer, quote_brackets
-from retrieval.answer.record import AnswerSentence, Citation
+from retrieval.answer.record import AnswerSentence, Citation, fenced
 from retrieval.answer.rules import (
     ANSWER_COVERAGE,
     answer_held,
@@ -74,7 +74,7 @@ def _quote(block: str, n: int, language: str, code: str | None = None) -> str:
     """A passage's words quoted under a model's answer and cited; a code block (`code`: its language) fenced on lines
     of its own (the check reads it whole), not put on one line inside 「…」."""
     if code is not None:
-        return f"```{code}\n{block}\n```[{n}]"
+        return f"{fenced(block, code)}[{n}]"
     return _LEAD["zh" if language == "zh" else "en"].format(line=_quotable(block), n=n)
 
 

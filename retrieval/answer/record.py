@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from retrieval.types import place
 
-__all__ = ["Answer", "AnswerSentence", "Citation", "Round", "detect_language", "NOT_FOUND"]
+__all__ = ["Answer", "AnswerSentence", "Citation", "Round", "detect_language", "fenced", "NOT_FOUND"]
 
 # The plain "nothing found", in the question's language.
 NOT_FOUND = {"zh": "知识库中暂无相关信息", "en": "No relevant information in the knowledge base"}
@@ -55,6 +55,12 @@ class Citation:
                 "version": self.version, "text": self.text} | ({"placed": self.placed} if self.placed else {})
 
 
+def fenced(code: str, language: str = "") -> str:
+    """A code block as an answer writes it: fenced on lines of its own (the check reads it whole; its citation
+    numbers go after the closing fence)."""
+    return f"```{language}\n{code}\n```"
+
+
 @dataclass
 class AnswerSentence:
     text: str  # without its citation markers
@@ -79,7 +85,7 @@ class AnswerSentence:
 
     def written(self) -> str:
         """How the sentence's words stand in the answer text: a code block with its fences."""
-        return self.text if self.code is None else f"```{self.code}\n{self.text}\n```"
+        return self.text if self.code is None else fenced(self.text, self.code)
 
 
 @dataclass
