@@ -13,6 +13,7 @@ the file only when a write needs the triples (`rdf`) or the content changed.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import pickle
 import tempfile
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 from rdflib import OWL, RDF, RDFS, SKOS, Graph, Literal, URIRef
 
 from kg.collector import collector_paused
-from kg.errors import InputError
+from kg.errors import InputError, OntologyFormatError
 from kg.files import file_stamp, replace_file
 from kg.graph import GraphView
 from kg.triples import TripleTable
@@ -46,6 +47,7 @@ class KnowledgeGraph:
         self.path = Path(data_dir) / GRAPH_FILE
         self.cache_path = Path(data_dir) / CACHE_FILE
         self._stamp: tuple[int, int] | None = None
+        self._unread: tuple[int, int] | None | bool = False  # the stamp of a version of the file not to be read again
         self._view: GraphView | None = None
         self._vocab: Vocabulary | None = None
         self._rdf: Graph | None = None
@@ -79,7 +81,27 @@ class KnowledgeGraph:
         self.digest = _digest(self.path)
 
     def changed_on_disk(self) -> bool:
-        return self._disk_stamp() != self._stamp
+        stamp = self._disk_stamp()
+        return stamp != self._stamp and stamp != self._unread
+
+    def read_again(self) -> KnowledgeGraph:
+        """The graph as the file stands now, or `self` when that is not to be had: a file caught mid-save (an
+        editor that saves in place truncates first: for an instant graph.ttl is empty or half written; a server's
+        follower that read it then served a graph without the ontology, every relation a 404) or one that cannot
+        be read (a typo saved by hand: said once, as a warning, not a traceback every round). Either is read
+        again when the file changes."""
+        fresh = KnowledgeGraph(self.path.parent)
+        try:
+            fresh.vocab  # noqa: B018 - read now, before the check
+            fresh.view  # noqa: B018
+            stamp = fresh._disk_stamp()
+            if stamp == fresh._stamp and (stamp is None or stamp[1] > 0):
+                return fresh
+        except OntologyFormatError as exc:
+            logging.getLogger("kgrag").warning("%s. Queries go on with the graph read before; the file is read "
+                                               "again when it changes.", exc)
+        self._unread = fresh._stamp  # moved while read: the file's stamp is already another, read at the next round
+        return self
 
     def refresh_if_changed(self) -> bool:
         if self.changed_on_disk():

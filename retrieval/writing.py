@@ -28,7 +28,6 @@ from contextlib import ExitStack, contextmanager
 from kg.errors import BusyError, StorageError
 from kg.files import disk_full, file_stamp
 from kg.lock import DataDirLock
-from kg.store import KnowledgeGraph
 from retrieval.catalog import commit
 from retrieval.catalog.postgres_lock import PostgresWriteLock
 from retrieval.catalog.shared import open_shared_record
@@ -248,7 +247,7 @@ class Commits:
             generation = commit.generation(kb.store.db)
             graph = kb.graph
             if graph.changed_on_disk():
-                graph = KnowledgeGraph(kb.root)
+                graph = graph.read_again()
             synonyms_stamp = file_stamp(kb.root / "synonyms.txt")
             synonyms = kb.synonyms if synonyms_stamp == self._synonyms_stamp else SynonymTable.read(kb.root / "synonyms.txt")
             linker = kb._linker
