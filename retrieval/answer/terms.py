@@ -118,6 +118,8 @@ def key_terms(question: str) -> list[KeyTerm]:
         is_id = term in ids
         weight = 2.0 if is_id else (1.5 if len(term) >= 3 else 1.0)
         seen[term] = KeyTerm(term, weight, is_id)
+    if all(len(t) == 1 for t in seen):  # "[1]", "2?": a lone digit counts beside words ("重试 3 次"), alone it asks nothing
+        return []
     return list(seen.values())
 
 

@@ -22,10 +22,14 @@ UNANSWERABLE = Path(__file__).parents[2] / "kg" / "demo" / "unanswerable.jsonl"
 # although no passage says "command-line", answered the first one with an audit-platform sentence: not kept.)
 NAMES_NOT_HELD = ["How long is the retention of audit-log data?", "Who owns shipping-service?",
                   "What port does shipping-service listen on?"]
+# Nothing to look for but a lone digit (a citation marker pasted as the question): sentences holding a "1" were quoted.
+# A digit beside words still counts ("重试 3 次"), and so does a number of its own ("502").
+NO_WORDS = ["[1]", "[1][2]", "3?"]
+WITH_NUMBERS = ["重试 3 次后怎么办？", "502"]
 
 
 def ask_on_the_demo(data_dir: Path) -> dict:
-    questions = CASES + NAMES_NOT_HELD + [json.loads(line)["question"] for line in UNANSWERABLE.read_text(encoding="utf-8").splitlines()]
+    questions = CASES + NAMES_NOT_HELD + NO_WORDS + WITH_NUMBERS + [json.loads(line)["question"] for line in UNANSWERABLE.read_text(encoding="utf-8").splitlines()]
     with build_demo_kb(data_dir) as kb:
         return {q: kb.ask(q, llm=None).to_json() for q in questions}
 
@@ -57,6 +61,10 @@ def test_the_five_cases_and_the_unanswerable_set(tmp_path):
 
     assert [q for q in NAMES_NOT_HELD if answers[q]["found"]] == []
 
-    unanswerable = [q for q in answers if q not in CASES and q not in NAMES_NOT_HELD]
+    assert [q for q in NO_WORDS if answers[q]["found"] or "no word to look for" not in answers[q]["path_reason"]] == []
+    assert all(answers[q]["found"] for q in WITH_NUMBERS)
+    assert "死信" in answers[WITH_NUMBERS[0]]["answer"] and "502" in answers[WITH_NUMBERS[1]]["answer"]
+
+    unanswerable = [q for q in answers if q not in CASES + NAMES_NOT_HELD + NO_WORDS + WITH_NUMBERS]
     assert len(unanswerable) == 10
     assert [q for q in unanswerable if answers[q]["found"]] == []
