@@ -48,6 +48,7 @@ class KnowledgeGraph:
         self.cache_path = Path(data_dir) / CACHE_FILE
         self._stamp: tuple[int, int] | None = None
         self._unread: tuple[int, int] | None | bool = False  # the stamp of a version of the file not to be read again
+        self.unread = ""  # why the file as it stands is not this graph (a server says so at /health)
         self._view: GraphView | None = None
         self._vocab: Vocabulary | None = None
         self._rdf: Graph | None = None
@@ -97,7 +98,10 @@ class KnowledgeGraph:
             stamp = fresh._disk_stamp()
             if stamp == fresh._stamp and (stamp is None or stamp[1] > 0):
                 return fresh
+            if stamp == fresh._stamp:
+                self.unread = f"{self.path.name} is empty"
         except OntologyFormatError as exc:
+            self.unread = str(exc)
             logging.getLogger("kgrag").warning("%s. Queries go on with the graph read before; the file is read "
                                                "again when it changes.", exc)
         self._unread = fresh._stamp  # moved while read: the file's stamp is already another, read at the next round

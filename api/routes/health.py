@@ -12,7 +12,10 @@ router = APIRouter()
 @router.get("/health")
 def health(kb=Depends(knowledge_base)) -> dict:  # noqa: B008 - FastAPI idiom
     stats = kb.stats()
-    return {"status": "ok", "documents": stats["documents"], "entities": stats["entities"]}
+    out = {"status": "ok", "documents": stats["documents"], "entities": stats["entities"]}
+    if stats.get("graph_unread"):  # an edit of graph.ttl that cannot be read: the graph read before still serves
+        out["warnings"] = [f"{stats['graph_unread']}; queries use the graph read before it changed"]
+    return out
 
 
 @router.get("/stats")

@@ -72,8 +72,13 @@ def test_a_graph_ttl_saved_with_a_typo_is_said_once_and_the_graph_read_before_se
         assert len(warned) == 1 and warned[0].levelname == "WARNING" and warned[0].exc_info is None
         assert "line" in warned[0].getMessage()  # where the typo is
         assert not kb.commits.behind()  # nothing to read again until the file changes
+        from api.routes.health import health
+
+        [warning] = health(kb)["warnings"]  # a server says so at /health: the edit is not in force
+        assert "not valid Turtle" in warning and "graph read before" in warning
         graph_file.write_text("# fixed\n" + text, encoding="utf-8")
         assert kb.commits.behind()
         assert fact_source(kb, *FACT, "en")["statement"]["first_line"] > 1 and not kb.graph.changed_on_disk()
+        assert "warnings" not in health(kb) and "graph_unread" not in kb.stats()
     finally:
         kb.close()
