@@ -34,7 +34,7 @@ from ontology import BASE_ONTOLOGY_PATH, KG, Vocabulary, entity_iri, load_rdf
 if TYPE_CHECKING:
     from kg.relations.overlay import Overlay
 
-__all__ = ["CACHE_FILE", "GRAPH_FILE", "KnowledgeGraph"]
+__all__ = ["CACHE_FILE", "GRAPH_FILE", "KnowledgeGraph", "add_entities"]
 
 GRAPH_FILE = "graph.ttl"
 CACHE_FILE = "graph.cache"
@@ -279,28 +279,30 @@ class KnowledgeGraph:
         ledger.around(table, keys, publish if added or removed else None)
         return added, removed
 
-    def add_entities(self, labels: Iterable[str], type_name: str = "Topic") -> int:
-        """Entities named only by a label (e.g. benchmark passage titles); existing labels are kept."""
-        cls = self.vocab.resolve_class(type_name)
-        if cls is None:
-            raise InputError(f"unknown entity type '{type_name}' (known: {', '.join(sorted(self.vocab.classes))})")
-        known = {str(o) for o in self.rdf.objects(None, RDFS.label)}
-        known |= {str(o) for o in self.rdf.objects(None, SKOS.altLabel)}
-        added = 0
-        for label in labels:
-            label = label.strip()
-            if not label or label in known:
-                continue
-            iri = entity_iri(label)
-            self.rdf.add((iri, RDF.type, OWL.NamedIndividual))
-            self.rdf.add((iri, RDF.type, URIRef(cls.iri)))
-            self.rdf.add((iri, RDFS.label, Literal(label)))
-            known.add(label)
-            added += 1
-        if added:
-            self.save()
-            self.invalidate()
-        return added
+
+def add_entities(graph: KnowledgeGraph, labels: Iterable[str], type_name: str = "Topic") -> int:
+    """Entities named only by a label (e.g. benchmark passage titles) into `graph`, saved; existing labels are kept."""
+    cls = graph.vocab.resolve_class(type_name)
+    if cls is None:
+        raise InputError(f"unknown entity type '{type_name}' (known: {', '.join(sorted(graph.vocab.classes))})")
+    rdf = graph.rdf
+    known = {str(o) for o in rdf.objects(None, RDFS.label)}
+    known |= {str(o) for o in rdf.objects(None, SKOS.altLabel)}
+    added = 0
+    for label in labels:
+        label = label.strip()
+        if not label or label in known:
+            continue
+        iri = entity_iri(label)
+        rdf.add((iri, RDF.type, OWL.NamedIndividual))
+        rdf.add((iri, RDF.type, URIRef(cls.iri)))
+        rdf.add((iri, RDFS.label, Literal(label)))
+        known.add(label)
+        added += 1
+    if added:
+        graph.save()
+        graph.invalidate()
+    return added
 
 
 def _digest(path: Path) -> str:

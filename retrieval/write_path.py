@@ -19,6 +19,7 @@ from kg.errors import InputError, TooLargeError
 from kg.files import read_text, replace_file
 from kg.relations.aliases import import_alias_table, is_alias_table
 from kg.relations.sheet import is_workbook
+from kg.store import add_entities as add_graph_entities
 from retrieval.catalog import commit, filestats, moves
 from retrieval.graph.anchors import anchor_document
 from retrieval.graph.seeds import fold_label
@@ -397,7 +398,7 @@ def _import_synonyms(kb, path: Path) -> dict:
 
 def add_entities(kb, labels: Iterable[str], type_name: str = "Topic") -> int:
     kb.graph.view  # noqa: B018 - queries keep this one while the triples change
-    added = kb.graph.add_entities(labels, type_name)
+    added = add_graph_entities(kb.graph, labels, type_name)
     if added:
         kb.commits.mark("add_entities", "graph")
         kb._graph_changed()
