@@ -204,8 +204,8 @@ def model_run(args) -> None:
         factory = lambda: ReplayClient(config, book=book)  # noqa: E731
     else:
         factory = (lambda: LlmClient(config)) if config else (lambda: None)  # noqa: E731
-    relation_questions = [json.loads(line) for line in (REPO_ROOT / "bench" / "relation_questions.jsonl").read_text(
-        encoding="utf-8").splitlines() if line.strip()]
+    relation_questions, relation_chains = ([json.loads(line) for line in (REPO_ROOT / "bench" / name).read_text(
+        encoding="utf-8").splitlines() if line.strip()] for name in ("relation_questions.jsonl", "relation_chains.jsonl"))
     cache = args.kb_cache or Path(tempfile.mkdtemp(prefix="kgrag-bench-"))
     parts: dict = {}
     try:
@@ -232,6 +232,10 @@ def model_run(args) -> None:
                         "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
                 rel = [q for q in relation_questions if q["set"] == name][: args.limit_relations]
                 parts[f"{name} relations"] = am.summarize(am.run_relations(kb, rel, table_csv, factory, f"{label}/{name}"))
+                chains = [q for q in relation_chains if q["set"] == name][: args.limit_relations]
+                if chains:  # along two relations: "依赖 X 的服务由哪个团队负责？"
+                    parts[f"{name} relation chains"] = am.summarize(am.run_relations(kb, chains, table_csv, factory,
+                                                                                      f"{label}/{name}"))
     finally:
         if server is not None:
             server.stop()

@@ -25,13 +25,18 @@ INVERSE = {"requiredBy": "dependsOn", "hasPart": "partOf", "hosts": "runsOn", "o
 _MARK = re.compile(r"\[(\d{1,3})\]")
 
 
-def expected_entities(relations_csv: Path, entity: str, relation: str) -> list[str]:
-    """What the relation table relates to `entity` along `relation` (an inverse read backwards), from the CSV itself."""
+def expected_entities(relations_csv: Path, entity: str, relation: str, then: str | None = None) -> list[str]:
+    """What the relation table relates to `entity` along `relation` (an inverse read backwards), from the CSV itself;
+    with `then`, what it relates along `then` to those (a question along two relations, bench/relation_chains.jsonl)."""
     with relations_csv.open(encoding="utf-8-sig", newline="") as f:
         rows = list(csv.DictReader(f))
     if relation in INVERSE:
-        return sorted({r["source"] for r in rows if r["relation"] == INVERSE[relation] and r["target"] == entity})
-    return sorted({r["target"] for r in rows if r["relation"] == relation and r["source"] == entity})
+        found = sorted({r["source"] for r in rows if r["relation"] == INVERSE[relation] and r["target"] == entity})
+    else:
+        found = sorted({r["target"] for r in rows if r["relation"] == relation and r["source"] == entity})
+    if then is None:
+        return found
+    return sorted({x for reached in found for x in expected_entities(relations_csv, reached, then)})
 
 
 SERVER_PID: int | None = None  # the local model server's process, when the run started one: its CPU per question
@@ -133,7 +138,9 @@ def run_relations(kb, questions: list[dict], relations_csv: Path, llm_factory, l
     threshold = kb.settings.citation_support
     lines = relations_csv.read_text(encoding="utf-8-sig").splitlines()
     for q in questions:
-        want = expected_entities(relations_csv, q["entity"], q["relation"])
+        want = expected_entities(relations_csv, q["entity"], q["relation"], q.get("then"))
+        # the row of each expected entity names it and the entity it was reached from (the question's, or one step on)
+        ends = expected_entities(relations_csv, q["entity"], q["relation"]) if q.get("then") else [q["entity"]]
         row, answer = ask_row(kb, q["question"], llm_factory, threshold)
         text = answer.answer.lower()
         by_fact = {s_key for s in answer.sentences for s_key in s.facts}
@@ -142,7 +149,7 @@ def run_relations(kb, questions: list[dict], relations_csv: Path, llm_factory, l
         cited = [e for e in want if any(e in f.others for f in facts)
                  and any(e.lower() in s.text.lower() and s.facts for s in answer.sentences)]
         # ... and the fact's source gives the line of the table's row that relates the two (`relations.csv:N`)
-        on_row = [e for e in cited if any(_names_row(f, e, q["entity"], lines) for f in facts)]
+        on_row = [e for e in cited if any(_names_row(f, e, end, lines) for f in facts for end in ends)]
         row.update(id=q["id"], expected=want, named=len(named), cited_to_row=len(cited), cited_to_line=len(on_row),
                    cited_all_lines=bool(want) and len(on_row) == len(want),
                    names_all=bool(want) and len(named) == len(want), cited_all=bool(want) and len(cited) == len(want))

@@ -316,9 +316,13 @@ class _NameMatcher:
         self.matcher = matcher
 
     def find_names(self, text: str) -> set[str]:
+        return {name for name, _, _ in self.find_spans(text)}
+
+    def find_spans(self, text: str) -> list[tuple[str, int, int]]:
+        """(relation name, start, end) of each relation word, in `normalize_text(text)`."""
         text = normalize_text(text)
-        return {name for m in self.matcher.find(text) if not _HOW_BEFORE.search(text[max(0, m.start - 16) : m.start])
-                for name in m.entities}
+        return [(name, m.start, m.end) for m in self.matcher.find(text)
+                if not _HOW_BEFORE.search(text[max(0, m.start - 16) : m.start]) for name in m.entities]
 
 
 def note_copies(store: DocStore, hits, copies: dict[str, list[str]]) -> None:

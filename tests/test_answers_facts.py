@@ -112,3 +112,58 @@ def test_answer_metrics_count_the_facts_as_evidence_and_a_sentence_citing_one_as
     [row] = summary["rows"]
     assert (row["in_top5"], row["in_cited"]) == (True, True), row
     assert summary["kept_of_top5_pct"] == 100.0
+
+
+def _spans(text: str, words: dict[str, str]) -> list[tuple[str, int, int]]:
+    return [(name, text.index(word), text.index(word) + len(word)) for word, name in words.items()]
+
+
+@pytest.mark.parametrize(("text", "entity", "words", "chain"), [
+    # along one relation about what another reaches from the entity
+    ("Which teams owns the services that depends on redis-cluster?", "redis-cluster",
+     {"owns": "owns", "depends on": "dependsOn"}, ("dependsOn", "owns")),
+    ("依赖 redis-cluster 的服务分别由哪个团队负责？", "redis-cluster", {"依赖": "dependsOn", "负责": "owns"},
+     ("dependsOn", "owns")),
+    ("payment-service 依赖的组件运行于哪些主机？", "payment-service", {"依赖": "dependsOn", "运行于": "runsOn"},
+     ("dependsOn", "runsOn")),
+    ("redis-cluster 被哪些服务依赖？它们的负责团队是谁？", "redis-cluster", {"依赖": "requiredBy", "负责团队": "ownedBy"},
+     ("requiredBy", "ownedBy")),
+    ("Which services depends on redis-cluster, and who owns them?", "redis-cluster",
+     {"depends on": "dependsOn", "owns": "owns"}, ("dependsOn", "owns")),
+    ("What does the team that owns payment-service depends on?", "payment-service",
+     {"owns": "owns", "depends on": "dependsOn"}, ("owns", "dependsOn")),
+    # along each relation about the entity itself
+    ("Who owns redis-cluster and what depends on it?", "redis-cluster", {"owns": "owns", "depends on": "dependsOn"}, None),
+    ("Which services depends on redis-cluster and who owns it?", "redis-cluster",
+     {"depends on": "dependsOn", "owns": "owns"}, None),
+    ("redis-cluster 的负责团队是谁？哪些服务依赖它？", "redis-cluster", {"负责团队": "ownedBy", "依赖": "dependsOn"}, None),
+    ("redis-cluster 依赖什么，由谁负责？", "redis-cluster", {"依赖": "dependsOn", "负责": "owns"}, None),
+    ("redis-cluster 宕机会影响哪些服务？", "redis-cluster", {"影响": "affects"}, None),
+])
+def test_a_question_along_two_relations_chains_them_only_when_built_so(text, entity, words, chain):
+    from retrieval.answer.facts import _chain
+
+    start = text.index(entity)
+    assert _chain(text, _spans(text, words), start, start + len(entity)) == chain
+
+
+@pytest.mark.parametrize("question", ["Which team owns the services that depend on mysql-core?",
+                                      "依赖 mysql-core 的服务由哪个团队负责？",
+                                      "mysql-core 被哪些服务依赖？它们由哪个团队负责？"])
+def test_the_facts_of_a_chained_question_go_one_step_on(shared, question):
+    """The services that depend on mysql-core, then each one's owner: order-service ownedBy 交易团队, cited to its row."""
+    with _kb(shared) as kb:
+        answer = kb.ask(question, llm=None)
+    first, then = answer.facts[0], answer.facts[1:]
+    assert first.entity == "mysql-core" and first.relation == "requiredBy" and first.others == ("order-service",)
+    assert [(f.entity, f.relation, f.others) for f in then] == [("order-service", "ownedBy", ("交易团队",))]
+    assert then[0].origins[0].startswith("relations.csv:")
+    cited = [s for s in answer.sentences if then[0].key in s.facts]
+    assert cited and "交易团队" in cited[0].text and not cited[0].flagged
+
+
+def test_a_question_along_two_relations_of_the_entity_itself_is_not_chained(shared):
+    with _kb(shared) as kb:
+        answer = kb.ask("Who owns order-service and what does it depend on?", llm=None)
+    assert {f.entity for f in answer.facts} == {"order-service"}
+    assert {f.relation for f in answer.facts} >= {"ownedBy", "dependsOn"}

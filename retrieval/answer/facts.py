@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from retrieval.answer.record import Citation
+from retrieval.index.analysis import normalize_text
 
 __all__ = ["MAX_FACTS", "MAX_OTHERS", "Fact", "FactFinder", "facts_block", "stating_passages"]
 
@@ -32,6 +33,40 @@ _BASE_VERB = re.compile(r"\b(depend|rel(?:y)|run|own|host|configure|affect|cause
 
 def _third_person(question: str) -> str:
     return _BASE_VERB.sub(lambda m: {"rely": "relies"}.get(m.group(1).lower(), m.group(1) + "s"), question)
+
+
+# A clause naming the inner relation and the entity: "the services that depend on X" (a relative pronoun, not the
+# question's first word), "依赖 X 的服务" / "X 依赖的组件" (的 right after them); or a later sentence pointing back to
+# what the first one asked for ("…? Who owns them?", "…？它们由谁负责？").
+_RELATIVE = re.compile(r"\b(?:that|which|who)\b", re.IGNORECASE)
+_BREAK = re.compile(r"[。？?！!；;]")
+_JOINT = re.compile(r"[。？?！!；;，,]|\band\b", re.IGNORECASE)
+_BACK = re.compile(r"它们|他们|这些|那些|\b(?:they|them|their|those|these)\b", re.IGNORECASE)
+
+
+def _chain(text: str, spans: Sequence[tuple[str, int, int]], start: int, end: int) -> tuple[str, str] | None:
+    """(inner, outer) relation names when `text` asks along `outer` about what `inner` reaches from the entity written
+    at text[start:end]; None when it asks along each of them about the entity itself (or along one)."""
+    for inner, a0, a1 in spans:
+        if a1 <= start - 12 or a0 >= end + 12:  # the inner relation's word stands by the entity
+            continue
+        lo, hi = min(a0, start), max(a1, end)
+        if _BREAK.search(text, lo, hi):
+            continue
+        for outer, b0, b1 in spans:
+            if outer == inner or lo <= b0 < hi:
+                continue
+            relative = [m for m in _RELATIVE.finditer(text, max(0, lo - 24), lo + 1) if text[:m.start()].strip()
+                        and not _BREAK.search(text, m.start(), lo)]
+            if relative and (b1 <= relative[-1].start() or b0 >= hi):
+                return inner, outer
+            de = text.find("的", hi, hi + 3)
+            if de >= 0 and b0 > de and not _BREAK.search(text, hi, de):
+                return inner, outer
+            joint = _JOINT.search(text, hi)  # "…？它们…", "… and who owns them": the later clause points back
+            if joint and b0 >= joint.end() and _BACK.search(text, joint.end()):
+                return inner, outer
+    return None
 
 
 _ZH = {
@@ -122,47 +157,93 @@ class FactFinder:
     `relations_in(question)` gives the property names the question's words name (the query path's matcher)."""
 
     def __init__(self, view, vocab, relations_in: Callable[[str], set[str]],
-                 origins: Callable[[Sequence[tuple[str, str, str]]], Sequence[str]] | None = None) -> None:
+                 origins: Callable[[Sequence[tuple[str, str, str]]], Sequence[str]] | None = None,
+                 relation_spans: Callable[[str], Sequence[tuple[str, int, int]]] | None = None) -> None:
         self.view, self.vocab, self.relations_in = view, vocab, relations_in
         # [(subject IRI, property name, object IRI)] -> where each is stated (`retrieval.provenance`)
         self.origins = origins
+        # (property name, start, end) of each relation word in normalize_text(text): for questions along two relations
+        self.relation_spans = relation_spans
 
     def __call__(self, question: str, entities: Sequence[dict], citations: Sequence[Citation] = ()) -> list[Fact]:
         asked = {n for n in self.relations_in(question) | self.relations_in(_third_person(question)) if n not in _VAGUE}
         if not asked:
             return []
-        asked = {self._passive(question, n) for n in asked}
+        chained = self._chained(question, entities, citations)
+        if chained:
+            return chained
+        facts: list[Fact] = []
+        asserted: list[list[tuple[str, str, str]]] = []  # per fact, its triples as asserted: (subject, property, object)
+        for e in entities:
+            for relation, edges in self._along(e["id"], {self._passive(question, n) for n in asked}):
+                facts.append(self._fact(f"R{len(facts) + 1}", e["id"], relation, edges, citations))
+                asserted.append([x.triple() for x in edges])
+                if len(facts) == MAX_FACTS:
+                    return self._with_origins(facts, asserted)
+        return self._with_origins(facts, asserted)
+
+    def _along(self, iri: str, asked: set[str]) -> list[tuple[str, list]]:
+        """The entity's edges along the asked relations (or, when it has none, along their inverses: "which team owns
+        X" names `owns`, and X has `ownedBy` edges), grouped by relation, heaviest first."""
         wanted: set[str] = set()
-        backwards: set[str] = set()  # "which team owns X" names `owns`, and X has `ownedBy` edges
+        backwards: set[str] = set()
         for name in asked:
             wanted |= set(self.vocab.sub_properties(name))
             inverse = self.vocab.properties[name].inverse if name in self.vocab.properties else None
             if inverse:
                 backwards |= set(self.vocab.sub_properties(inverse))
-        facts: list[Fact] = []
-        asserted: list[list[tuple[str, str, str]]] = []  # per fact, its triples as asserted: (subject, property, object)
+        groups: dict[str, list] = {}
+        edges = [x for x in self.view.neighbours(iri) if x.target in self.view.entities]
+        for want in (wanted, backwards):
+            for edge in edges:
+                if edge.relation in want:
+                    groups.setdefault(edge.relation, []).append(edge)
+            if groups:
+                break
+        return [(relation, sorted(found, key=lambda x: -x.edge_weight)) for relation, found in groups.items()]
+
+    def _fact(self, key: str, iri: str, relation: str, edges: list, citations: Sequence[Citation]) -> Fact:
+        label = self.view.entities[iri].label
+        others = tuple(dict.fromkeys(self.view.entities[x.target].label for x in edges))
+        triples = tuple(
+            f"{label} {x.asserted} {self.view.entities[x.target].label}" if x.forward
+            else f"{self.view.entities[x.target].label} {x.asserted} {label}" for x in edges)
+        stated = sorted({n for x in edges for n in stating_passages(self.view, iri, x.target, citations)})
+        return Fact(key, label, relation, others, triples, tuple(stated))
+
+    def _chained(self, question: str, entities: Sequence[dict], citations: Sequence[Citation]) -> list[Fact]:
+        """A question along one relation about what another relation reaches from a linked entity ("Which teams own
+        the services that depend on redis-cluster?", "依赖 redis-cluster 的服务由哪个团队负责？"): the entity's edges
+        along the inner relation, then each entity they reach along the outer one. The entity's own edges along the
+        outer relation (redis-cluster's owner) would answer another question. [] when the question is not so built or
+        the second step finds no edge."""
+        if self.relation_spans is None:
+            return []
+        text = normalize_text(_third_person(question))
+        spans = [(self._passive(question, n), a, b) for n, a, b in self.relation_spans(text) if n not in _VAGUE]
         for e in entities:
-            groups: dict[str, list] = {}
-            edges = [x for x in self.view.neighbours(e["id"]) if x.target in self.view.entities]
-            for want in (wanted, backwards):
-                for edge in edges:
-                    if edge.relation in want:
-                        groups.setdefault(edge.relation, []).append(edge)
-                if groups:
-                    break
-            for relation, edges in groups.items():
-                edges.sort(key=lambda x: -x.edge_weight)
-                label = self.view.entities[e["id"]].label
-                others = tuple(dict.fromkeys(self.view.entities[x.target].label for x in edges))
-                triples = tuple(
-                    f"{label} {x.asserted} {self.view.entities[x.target].label}" if x.forward
-                    else f"{self.view.entities[x.target].label} {x.asserted} {label}" for x in edges)
-                stated = sorted({n for x in edges for n in stating_passages(self.view, e["id"], x.target, citations)})
-                facts.append(Fact(f"R{len(facts) + 1}", label, relation, others, triples, tuple(stated)))
+            at = text.lower().find(normalize_text(e.get("surface") or e["label"]).lower())
+            if at < 0:
+                continue
+            found = _chain(text, spans, at, at + len(e.get("surface") or e["label"]))
+            if found is None:
+                continue
+            inner, outer = found
+            facts: list[Fact] = []
+            asserted: list[list[tuple[str, str, str]]] = []
+            hop = self._along(e["id"], {inner})
+            for relation, edges in hop:
+                facts.append(self._fact(f"R{len(facts) + 1}", e["id"], relation, edges, citations))
                 asserted.append([x.triple() for x in edges])
-                if len(facts) == MAX_FACTS:
-                    return self._with_origins(facts, asserted)
-        return self._with_origins(facts, asserted)
+            reached = list(dict.fromkeys(x.target for _, edges in hop for x in edges))
+            first = len(facts)
+            for iri in reached[:MAX_OTHERS]:
+                for relation, edges in self._along(iri, {outer}):
+                    facts.append(self._fact(f"R{len(facts) + 1}", iri, relation, edges, citations))
+                    asserted.append([x.triple() for x in edges])
+            if len(facts) > first:
+                return self._with_origins(facts, asserted)
+        return []
 
     def _with_origins(self, facts: list[Fact], asserted: list[list[tuple[str, str, str]]]) -> list[Fact]:
         """Each fact with where its triples are stated, asked once for all of them (a table is read once)."""

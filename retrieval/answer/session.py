@@ -54,7 +54,7 @@ def ask_options(kb, k: int | None, mode: str, as_of=None, packs=None, history=No
         root = getattr(kb, "root", None)
         view = kb.walk.view() if hasattr(kb, "walk") else kb.graph.view  # the edges the queries walk (KG_GRAPH_WALK)
         origins = edge_origins(root, view, kb.graph.vocab) if root is not None else None
-        facts = FactFinder(view, kb.graph.vocab, lambda text: set(matcher.find_names(text)), origins)
+        facts = FactFinder(view, kb.graph.vocab, lambda text: set(matcher.find_names(text)), origins, matcher.find_spans)
     leads = None
     if hasattr(kb, "store"):  # a knowledge base with a catalog: the lead of a page about a named entity
         from retrieval.answer.leads import LeadFinder
