@@ -13,7 +13,7 @@ from the facts; the model gets them in its prompt, before the passages.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from retrieval.answer.record import Citation
@@ -44,9 +44,12 @@ _JOINT = re.compile(r"[。？?！!；;，,]|\band\b", re.IGNORECASE)
 _BACK = re.compile(r"它们|他们|这些|那些|\b(?:they|them|their|those|these)\b", re.IGNORECASE)
 
 
-def _chain(text: str, spans: Sequence[tuple[str, int, int]], start: int, end: int) -> tuple[str, str] | None:
-    """(inner, outer) relation names when `text` asks along `outer` about what `inner` reaches from the entity written
-    at text[start:end]; None when it asks along each of them about the entity itself (or along one)."""
+def _chains(text: str, spans: Sequence[tuple[str, int, int]], start: int, end: int) -> Iterator[tuple[str, str, bool]]:
+    """Each (inner, outer, forward) by which `text` may ask along `outer` about what `inner` reaches from the entity
+    written at text[start:end] (several words may name the inner relation: "被哪些服务依赖"); none when it asks along
+    each relation about the entity itself (or along one). `forward`: the entity is the inner relation's subject ("the
+    components that order-service depends on", "order-service 依赖的组件"), not its object ("the services that depend
+    on redis-cluster", "依赖 redis-cluster 的服务": walked backwards)."""
     for inner, a0, a1 in spans:
         if a1 <= start - 12 or a0 >= end + 12:  # the inner relation's word stands by the entity
             continue
@@ -59,14 +62,16 @@ def _chain(text: str, spans: Sequence[tuple[str, int, int]], start: int, end: in
             relative = [m for m in _RELATIVE.finditer(text, max(0, lo - 24), lo + 1) if text[:m.start()].strip()
                         and not _BREAK.search(text, m.start(), lo)]
             if relative and (b1 <= relative[-1].start() or b0 >= hi):
-                return inner, outer
+                yield inner, outer, start < a0
+                break
             de = text.find("的", hi, hi + 3)
             if de >= 0 and b0 > de and not _BREAK.search(text, hi, de):
-                return inner, outer
+                yield inner, outer, start < a0
+                break
             joint = _JOINT.search(text, hi)  # "…？它们…", "… and who owns them": the later clause points back
             if joint and b0 >= joint.end() and _BACK.search(text, joint.end()):
-                return inner, outer
-    return None
+                yield inner, outer, start < a0
+                break
 
 
 _ZH = {
@@ -182,9 +187,10 @@ class FactFinder:
                     return self._with_origins(facts, asserted)
         return self._with_origins(facts, asserted)
 
-    def _along(self, iri: str, asked: set[str]) -> list[tuple[str, list]]:
+    def _along(self, iri: str, asked: set[str], forward: bool | None = None) -> list[tuple[str, list]]:
         """The entity's edges along the asked relations (or, when it has none, along their inverses: "which team owns
-        X" names `owns`, and X has `ownedBy` edges), grouped by relation, heaviest first."""
+        X" names `owns`, and X has `ownedBy` edges), grouped by relation, heaviest first; `forward` True or False: only
+        along them, or only along their inverses."""
         wanted: set[str] = set()
         backwards: set[str] = set()
         for name in asked:
@@ -194,7 +200,7 @@ class FactFinder:
                 backwards |= set(self.vocab.sub_properties(inverse))
         groups: dict[str, list] = {}
         edges = [x for x in self.view.neighbours(iri) if x.target in self.view.entities]
-        for want in (wanted, backwards):
+        for want in {None: (wanted, backwards), True: (wanted,), False: (backwards,)}[forward]:
             for edge in edges:
                 if edge.relation in want:
                     groups.setdefault(edge.relation, []).append(edge)
@@ -225,25 +231,26 @@ class FactFinder:
             at = text.lower().find(normalize_text(e.get("surface") or e["label"]).lower())
             if at < 0:
                 continue
-            found = _chain(text, spans, at, at + len(e.get("surface") or e["label"]))
-            if found is None:
-                continue
-            inner, outer = found
-            facts: list[Fact] = []
-            asserted: list[list[tuple[str, str, str]]] = []
-            hop = self._along(e["id"], {inner})
-            for relation, edges in hop:
-                facts.append(self._fact(f"R{len(facts) + 1}", e["id"], relation, edges, citations))
-                asserted.append([x.triple() for x in edges])
-            reached = list(dict.fromkeys(x.target for _, edges in hop for x in edges))
-            first = len(facts)
-            for iri in reached[:MAX_OTHERS]:
-                for relation, edges in self._along(iri, {outer}):
-                    facts.append(self._fact(f"R{len(facts) + 1}", iri, relation, edges, citations))
-                    asserted.append([x.triple() for x in edges])
-            if len(facts) > first:
-                return self._with_origins(facts, asserted)
+            for inner, outer, forward in _chains(text, spans, at, at + len(e.get("surface") or e["label"])):
+                facts = self._chain_facts(e["id"], inner, outer, forward, citations)
+                if facts:
+                    return facts
         return []
+
+    def _chain_facts(self, iri: str, inner: str, outer: str, forward: bool, citations: Sequence[Citation]) -> list[Fact]:
+        """The entity's edges along `inner`, then each reached entity's along `outer`; [] when the second step finds none."""
+        facts: list[Fact] = []
+        asserted: list[list[tuple[str, str, str]]] = []
+        hop = self._along(iri, {inner}, forward)
+        for relation, edges in hop:
+            facts.append(self._fact(f"R{len(facts) + 1}", iri, relation, edges, citations))
+            asserted.append([x.triple() for x in edges])
+        first = len(facts)
+        for reached in list(dict.fromkeys(x.target for _, edges in hop for x in edges))[:MAX_OTHERS]:
+            for relation, edges in self._along(reached, {outer}):
+                facts.append(self._fact(f"R{len(facts) + 1}", reached, relation, edges, citations))
+                asserted.append([x.triple() for x in edges])
+        return self._with_origins(facts, asserted) if len(facts) > first else []
 
     def _with_origins(self, facts: list[Fact], asserted: list[list[tuple[str, str, str]]]) -> list[Fact]:
         """Each fact with where its triples are stated, asked once for all of them (a table is read once)."""
