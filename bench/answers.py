@@ -232,7 +232,7 @@ def model_run(args) -> None:
                         "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
                 rel = [q for q in relation_questions if q["set"] == name][: args.limit_relations]
                 parts[f"{name} relations"] = am.summarize(am.run_relations(kb, rel, table_csv, factory, f"{label}/{name}"))
-                chains = [q for q in relation_chains if q["set"] == name][: args.limit_relations]
+                chains = [q for q in relation_chains if q["set"] == name][: args.limit_chains]
                 if chains:  # along two relations: "依赖 X 的服务由哪个团队负责？"
                     parts[f"{name} relation chains"] = am.summarize(am.run_relations(kb, chains, table_csv, factory,
                                                                                       f"{label}/{name}"))
@@ -242,7 +242,7 @@ def model_run(args) -> None:
     if book is not None:
         print(f"replies: {book.hits} replayed, {book.misses} not in {args.llm_replay}", file=sys.stderr)
     note = (f"{platform.platform()}; limit {args.limit} answerable, {args.limit_unanswerable} unanswerable, "
-            f"{args.limit_relations} relation questions a set; threads {args.threads}; timeout {args.timeout:g} s")
+            f"{args.limit_relations} relation questions and {args.limit_chains} along two relations a set; threads {args.threads}; timeout {args.timeout:g} s")
     if args.llm and not args.serve:
         note += ("; server CPU read from the process listening at --llm's port" if am.SERVER_PID else
                  "; server CPU not measured (no process of this user listens at --llm's port here)")
@@ -281,6 +281,8 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=200)
     parser.add_argument("--limit-unanswerable", type=int, default=None)
     parser.add_argument("--limit-relations", type=int, default=None)
+    parser.add_argument("--limit-chains", type=int, default=None,
+                        help="Only the first N questions along two relations (bench/relation_chains.jsonl) a set.")
     parser.add_argument("--label", default=None)
     parser.add_argument("--kb-cache", type=Path, default=None, help="Keep the built knowledge bases here for reruns.")
     parser.add_argument("--llm-replay", type=Path, default=None,
