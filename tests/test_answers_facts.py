@@ -169,3 +169,13 @@ def test_a_question_along_two_relations_of_the_entity_itself_is_not_chained(shar
         answer = kb.ask("Who owns order-service and what does it depend on?", llm=None)
     assert {f.entity for f in answer.facts} == {"order-service"}
     assert {f.relation for f in answer.facts} >= {"ownedBy", "dependsOn"}
+
+
+def test_a_chained_question_the_table_cannot_answer_gets_no_fact_about_the_entity_itself(shared):
+    """Nothing in the table depends on order-service: its own owner (交易团队) or its own dependencies would be a
+    confident wrong answer to "who owns the services that depend on order-service?". No fact then; passages answer."""
+    with _kb(shared) as kb:
+        assert kb.ask("Which team owns the services that depend on order-service?", llm=None).facts == []
+        # the first step found, the second not: the first step's facts alone
+        facts = kb.ask("Which hosts do the services that depend on mysql-core run on?", llm=None).facts
+    assert [(f.entity, f.relation, f.others) for f in facts] == [("mysql-core", "requiredBy", ("order-service",))]

@@ -175,7 +175,7 @@ class FactFinder:
         if not asked:
             return []
         chained = self._chained(question, entities, citations)
-        if chained:
+        if chained is not None:
             return chained
         facts: list[Fact] = []
         asserted: list[list[tuple[str, str, str]]] = []  # per fact, its triples as asserted: (subject, property, object)
@@ -217,28 +217,40 @@ class FactFinder:
         stated = sorted({n for x in edges for n in stating_passages(self.view, iri, x.target, citations)})
         return Fact(key, label, relation, others, triples, tuple(stated))
 
-    def _chained(self, question: str, entities: Sequence[dict], citations: Sequence[Citation]) -> list[Fact]:
+    def _chained(self, question: str, entities: Sequence[dict], citations: Sequence[Citation]) -> list[Fact] | None:
         """A question along one relation about what another relation reaches from a linked entity ("Which teams own
         the services that depend on redis-cluster?", "依赖 redis-cluster 的服务由哪个团队负责？"): the entity's edges
         along the inner relation, then each entity they reach along the outer one. The entity's own edges along the
-        outer relation (redis-cluster's owner) would answer another question. [] when the question is not so built or
-        the second step finds no edge."""
+        outer relation (redis-cluster's owner) would answer another question: when the second step finds no edge, the
+        facts are the first step's alone (perhaps none). None when the question is not so built."""
         if self.relation_spans is None:
-            return []
+            return None
         text = normalize_text(_third_person(question))
-        spans = [(self._passive(question, n), a, b) for n, a, b in self.relation_spans(text) if n not in _VAGUE]
+        written = {}  # each linked entity's place in the text
         for e in entities:
-            at = text.lower().find(normalize_text(e.get("surface") or e["label"]).lower())
-            if at < 0:
+            surface = normalize_text(e.get("surface") or e["label"]).lower()
+            at = text.lower().find(surface)
+            if at >= 0:
+                written[e["id"]] = (at, at + len(surface))
+        # a relation's word inside a name is no relation word ("连接" of 数据库连接池)
+        spans = [(self._passive(question, n), a, b) for n, a, b in self.relation_spans(text)
+                 if n not in _VAGUE and not any(at <= a and b <= end for at, end in written.values())]
+        first: list[Fact] | None = None
+        for e in entities:
+            if e["id"] not in written:
                 continue
-            for inner, outer, forward in _chains(text, spans, at, at + len(e.get("surface") or e["label"])):
-                facts = self._chain_facts(e["id"], inner, outer, forward, citations)
-                if facts:
+            for inner, outer, forward in _chains(text, spans, *written[e["id"]]):
+                facts, reached = self._chain_facts(e["id"], inner, outer, forward, citations)
+                if reached:
                     return facts
-        return []
+                if first is None or (not first and facts):  # the first step that found something, or none
+                    first = facts
+        return first
 
-    def _chain_facts(self, iri: str, inner: str, outer: str, forward: bool, citations: Sequence[Citation]) -> list[Fact]:
-        """The entity's edges along `inner`, then each reached entity's along `outer`; [] when the second step finds none."""
+    def _chain_facts(self, iri: str, inner: str, outer: str, forward: bool,
+                     citations: Sequence[Citation]) -> tuple[list[Fact], bool]:
+        """The entity's edges along `inner`, then each reached entity's along `outer`; and whether the second step
+        found any (if not, the facts are the first step's alone)."""
         facts: list[Fact] = []
         asserted: list[list[tuple[str, str, str]]] = []
         hop = self._along(iri, {inner}, forward)
@@ -250,7 +262,7 @@ class FactFinder:
             for relation, edges in self._along(reached, {outer}):
                 facts.append(self._fact(f"R{len(facts) + 1}", reached, relation, edges, citations))
                 asserted.append([x.triple() for x in edges])
-        return self._with_origins(facts, asserted) if len(facts) > first else []
+        return self._with_origins(facts, asserted), len(facts) > first
 
     def _with_origins(self, facts: list[Fact], asserted: list[list[tuple[str, str, str]]]) -> list[Fact]:
         """Each fact with where its triples are stated, asked once for all of them (a table is read once)."""
