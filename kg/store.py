@@ -85,6 +85,10 @@ class KnowledgeGraph:
         stamp = self._disk_stamp()
         return stamp != self._stamp and stamp != self._unread
 
+    def held_back(self) -> bool:
+        """The file as it stands is one `read_again` could not read: a write now would save this graph over it."""
+        return self._unread is not False and self._disk_stamp() == self._unread
+
     def read_again(self) -> KnowledgeGraph:
         """The graph as the file stands now, or `self` when that is not to be had: a file caught mid-save (an
         editor that saves in place truncates first: for an instant graph.ttl is empty or half written; a server's

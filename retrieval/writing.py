@@ -25,7 +25,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
-from kg.errors import BusyError, StorageError
+from kg.errors import BusyError, OntologyFormatError, StorageError
 from kg.files import disk_full, file_stamp
 from kg.lock import DataDirLock
 from retrieval.catalog import commit
@@ -101,6 +101,10 @@ class Commits:
                 yield
                 return
             self.catch_up(writing=True)
+            if kb.graph.held_back():  # saving the graph read before would overwrite the user's edit of graph.ttl
+                raise OntologyFormatError(f"{kb.graph.unread or 'graph.ttl is being saved'}; nothing was written (it "
+                                          "would overwrite that edit of graph.ttl): fix the file, or let its save "
+                                          "finish, and run it again")
             from retrieval.indexing import stamp_recipe
 
             stamp_recipe(kb)

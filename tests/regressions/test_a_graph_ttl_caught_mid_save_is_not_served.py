@@ -82,3 +82,25 @@ def test_a_graph_ttl_saved_with_a_typo_is_said_once_and_the_graph_read_before_se
         assert "warnings" not in health(kb) and "graph_unread" not in kb.stats()
     finally:
         kb.close()
+
+
+def test_a_write_over_a_graph_ttl_that_cannot_be_read_is_refused_and_the_edit_kept(tmp_path):
+    """Served from the graph read before, a write (an import through the API, a `kg ingest` in the server) would save
+    that graph over the user's edit of graph.ttl, typo and all: it is refused instead, and the file is left as saved."""
+    import pytest
+
+    from kg.errors import OntologyFormatError
+
+    kb = build_kb(tmp_path)
+    try:
+        graph_file = kb.graph.path
+        edited = graph_file.read_text(encoding="utf-8") + "\n:new-service :dependsOn :mysql-core ;; oops\n"
+        graph_file.write_text(edited, encoding="utf-8")
+        fact_source(kb, *FACT, "en")  # a read: the graph read before serves, the file is held back
+        table = tmp_path / "more.csv"
+        table.write_text("source,relation,target\nreport-service,dependsOn,mysql-core\n", encoding="utf-8")
+        with pytest.raises(OntologyFormatError, match="nothing was written"):
+            kb.import_file(table)
+        assert graph_file.read_text(encoding="utf-8") == edited
+    finally:
+        kb.close()
