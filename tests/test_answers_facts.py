@@ -134,6 +134,8 @@ def _spans(text: str, words: dict[str, str]) -> list[tuple[str, int, int]]:
      {"owns": "owns", "depends on": "dependsOn"}, ("owns", "dependsOn", False)),
     ("Which hosts do the components that order-service depends on runs on?", "order-service",
      {"depends on": "dependsOn", "runs on": "runsOn"}, ("dependsOn", "runsOn", True)),
+    ("哪些团队负责依赖 redis-cluster 的服务？", "redis-cluster", {"负责": "owns", "依赖": "dependsOn"},
+     ("dependsOn", "owns", False)),  # the outer relation's word before the clause
     # along each relation about the entity itself
     ("Who owns redis-cluster and what depends on it?", "redis-cluster", {"owns": "owns", "depends on": "dependsOn"}, None),
     ("Which services depends on redis-cluster and who owns it?", "redis-cluster",
@@ -179,3 +181,16 @@ def test_a_chained_question_the_table_cannot_answer_gets_no_fact_about_the_entit
         # the first step found, the second not: the first step's facts alone
         facts = kb.ask("Which hosts do the services that depend on mysql-core run on?", llm=None).facts
     assert [(f.entity, f.relation, f.others) for f in facts] == [("mysql-core", "requiredBy", ("order-service",))]
+
+
+@pytest.mark.parametrize(("question", "read"), [
+    ("What do the services owned by 资金结算组 depend on?", "What do the services that owned by 资金结算组 depend on?"),
+    ("Who owns the services running on k8s-node-05?", "Who owns the services that runs on k8s-node-05?"),
+    ("Which hosts do services depending on redis-cluster run on?", "Which hosts do services that depends on redis-cluster run on?"),
+    ("Who is payment-service owned by?", "Who is payment-service owned by?"),  # a passive, no clause
+    ("What is owned by 资金结算组?", "What is owned by 资金结算组?"),
+])
+def test_a_participle_after_a_plural_noun_is_read_as_a_relative_clause(question, read):
+    from retrieval.answer.facts import _as_clauses
+
+    assert _as_clauses(question) == read

@@ -35,6 +35,24 @@ def _third_person(question: str) -> str:
     return _BASE_VERB.sub(lambda m: {"rely": "relies"}.get(m.group(1).lower(), m.group(1) + "s"), question)
 
 
+# A participle after a plural noun is a relative clause without its pronoun: "the services owned by X", "the services
+# depending on X" are read as "the services that owned by X", "… that depends on X" (the relation's word as labelled).
+_PARTICIPLE = re.compile(r"\b([a-z]+s)\s+(?:(owned|configured|monitored|caused|affected|required|replaced|deployed)\s+by"
+                         r"|(depending|relying|running)\s+on)\b", re.IGNORECASE)
+_ING = {"depending": "depends", "relying": "relies", "running": "runs"}
+
+
+def _as_clauses(text: str) -> str:
+    def clause(m: re.Match) -> str:
+        if m.group(1).lower() in ("is", "was", "has", "does", "its", "this", "thus", "always"):
+            return m.group(0)
+        if m.group(2):
+            return f"{m.group(1)} that {m.group(2)} by"
+        return f"{m.group(1)} that {_ING[m.group(3).lower()]} on"
+
+    return _PARTICIPLE.sub(clause, text)
+
+
 # A clause naming the inner relation and the entity: "the services that depend on X" (a relative pronoun, not the
 # question's first word), "依赖 X 的服务" / "X 依赖的组件" (的 right after them); or a later sentence pointing back to
 # what the first one asked for ("…? Who owns them?", "…？它们由谁负责？").
@@ -64,8 +82,9 @@ def _chains(text: str, spans: Sequence[tuple[str, int, int]], start: int, end: i
             if relative and (b1 <= relative[-1].start() or b0 >= hi):
                 yield inner, outer, start < a0
                 break
-            de = text.find("的", hi, hi + 3)
-            if de >= 0 and b0 > de and not _BREAK.search(text, hi, de):
+            de = text.find("的", hi, hi + 3)  # the clause names the noun after 的; the outer word before or after it
+            if de >= 0 and (b0 > de or b1 <= lo) and not _BREAK.search(text, hi, de) and not _BREAK.search(
+                    text, min(b0, lo), max(b1, de)):
                 yield inner, outer, start < a0
                 break
             joint = _JOINT.search(text, hi)  # "…？它们…", "… and who owns them": the later clause points back
@@ -225,7 +244,7 @@ class FactFinder:
         facts are the first step's alone (perhaps none). None when the question is not so built."""
         if self.relation_spans is None:
             return None
-        text = normalize_text(_third_person(question))
+        text = normalize_text(_as_clauses(_third_person(question)))
         written = {}  # each linked entity's place in the text
         for e in entities:
             surface = normalize_text(e.get("surface") or e["label"]).lower()
