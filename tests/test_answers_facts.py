@@ -76,6 +76,16 @@ def test_a_sentence_citing_a_fact_is_checked_against_it():
     assert bad.flagged
 
 
+def test_a_small_models_run_of_commas_and_invented_fact_numbers_is_no_sentence():
+    """The 1.5B model, after restating 8 facts, wrote "、、、…[R100]、[R101]、…[R130" to its length limit: the three-digit
+    numbers were not read as markers and the cut one kept the line, shown (flagged) to the user."""
+    fact = Fact("R1", "redis-cluster", "requiredBy", ("order-service",), ("order-service dependsOn redis-cluster",))
+    tail = "、" * 40 + "、".join(f"[R{n}]" for n in range(100, 131)) + "、[R13"
+    rendered, sentences = check_answer("redis-cluster 被 order-service 依赖[R1]。" + tail, [], 0.35, "zh", [fact], attribute=True)
+    assert [s.text for s in sentences] == ["redis-cluster 被 order-service 依赖。"] and sentences[0].facts == ["R1"]
+    assert "R1" in rendered and "R100" not in rendered and "、、" not in rendered
+
+
 @pytest.mark.parametrize(("question", "relation", "entity"), [
     ("mysql-core 被哪些服务依赖？", "requiredBy", "mysql-core"),  # 依赖 in the passive: the inverse
     ("What does order-service depend on?", "dependsOn", "order-service"),  # the labels say "depends on"

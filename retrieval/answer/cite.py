@@ -30,7 +30,9 @@ __all__ = ["check_answer", "check_units", "number_hits", "open_fence", "quote_br
 
 _NUMS = r"\d{1,3}(?:\s*[,，、]\s*\d{1,3})*"
 _MARK = re.compile(rf"\[\s*({_NUMS})\s*\]|【\s*({_NUMS})\s*】|\[\s*(未知|unknown)\s*\]|【\s*(未知|unknown)\s*】|"
-                   r"\[\s*(R\d{1,2})\s*\]|【\s*(R\d{1,2})\s*】", re.IGNORECASE)
+                   r"\[\s*(R\d{1,3})\s*\]|【\s*(R\d{1,3})\s*】", re.IGNORECASE)
+# A marker the length limit cut off ("…、[R13"): nothing a reader could use.
+_CUT_MARK = re.compile(r"[\[【]\s*R?\d{0,3}\s*$", re.IGNORECASE)
 # A document's own bracketed number ("[0, 10]", "[R1]") quoted in an answer would read as a citation marker.
 _DOC_BRACKETS = re.compile(r"\[(\s*R?\d[\d\s,，、]*)\]")
 # A name written with dots or underscores (a setting, a table, a metric): a passage holding it is where it comes from.
@@ -224,7 +226,7 @@ def check_answer(text: str, citations: Sequence[Citation], threshold: float, lan
                 sentences.append(checked(prose, marks, code))
             continue
         for piece in _SPLIT.split(_AFTER_STOP.sub(lambda m: m.group(2) + m.group(1), prose)):
-            if piece and re.search(r"[\w\u3400-\u9fff]", _MARK.sub("", piece)):  # not a bare marker or punctuation
+            if piece and re.search(r"[\w\u3400-\u9fff]", _MARK.sub("", _CUT_MARK.sub("", piece))):  # not bare markers or punctuation
                 if attribute and _HOLLOW.search(piece):
                     continue  # a model's numbers in place of what it should have said: no sentence at all
                 piece = _BETWEEN_NUMBERS.sub("", piece)
