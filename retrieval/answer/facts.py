@@ -74,21 +74,18 @@ def _chains(text: str, spans: Sequence[tuple[str, int, int]], start: int, end: i
         lo, hi = min(a0, start), max(a1, end)
         if _BREAK.search(text, lo, hi):
             continue
+        relative = [m for m in _RELATIVE.finditer(text, max(0, lo - 24), lo + 1) if text[:m.start()].strip()
+                    and not _BREAK.search(text, m.start(), lo)]
+        de = text.find("的", hi, hi + 3)  # the clause names the noun after 的; the outer word before or after it
+        joint = _JOINT.search(text, hi)  # "…？它们…", "… and who owns them": the later clause points back
+        back = joint is not None and _BACK.search(text, joint.end()) is not None
         for outer, b0, b1 in spans:
             if outer == inner or lo <= b0 < hi:
                 continue
-            relative = [m for m in _RELATIVE.finditer(text, max(0, lo - 24), lo + 1) if text[:m.start()].strip()
-                        and not _BREAK.search(text, m.start(), lo)]
-            if relative and (b1 <= relative[-1].start() or b0 >= hi):
-                yield inner, outer, start < a0
-                break
-            de = text.find("的", hi, hi + 3)  # the clause names the noun after 的; the outer word before or after it
-            if de >= 0 and (b0 > de or b1 <= lo) and not _BREAK.search(text, hi, de) and not _BREAK.search(
-                    text, min(b0, lo), max(b1, de)):
-                yield inner, outer, start < a0
-                break
-            joint = _JOINT.search(text, hi)  # "…？它们…", "… and who owns them": the later clause points back
-            if joint and b0 >= joint.end() and _BACK.search(text, joint.end()):
+            if ((relative and (b1 <= relative[-1].start() or b0 >= hi))
+                    or (de >= 0 and (b0 > de or b1 <= lo) and not _BREAK.search(text, hi, de)
+                        and not _BREAK.search(text, min(b0, lo), max(b1, de)))
+                    or (back and b0 >= joint.end())):
                 yield inner, outer, start < a0
                 break
 

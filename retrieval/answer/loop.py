@@ -289,9 +289,10 @@ def ask_events(kb: Searcher, question: str, options: AskOptions | None = None,
     evidence = evidence_of(question, top[:JUDGE_PASSAGES], entities)
     evidence.unknown_names = [n for n in evidence.missing_names if not _known(kb, n)]
     base = {"question": asked, "language": language, "rounds": rounds, "packs_used": packs_used, "rewrites": rewrites}
-    if not facts and (not top or not evidence.found or not key_terms(question)):
+    wordless = not key_terms(question)
+    if not facts and (not top or not evidence.found or wordless):
         why = ("no passage matched" if not top else
-               "the question holds no word to look for, only a number or a citation marker" if not key_terms(question) else
+               "the question holds no word to look for, only a number or a citation marker" if wordless else
                f"no document mentions {', '.join(evidence.unknown_names)}" if evidence.unknown_names else
                f"the passages hold {evidence.coverage:.0%} of the question's key words")
         asked_model = "the model was not asked to answer" if llm is not None and llm.usage else "no model was called"
