@@ -322,4 +322,5 @@ class KnowledgeBase(QueryPath):
         with self.reading():
             return {"data_dir": str(self.root), **self.store.stats(), **self.history.stats(self.today()), **self.graph.view_stats(),
                     "indexed_chunks": self.index.doc_count(), "synonym_groups": len(self.synonyms),
-                    **({"graph_unread": self.graph.unread} if self.graph.unread else {})}
+                    **({"graph_unread": self.graph.unread} if self.graph.unread else {}),
+                    **({"synonyms_unread": unread} if (unread := self.commits.synonyms_file.unread) else {})}

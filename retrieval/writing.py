@@ -26,13 +26,13 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
 from kg.errors import BusyError, OntologyFormatError, StorageError
-from kg.files import disk_full, file_stamp
+from kg.files import disk_full
 from kg.lock import DataDirLock
 from retrieval.catalog import commit
 from retrieval.catalog.postgres_lock import PostgresWriteLock
 from retrieval.catalog.shared import open_shared_record
 from retrieval.graph.seeds import GraphEvidence
-from retrieval.index.synonyms import SynonymTable
+from retrieval.index.synonyms import SYNONYMS_FILE, SynonymFile
 from retrieval.periodic import Periodic
 
 __all__ = ["Commits", "writes"]
@@ -61,7 +61,7 @@ class Commits:
         self.flock = (DataDirLock(kb.root, kb.settings.write_wait) if self.shared is None else
                       PostgresWriteLock(self.shared.dsn, self.shared.ns, kb.settings.write_wait))
         self.generation = commit.generation(kb.store.db)
-        self._synonyms_stamp = file_stamp(kb.root / "synonyms.txt")
+        self.synonyms_file = SynonymFile(kb.root / SYNONYMS_FILE)
         self._instant = ExitStack()
         self._op: str | None = None
         self._steps: list[str] = []
@@ -158,7 +158,7 @@ class Commits:
             if commit.get_state(kb.store.db, "linked_graph") is None:
                 commit.set_state(kb.store.db, "linked_graph", kb.graph.digest)
             self.generation = commit.bump_generation(kb.store.db)
-        self._synonyms_stamp = file_stamp(kb.root / "synonyms.txt")
+        self.synonyms_file.written()
         commit.crash_point(op, "generation")
         if self.shared is not None:
             self.shared.publish(kb.root, kb.store.db, self.generation)
@@ -195,7 +195,7 @@ class Commits:
         return (
             commit.generation(kb.store.db) != self.generation
             or kb.graph.changed_on_disk()
-            or file_stamp(kb.root / "synonyms.txt") != self._synonyms_stamp
+            or self.synonyms_file.changed()
         )
 
     def needs_relink(self) -> bool:
@@ -252,8 +252,7 @@ class Commits:
             graph = kb.graph
             if graph.changed_on_disk():
                 graph = graph.read_again()
-            synonyms_stamp = file_stamp(kb.root / "synonyms.txt")
-            synonyms = kb.synonyms if synonyms_stamp == self._synonyms_stamp else SynonymTable.read(kb.root / "synonyms.txt")
+            synonyms = self.synonyms_file.read_again(kb.synonyms)
             linker = kb._linker
             if graph is not kb.graph or synonyms is not kb.synonyms:
                 graph.vocab  # noqa: B018 - built here, not in the first query after the swap
@@ -266,7 +265,7 @@ class Commits:
                 kb.synonyms, kb._linker = synonyms, linker
                 kb.evidence.invalidate()
                 kb.index.commit()  # no writer open: reopens the searcher on the latest index commit
-                self.generation, self._synonyms_stamp = generation, synonyms_stamp
+                self.generation = generation
 
     def _restore_published(self, always: bool) -> None:
         """The published catalog and files into the data dir, only under the write lock: another process

@@ -13,8 +13,13 @@ router = APIRouter()
 def health(kb=Depends(knowledge_base)) -> dict:  # noqa: B008 - FastAPI idiom
     stats = kb.stats()
     out = {"status": "ok", "documents": stats["documents"], "entities": stats["entities"]}
-    if stats.get("graph_unread"):  # an edit of graph.ttl that cannot be read: the graph read before still serves
-        out["warnings"] = [f"{stats['graph_unread']}; queries use the graph read before it changed"]
+    warnings = []  # an edit of graph.ttl or synonyms.txt that cannot be read: what was read before still serves
+    if stats.get("graph_unread"):
+        warnings.append(f"{stats['graph_unread']}; queries use the graph read before it changed")
+    if stats.get("synonyms_unread"):
+        warnings.append(f"{stats['synonyms_unread']}; queries use the synonyms read before it changed")
+    if warnings:
+        out["warnings"] = warnings
     return out
 
 

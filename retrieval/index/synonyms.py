@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from kg.errors import InputError
-from kg.files import read_text
+from kg.files import file_stamp, read_text
 from kg.relations.model import control_problem
 from retrieval.index.analysis import query_terms, vocabulary_version
 
-__all__ = ["SYNONYMS_FILE", "SynonymTable", "SYNONYM_WEIGHT"]
+__all__ = ["SYNONYMS_FILE", "SynonymFile", "SynonymTable", "SYNONYM_WEIGHT"]
 
 SYNONYMS_FILE = "synonyms.txt"  # in the data dir
 
@@ -82,3 +83,48 @@ class SynonymTable:
 
     def __len__(self) -> int:
         return len(self.groups)
+
+
+class SynonymFile:
+    """synonyms.txt as a running process follows it. A person edits it by hand while a server runs, and an editor
+    that saves in place truncates the file first: a table read in that instant would serve no synonym for a round,
+    and a line saved with a typo would fail every query that catches up with it. So a new table is taken only when
+    the file stands as it was read; a file that reads empty while the table has synonyms is believed a round later,
+    when it is still empty; a typo is said once per version of the file (`unread`), and the table read before
+    serves until the file reads again."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.stamp = file_stamp(path)  # the version of the file the table in use was read from (or gave `unread`)
+        self.unread: str | None = None
+        self._emptied: tuple[int, int] | None = None  # an empty version seen once, believed if it is still there
+
+    def changed(self) -> bool:
+        return file_stamp(self.path) != self.stamp
+
+    def read_again(self, current: SynonymTable) -> SynonymTable:
+        """The table as the file stands now, or `current` while that is not to be had."""
+        stamp = file_stamp(self.path)
+        if stamp == self.stamp:
+            return current
+        try:
+            table = SynonymTable.read(self.path)
+        except InputError as exc:
+            if file_stamp(self.path) == stamp:  # not an editor's half-written save: said once for this version
+                self.stamp, self.unread = stamp, str(exc)
+                logging.getLogger("kgrag").warning("%s. Queries go on with the synonyms read before; the file is read "
+                                                   "again when it changes.", exc)
+            return current
+        if file_stamp(self.path) != stamp:  # saved again while it was read: the next round reads that
+            return current
+        if not len(table) and len(current) and self._emptied != stamp:
+            self._emptied = stamp
+            return current
+        self.stamp, self.unread, self._emptied = stamp, None, None
+        return table
+
+    def written(self) -> None:
+        """After a commit: a file that changed was written by it (an import of synonyms, whose table is in use)."""
+        stamp = file_stamp(self.path)
+        if stamp != self.stamp:
+            self.stamp, self.unread, self._emptied = stamp, None, None
