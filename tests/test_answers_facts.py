@@ -204,3 +204,26 @@ def test_a_participle_after_a_plural_noun_is_read_as_a_relative_clause(question,
     from retrieval.answer.facts import _as_clauses
 
     assert _as_clauses(question) == read
+
+
+@pytest.mark.parametrize("question", ["Which services depend on order-service?", "What relies on order-service?",
+                                      "哪些服务依赖 order-service？"])
+def test_an_entity_written_after_the_relation_word_is_its_object(tmp_path, question):
+    """order-service depends on mysql-core, and api-gateway on order-service: "which services depend on
+    order-service?" asks for api-gateway, not for order-service's own dependencies (what the facts gave while the
+    entity had any: a confident wrong answer, cited to a table row)."""
+    kb = build_kb(tmp_path)
+    try:
+        extra = tmp_path / "more.csv"
+        extra.write_text("source,relation,target\napi-gateway,dependsOn,order-service\n", encoding="utf-8")
+        kb.import_file(extra)
+        facts = kb.ask(question, llm=None).facts
+        assert [(f.entity, f.relation, f.others) for f in facts] == [("order-service", "requiredBy", ("api-gateway",))]
+        # the entity before the word is its subject, as before; and a second question about it keeps its own edges
+        facts = kb.ask("What does order-service depend on?", llm=None).facts
+        assert ("dependsOn", ("mysql-core",)) in [(f.relation, f.others) for f in facts]
+        assert "requiredBy" not in {f.relation for f in facts}
+        facts = kb.ask("Which services depend on order-service and what does it depend on?", llm=None).facts
+        assert {("requiredBy", ("api-gateway",)), ("dependsOn", ("mysql-core",))} <= {(f.relation, f.others) for f in facts}
+    finally:
+        kb.close()

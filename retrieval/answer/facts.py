@@ -195,13 +195,43 @@ class FactFinder:
             return chained
         facts: list[Fact] = []
         asserted: list[list[tuple[str, str, str]]] = []  # per fact, its triples as asserted: (subject, property, object)
+        objects = self._objects(question, entities)
         for e in entities:
-            for relation, edges in self._along(e["id"], {self._passive(question, n) for n in asked}):
+            wanted = {self._passive(question, n) for n in asked}
+            found = []
+            for name, alone in sorted(objects.get(e["id"], {}).items()):  # "which services depend on X": X's inverse edges
+                if name in wanted and (along := self._along(e["id"], {name}, forward=False)):
+                    found += along
+                    if alone:  # not asked again with X as its subject ("… and what does it depend on?")
+                        wanted.discard(name)
+            rest = [(r, edges) for r, edges in (self._along(e["id"], wanted) if wanted else []) if r not in dict(found)]
+            for relation, edges in found + rest:
                 facts.append(self._fact(f"R{len(facts) + 1}", e["id"], relation, edges, citations))
                 asserted.append([x.triple() for x in edges])
                 if len(facts) == MAX_FACTS:
                     return self._with_origins(facts, asserted)
         return self._with_origins(facts, asserted)
+
+    def _objects(self, question: str, entities: Sequence[dict]) -> dict[str, dict[str, bool]]:
+        """Entity id -> {relation: alone} for the relation whose word stands just before it in one clause: the entity
+        is its object ("Which services depend on redis-cluster and who owns it?": requiredBy's edges answer the first
+        part, though redis-cluster's own ownedBy edge answers the second); `alone`: no other word of the question
+        names that relation."""
+        if self.relation_spans is None:
+            return {}
+        text = normalize_text(_third_person(question))
+        spans = [(end, name) for name, _, end in self.relation_spans(text) if name not in _VAGUE]
+        out: dict[str, dict[str, bool]] = {}
+        for e in entities:
+            surface = normalize_text(e.get("surface") or e["label"]).lower()
+            at = text.lower().find(surface)
+            before = [(end, name) for end, name in spans if 0 <= at and end <= at]
+            if before:  # the word nearest before it ("哪些服务依赖 X": 依赖, not the question's 哪些服务)
+                end, name = max(before)
+                if at <= end + 4 and not _JOINT.search(text, end, at):
+                    alone = sum(1 for _, other in spans if other == name) == 1
+                    out[e["id"]] = {self._passive(question, name): alone}
+        return out
 
     def _along(self, iri: str, asked: set[str], forward: bool | None = None) -> list[tuple[str, list]]:
         """The entity's edges along the asked relations (or, when it has none, along their inverses: "which team owns
