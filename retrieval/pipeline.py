@@ -22,9 +22,7 @@ from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
 from retrieval.catalog.docstore import DocStore
 from retrieval.catalog.versions import VersionCatalog
-from retrieval.graph.expand import (
-    ExpansionSettings,
-)
+from retrieval.graph.expand import ExpansionSettings
 from retrieval.graph.seeds import GraphEvidence, fold_label
 from retrieval.graph.walk import GraphWalk
 from retrieval.index.analysis import add_user_words
@@ -45,30 +43,36 @@ MARKER = "kgrag.json"
 Progress = Callable[[int], None]
 
 
+def open_data_dir(settings: Settings, create: bool) -> Path:
+    """The knowledge base's folder, made when `create` and missing; what would stop it from working there, said."""
+    root = Path(settings.data_dir)
+    if settings.graph_walk == "store" and not settings.graph_store.startswith("sparql+"):
+        raise ConfigError("KG_GRAPH_WALK=store walks the graph of the SPARQL store that KG_GRAPH_STORE names: set "
+                          "KG_GRAPH_STORE=sparql+http://HOST:PORT, or leave KG_GRAPH_WALK unset (graph.ttl's graph)")
+    if not (root / MARKER).exists():
+        if not create:
+            raise NotFoundError(
+                f"no knowledge base in '{root}': run `kg init` (or `kg ingest PATH`) first, "
+                "or point --data-dir / KG_DATA_DIR at an existing one"
+            )
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            (root / MARKER).write_text(json.dumps({"format": 1, "created": time.time()}) + "\n")
+        except OSError as exc:  # a file where a folder of the path should be, a folder this user may not write
+            raise ConfigError(f"cannot make a knowledge base in '{root}': {exc.strerror or exc}") from exc
+    refused = unwritable(root, "kb.sqlite")
+    if refused:
+        owner = "run it as the folder's owner" if "user" in refused else "mount it writable"
+        raise ConfigError(
+            f"'{root}' is {refused}: kgrag writes there even to answer (the catalog's SQLite journal, the "
+            f"write lock), so {owner}, or copy the knowledge base somewhere writable")
+    return root
+
+
 class KnowledgeBase(QueryPath):
     def __init__(self, settings: Settings, *, create: bool = False) -> None:
         self.settings = settings
-        self.root = Path(settings.data_dir)
-        if settings.graph_walk == "store" and not settings.graph_store.startswith("sparql+"):
-            raise ConfigError("KG_GRAPH_WALK=store walks the graph of the SPARQL store that KG_GRAPH_STORE names: set "
-                              "KG_GRAPH_STORE=sparql+http://HOST:PORT, or leave KG_GRAPH_WALK unset (graph.ttl's graph)")
-        if not (self.root / MARKER).exists():
-            if not create:
-                raise NotFoundError(
-                    f"no knowledge base in '{self.root}': run `kg init` (or `kg ingest PATH`) first, "
-                    "or point --data-dir / KG_DATA_DIR at an existing one"
-                )
-            try:
-                self.root.mkdir(parents=True, exist_ok=True)
-                (self.root / MARKER).write_text(json.dumps({"format": 1, "created": time.time()}) + "\n")
-            except OSError as exc:  # a file where a folder of the path should be, a folder this user may not write
-                raise ConfigError(f"cannot make a knowledge base in '{self.root}': {exc.strerror or exc}") from exc
-        refused = unwritable(self.root, "kb.sqlite")
-        if refused:
-            owner = "run it as the folder's owner" if "user" in refused else "mount it writable"
-            raise ConfigError(
-                f"'{self.root}' is {refused}: kgrag writes there even to answer (the catalog's SQLite journal, the "
-                f"write lock), so {owner}, or copy the knowledge base somewhere writable")
+        self.root = open_data_dir(settings, create)
         self.lock = threading.RLock()  # one writer at a time in this process (kb.writing() adds the flock)
         self.readers = SharedLock()  # queries share it; a commit takes it alone for an instant
         self.graph = KnowledgeGraph(self.root)
@@ -80,10 +84,7 @@ class KnowledgeBase(QueryPath):
         self.chunk_sizes = ChunkSizes(settings.chunk_child_size, settings.chunk_parent_size, settings.chunk_overlap)
         self.index = open_text_index(settings, self.root)  # whoosh in the data dir unless KG_TEXT_BACKEND says otherwise
         self.synonyms = SynonymTable.read(self.root / SYNONYMS_FILE)
-        self.expansion = ExpansionSettings(max_hops=settings.expansion_hops, hub_cap=settings.hub_cap,
-                                           decay=settings.expansion_decay, mention_weight=settings.mention_weight,
-                                           min_score=settings.min_graph_score,
-                                           anchor_weight=settings.anchor_weight if settings.section_anchors else 0.0)
+        self.expansion = ExpansionSettings.of(settings)
         self._linker = None
         # The words this knowledge base teaches jieba, which is one per process: they leave when it closes.
         self.vocabulary = Vocabulary(str(self.root))
@@ -104,12 +105,9 @@ class KnowledgeBase(QueryPath):
         self.commits.catch_up()  # finish a commit a killed process left; relink after an outside edit
 
     def close(self) -> None:
-        if self._background_embedder is not None:
-            self._background_embedder.stop()
-        if self._store_follower is not None:
-            self._store_follower.stop()
-        if self.commits.follower is not None:
-            self.commits.follower.stop()
+        for thread in (self._background_embedder, self._store_follower, self.commits.follower):
+            if thread is not None:
+                thread.stop()
         self.index.close()
         self.commits.close()
         self.store.close()

@@ -37,6 +37,13 @@ class ExpansionSettings:
     anchor_weight: float = 1.0  # a section anchored to the entity (0 = section anchors off)
     anchor_limit: int = 40  # anchored sections taken per entity, strongest first
 
+    @classmethod
+    def of(cls, settings) -> ExpansionSettings:
+        """From a knowledge base's `Settings` (KG_EXPANSION_HOPS, KG_HUB_CAP, …)."""
+        return cls(max_hops=settings.expansion_hops, hub_cap=settings.hub_cap, decay=settings.expansion_decay,
+                   mention_weight=settings.mention_weight, min_score=settings.min_graph_score,
+                   anchor_weight=settings.anchor_weight if settings.section_anchors else 0.0)
+
 
 def expand_neighbours(
     view: GraphView,
