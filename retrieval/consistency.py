@@ -136,6 +136,13 @@ def inspect(kb) -> tuple[CheckReport, dict]:
         report.problems.append(f"{len(found['missing'])} chunk(s) in the catalog are not in the text index (unsearchable)")
     if found["orphans"]:
         report.problems.append(f"{len(found['orphans'])} text index entr(y/ies) have no chunk in the catalog (orphans)")
+    misplaced = getattr(kb.index, "misplaced", None)  # packs on databases of their own (KG_PACK_DATABASES)
+    found["misplaced"] = misplaced() if misplaced is not None else {}
+    if found["misplaced"]:
+        report.problems.append(
+            "chunk(s) in another PostgreSQL database than KG_PACK_DATABASES gives their pack: "
+            + ", ".join(f"{n} in {where} database" for where, n in sorted(found["misplaced"].items()))
+            + " (KG_PACK_DATABASES changed since they were indexed): --repair writes every database anew from the catalog")
     from retrieval.indexing import INDEX_RECIPE, RECIPES, holds_traditional, index_recipe
 
     recipe = index_recipe(kb)
@@ -216,7 +223,7 @@ def _repair(kb, report: CheckReport, found: dict, rebuild: bool = False, progres
     if found["relink"]:
         kb._graph_changed()
         done.append(f"linked {relink(kb)} chunk(s) again against graph.ttl")
-    if rebuild and found["reindex"]:
+    if rebuild and (found["reindex"] or found["misplaced"]):
         done.append(f"text index written anew: {reindex_all(kb, progress)} chunk(s) indexed again"
                     + (f", {len(found['orphans'])} orphan(s) gone" if found["orphans"] else ""))
     elif found["orphans"] or found["missing"]:

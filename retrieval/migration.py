@@ -48,9 +48,10 @@ class MigrationReport:
 
 
 def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", graph_store: str | None = None,
-            progress=None) -> MigrationReport:
+            pack_databases: str | None = None, progress=None) -> MigrationReport:
     """`target` "postgres+sparql": from the embedded files to PostgreSQL (`dsn`, `schema`) and the SPARQL
-    store `graph_store`; "embedded": from the backends `kb` was opened with to files in its data dir."""
+    store `graph_store` (and each pack `pack_databases` names to a database of its own); "embedded": from the
+    backends `kb` was opened with to files in its data dir."""
     from kg.errors import InputError
     from kg.stores import open_graph_store
 
@@ -58,9 +59,12 @@ def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", g
         if not dsn or not graph_store or not graph_store.startswith("sparql+"):
             raise InputError("kg migrate --to postgres+sparql needs a PostgreSQL DSN (--dsn or KG_POSTGRES_DSN) and "
                              "a SPARQL store (--graph-store sparql+http://HOST:PORT or KG_GRAPH_STORE)")
-        from retrieval.index.postgres_index import PostgresIndex
+        from retrieval.index.backends import open_text_index
 
-        new_index = PostgresIndex(dsn, schema, kb.index.field_boosts, max_df_ratio=kb.index.max_df_ratio)
+        # the knowledge base's own schema, and each pack KG_PACK_DATABASES names on its database
+        new_index = open_text_index(kb.settings.model_copy(update={"text_backend": "postgres", "postgres_dsn": dsn,
+                                                                   "postgres_schema": schema, "pack_databases": pack_databases}),
+                                    kb.root, kb.store)
         store = open_graph_store(graph_store, namespace=schema)
     elif target == "embedded":
         if kb.settings.text_backend != "postgres" or not kb.settings.graph_store.startswith("sparql+"):

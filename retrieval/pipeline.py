@@ -82,7 +82,7 @@ class KnowledgeBase(QueryPath):
         self.store = DocStore(self.root / "kb.sqlite")
         self.history = VersionCatalog(self.store)
         self.chunk_sizes = ChunkSizes(settings.chunk_child_size, settings.chunk_parent_size, settings.chunk_overlap)
-        self.index = open_text_index(settings, self.root)  # whoosh in the data dir unless KG_TEXT_BACKEND says otherwise
+        self.index = open_text_index(settings, self.root, self.store)  # whoosh in the data dir unless KG_TEXT_BACKEND says otherwise
         self.synonyms = SynonymTable.read(self.root / SYNONYMS_FILE)
         self.expansion = ExpansionSettings.of(settings)
         self._linker = None

@@ -23,11 +23,14 @@ from kg.cli.base import (
 @click.option("--dsn", default=None, help="PostgreSQL connection string (default: $KG_POSTGRES_DSN).")
 @click.option("--graph-store", default=None, help="sparql+http://HOST:PORT of the SPARQL store (default: $KG_GRAPH_STORE).")
 @click.option("--schema", default=None, help="Name of this knowledge base in the backends (default: $KG_POSTGRES_SCHEMA or kgrag).")
+@click.option("--pack-databases", default=None,
+              help="Packs whose text index goes to a PostgreSQL database of its own, 'PACK=DSN; PACK=DSN' "
+                   "(default: $KG_PACK_DATABASES).")
 @data_dir_option
 @json_option
 @quiet_option
-def migrate(target: str, dsn: str | None, graph_store: str | None, schema: str | None, data_dir: Path | None,
-            as_json: bool, quiet: bool) -> None:
+def migrate(target: str, dsn: str | None, graph_store: str | None, schema: str | None, pack_databases: str | None,
+            data_dir: Path | None, as_json: bool, quiet: bool) -> None:
     """Move the text index and the graph to PostgreSQL + a SPARQL store, or back (the catalog stays here).
 
     The copy is written from the catalog and the graph, then checked: the same chunks, the same
@@ -35,16 +38,22 @@ def migrate(target: str, dsn: str | None, graph_store: str | None, schema: str |
     To move back, run it with the backends' settings (KG_TEXT_BACKEND=postgres, KG_POSTGRES_DSN,
     KG_GRAPH_STORE) set, as the knowledge base is then opened with them.
     """
+    from kg.cli.base import settings_for
     from retrieval.migration import migrate as migrate_kb
 
-    with open_kb(data_dir) as kb:
+    settings = settings_for(data_dir)
+    packs = pack_databases if pack_databases is not None else settings.pack_databases
+    # KG_PACK_DATABASES names where the copy goes: the embedded knowledge base is opened without it
+    embedded = {"pack_databases": ""} if settings.text_backend != "postgres" else {}
+    with open_kb(data_dir, **embedded) as kb:
         dsn = dsn or kb.settings.postgres_dsn
         graph_store = graph_store or (kb.settings.graph_store if kb.settings.graph_store != "file" else None)
         schema = schema or kb.settings.postgres_schema
         chunks = kb.store.stats()["chunks"]
         with Progress(chunks, "copying the text index", quiet or as_json,
                       then="committing the copy, then checking it against the original (minutes past 100k chunks)…") as bar:
-            report = migrate_kb(kb, target, dsn=dsn, schema=schema, graph_store=graph_store, progress=bar)
+            report = migrate_kb(kb, target, dsn=dsn, schema=schema, graph_store=graph_store, pack_databases=packs,
+                                progress=bar)
     if as_json:
         echo_json(report.to_json())
     else:
@@ -58,9 +67,11 @@ def migrate(target: str, dsn: str | None, graph_store: str | None, schema: str |
                    + (f" ({report.within_drift} equal within 1%: the old whoosh index has merged segments, whose field "
                       "lengths whoosh rounded)" if report.within_drift else ""))
         if report.clean and target == "postgres+sparql":
+            shards = f" KG_PACK_DATABASES='{packs}'" if packs else ""
             click.echo(f"use it with: KG_TEXT_BACKEND=postgres KG_POSTGRES_DSN='{dsn}' KG_POSTGRES_SCHEMA={schema} "
-                       f"KG_GRAPH_STORE={graph_store}")
+                       f"KG_GRAPH_STORE={graph_store}{shards}")
         elif report.clean:
-            click.echo("use it with KG_TEXT_BACKEND, KG_POSTGRES_DSN and KG_GRAPH_STORE unset")
+            click.echo("use it with KG_TEXT_BACKEND, KG_POSTGRES_DSN, KG_GRAPH_STORE"
+                       + (" and KG_PACK_DATABASES" if packs else "") + " unset")
     if not report.clean:
         raise SystemExit(1)

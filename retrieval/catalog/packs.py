@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from retrieval.catalog.anchors import grouped_rows
 
-__all__ = ["PackStore", "chunk_packs", "documents_by_pack", "ensure_schema", "entity_packs", "mentioned", "outside_documents", "pack_documents", "set_pack"]
+__all__ = ["PACKS_DIR", "PackStore", "chunk_packs", "documents_by_pack", "ensure_schema", "entity_packs", "mentioned", "outside_documents", "pack_documents", "packs_of", "set_pack"]
+
+PACKS_DIR = "packs"  # DATA_DIR/packs/ID holds a pack's copy
 
 
 def ensure_schema(db: sqlite3.Connection) -> None:
@@ -34,6 +38,22 @@ def set_pack(db: sqlite3.Connection, pack: str | None, doc_ids: Sequence[str] = 
             "UPDATE documents SET pack = ? WHERE source LIKE ? ESCAPE '\\' AND pack IS NOT ?", (pack, pattern, pack)
         ).rowcount
     return changed
+
+
+def packs_of(db: sqlite3.Connection, data_dir: Path, doc_ids: Iterable[str]) -> dict[str, str | None]:
+    """Each document's pack (None: no pack, or not in the catalog): its `pack` column, or, for a document a pack's
+    ingest is adding now (the column is set when that ingest ends), the pack folder its file lies in."""
+    prefix = str((Path(data_dir) / PACKS_DIR).resolve()) + os.sep
+    out: dict[str, str | None] = {}
+    ids = list(dict.fromkeys(doc_ids))
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        for doc_id, pack, source in db.execute(
+                f"SELECT doc_id, pack, source FROM documents WHERE doc_id IN ({','.join('?' * len(part))})", part):
+            if pack is None and source and source.startswith(prefix):
+                pack = source[len(prefix):].split(os.sep, 1)[0] or None
+            out[doc_id] = pack
+    return out
 
 
 def pack_documents(db: sqlite3.Connection, packs: Iterable[str]) -> frozenset[str]:

@@ -37,21 +37,30 @@ class PostgresScope:
         ix.cache.follow()
         if self._generation == ix.cache.generation:
             return
-        reader = ix._reader
         import numpy as np
 
         self._docnums = np.array(sorted(ix.cache.scope_docnums(self.doc_ids)), dtype=np.int64)
-        rows = reader.execute(f"SELECT rounded FROM {ix.ns}.chunks WHERE doc_id = ANY(%s)",
-                              (sorted(self.doc_ids),)).fetchall()
+        rows = self._scope_rows()
         self.n = len(rows)
         self.avgfl = {}
+        whole = self._whole()
         for f, name in enumerate(FIELDS):
             total = sum(r[0][f] for r in rows)
             # ScopedIndex: the scope's rounded total, corrected by the whole index's exact / rounded ratio
-            rounded = ix.cache.rounded_totals.get(name, 0) or 1
-            self.avgfl[name] = (total * ix.cache.totals.get(name, 0) / rounded / self.n) if self.n and total else 1.0
+            rounded = whole.rounded_totals.get(name, 0) or 1
+            self.avgfl[name] = (total * whole.totals.get(name, 0) / rounded / self.n) if self.n and total else 1.0
         self._weights, self._scores = {}, {}
         self._generation = ix.cache.generation
+
+    def _whole(self):
+        """The statistics of the whole index (its field totals, exact and rounded)."""
+        return self.index.cache
+
+    def _scope_rows(self) -> list[tuple]:
+        """(rounded field lengths,) of each of the scope's chunks."""
+        ix = self.index
+        return ix._reader.execute(f"SELECT rounded FROM {ix.ns}.chunks WHERE doc_id = ANY(%s)",
+                                  (sorted(self.doc_ids),)).fetchall()
 
     def _consistent(self, keys: list[tuple[str, str]]) -> None:
         """The scope's statistics and the posting lists of `keys` at one generation of the index."""

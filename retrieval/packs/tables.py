@@ -20,10 +20,10 @@ from rdflib import URIRef
 
 from kg.errors import KgError
 from kg.relations.ledger import Statements, TableLedger, key_edge, statements
+from retrieval.catalog.packs import PACKS_DIR  # DATA_DIR/packs/ID holds a pack's copy
 
 __all__ = ["PACKS_DIR", "TABLES", "pack_of_table", "packs_alone_state", "retract_tables", "sync_tables", "table_entities", "table_name"]
 
-PACKS_DIR = "packs"  # DATA_DIR/packs/ID holds a pack's copy
 # File name -> the header of an empty table of its kind. Relations first: an alias names an entity a relation row made.
 # A table kept in Excel (`kg/relations/sheet.py`) is read as its CSV is.
 TABLES = {"relations.csv": "source,relation,target\n", "aliases.csv": "entity,alias\n",
