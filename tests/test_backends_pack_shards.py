@@ -197,3 +197,43 @@ def test_kg_migrate_puts_a_pack_on_its_own_database(backends, tmp_path, monkeypa
     after = run_in_own_process("test_backends_pack_shards", "rank", tmp_path / "kb")
     assert after["backend"] == "ShardedIndex"
     assert [q for q in QUESTIONS if before["rankings"][q] != after["rankings"][q]] == []
+
+
+@pytest.mark.slow
+def test_a_commit_that_fails_between_two_databases_is_mended_from_the_catalog(dsns, tmp_path, monkeypatch):
+    """The pack's database committed, the knowledge base's own did not (PostgreSQL gone in between): the write fails
+    saying so and is undone whole (the pack's database mended from the catalog as it was), `kg check` is clean, and
+    the same ingest run again lands in both databases."""
+    from kg.errors import BusyError
+    from kg.settings import Settings
+    from retrieval.pipeline import KnowledgeBase
+
+    main, packs = dsns
+    settings = {"text_backend": "postgres", "postgres_dsn": main, "postgres_schema": "torn", "pack_databases": f"ops={packs}"}
+    kb = _with_ops_pack(tmp_path, **settings)
+    try:
+        before_main, before_pack = _chunks(main, "torn"), _chunks(packs, "torn_ops")
+        (tmp_path / "docs" / "new.md").write_text("# 新增文档\n\n撕裂的提交 zqxjtorn：主库这一段。\n", encoding="utf-8")
+        pack_file = next(f for f in sorted((tmp_path / "kb" / "packs" / "ops").rglob("*.md")) if f.name != "PACK.md")
+        pack_file.write_text(pack_file.read_text(encoding="utf-8") + "\n\n撕裂的提交 zqxjtorn：包库这一段。\n", encoding="utf-8")
+
+        def gone(*args, **kwargs):
+            raise BusyError("PostgreSQL at 'main' does not answer (simulated)")
+
+        monkeypatch.setattr(kb.index.main, "commit", gone)
+        with pytest.raises(BusyError):
+            kb.ingest_paths([tmp_path / "docs" / "new.md", pack_file])
+        assert _chunks(packs, "torn_ops") > before_pack and _chunks(main, "torn") == before_main  # torn
+    finally:
+        monkeypatch.undo()
+        kb.close()
+    with KnowledgeBase(Settings(data_dir=tmp_path / "kb", **settings)) as kb:
+        assert kb.check().clean, kb.check().problems
+        assert (_chunks(main, "torn"), _chunks(packs, "torn_ops")) == (before_main, before_pack)
+        assert not kb.index.search([(t, 1.0) for t in query_terms("zqxjtorn")], 5)
+        kb.ingest_paths([tmp_path / "docs" / "new.md", pack_file])
+        hits = kb.index.search([(t, 1.0) for t in query_terms("zqxjtorn")], 5)  # everywhere (kg query routes)
+        sources = {kb.store.document(kb.store.chunks([h.chunk_id])[h.chunk_id].doc_id).source for h in hits}
+        assert {str(tmp_path / "docs" / "new.md"), str(pack_file)} <= sources
+        assert _chunks(main, "torn") > before_main and _chunks(packs, "torn_ops") > before_pack
+        assert kb.check().clean
