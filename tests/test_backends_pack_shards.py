@@ -237,3 +237,38 @@ def test_a_commit_that_fails_between_two_databases_is_mended_from_the_catalog(ds
         assert {str(tmp_path / "docs" / "new.md"), str(pack_file)} <= sources
         assert _chunks(main, "torn") > before_main and _chunks(packs, "torn_ops") > before_pack
         assert kb.check().clean
+
+
+@pytest.mark.slow
+def test_a_second_server_finds_the_pack_in_its_database(dsns, tmp_path):
+    """Two data dirs (two `kg serve` machines) sharing the databases: the second restores the published catalog and
+    finds the pack's chunks in the pack's database, over everything and routed, and a write through the first."""
+    from kg.settings import Settings
+    from retrieval.pipeline import KnowledgeBase
+
+    main, packs = dsns
+    settings = {"text_backend": "postgres", "postgres_dsn": main, "postgres_schema": "two_servers",
+                "pack_databases": f"ops={packs}"}
+    first = _with_ops_pack(tmp_path / "a", **settings)
+    try:
+        with KnowledgeBase(Settings(data_dir=tmp_path / "b", **settings), create=True) as second:
+            inside = pack_documents(second.store.db, ["ops"])
+            assert inside == pack_documents(first.store.db, ["ops"]) and inside
+            terms = [(t, 1.0) for t in query_terms("LORA-02 的心跳间隔")]
+            assert [h.chunk_id for h in second.index.scoped(inside).search(terms, 5)] == \
+                [h.chunk_id for h in first.index.scoped(inside).search(terms, 5)] != []
+            pack_file = next(f for f in sorted((tmp_path / "a" / "kb" / "packs" / "ops").rglob("*.md"))
+                             if f.name != "PACK.md")
+            pack_file.write_text(pack_file.read_text(encoding="utf-8") + "\n\n第二台 zqxjfollow 服务器。\n",
+                                 encoding="utf-8")
+            first.ingest_paths([pack_file])
+            second.commits.catch_up()  # what a server's follower does every KG_FOLLOW_INTERVAL seconds
+            [hit] = second.index.search([("zqxjfollow", 1.0)], 5)
+            import psycopg
+
+            with psycopg.connect(packs) as conn:  # found in the pack's database
+                assert conn.execute("SELECT count(*) FROM two_servers_ops.chunks WHERE chunk_id = %s",
+                                    (hit.chunk_id,)).fetchone()[0] == 1
+            assert second.query("LORA-02 的心跳间隔是几秒？", k=5).hits
+    finally:
+        first.close()
