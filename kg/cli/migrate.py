@@ -71,7 +71,7 @@ def migrate(target: str, dsn: str | None, graph_store: str | None, schema: str |
             click.echo(f"use it with: KG_TEXT_BACKEND=postgres KG_POSTGRES_DSN='{dsn}' KG_POSTGRES_SCHEMA={schema} "
                        f"KG_GRAPH_STORE={graph_store}{shards}")
         elif report.clean:
-            click.echo("use it with KG_TEXT_BACKEND, KG_POSTGRES_DSN, KG_GRAPH_STORE"
-                       + (" and KG_PACK_DATABASES" if packs else "") + " unset")
+            click.echo("use it with KG_TEXT_BACKEND, KG_POSTGRES_DSN, KG_GRAPH_STORE and KG_PACK_DATABASES unset" if packs
+                       else "use it with KG_TEXT_BACKEND, KG_POSTGRES_DSN and KG_GRAPH_STORE unset")
     if not report.clean:
         raise SystemExit(1)
