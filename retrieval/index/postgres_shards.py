@@ -26,7 +26,7 @@ from contextlib import ExitStack, contextmanager
 
 from kg.errors import InputError
 from kg.files import masked
-from retrieval.index.postgres_cache import MAX_CACHED, PostingArrays, bm25f_scores
+from retrieval.index.postgres_cache import MAX_CACHED, GenerationCache, PostingArrays
 from retrieval.index.postgres_index import PostgresIndex
 from retrieval.index.postgres_schema import FIELDS
 from retrieval.index.postgres_scoped import PostgresScope
@@ -148,13 +148,7 @@ class FederatedCache:
                 np.concatenate([p.tf for _, p in parts]), np.concatenate([p.length for _, p in parts]))
         return found
 
-    def term_scores(self, field: str, term: str):
-        key = (field, term)
-        cached = self._scores.get(key)
-        if cached is None:
-            avgfl = (self.totals.get(field, 0) / (self.n or 1)) or 1
-            cached = self._scores[key] = bm25f_scores(self.postings(field, term), self.n, avgfl, self._bm25)
-        return cached
+    term_scores = GenerationCache.term_scores  # BM25F over the federated postings, with the summed statistics
 
     def scope_docnums(self, doc_ids: frozenset[str]) -> set[int]:
         scope = self._scopes.get(doc_ids)

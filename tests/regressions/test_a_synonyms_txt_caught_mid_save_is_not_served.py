@@ -18,12 +18,18 @@ def _terms(kb, question: str) -> set[str]:
     return {term for term, _ in kb.synonyms.expand([question])}
 
 
-def test_an_emptied_synonyms_txt_keeps_the_table_for_a_round(tmp_path):
+def _with_synonyms(tmp_path):
+    """The fixture knowledge base, its synonyms.txt saved with two groups and read; (kb, the file)."""
     kb = build_kb(tmp_path)
+    path = kb.root / "synonyms.txt"
+    path.write_text(SYNONYMS, encoding="utf-8")
+    kb.commits.reload()
+    return kb, path
+
+
+def test_an_emptied_synonyms_txt_keeps_the_table_for_a_round(tmp_path):
+    kb, path = _with_synonyms(tmp_path)
     try:
-        path = kb.root / "synonyms.txt"
-        path.write_text(SYNONYMS, encoding="utf-8")
-        kb.commits.reload()
         table = kb.synonyms
         assert len(table) == 2 and "故障" in _terms(kb, "宕机")
         path.write_text("", encoding="utf-8")  # the instant between the editor's truncate and its write
@@ -38,11 +44,8 @@ def test_an_emptied_synonyms_txt_keeps_the_table_for_a_round(tmp_path):
 
 
 def test_a_synonyms_txt_emptied_for_good_is_believed_at_the_next_round(tmp_path):
-    kb = build_kb(tmp_path)
+    kb, path = _with_synonyms(tmp_path)
     try:
-        path = kb.root / "synonyms.txt"
-        path.write_text(SYNONYMS, encoding="utf-8")
-        kb.commits.reload()
         path.write_text("", encoding="utf-8")
         kb.commits.reload()
         assert len(kb.synonyms) == 2
@@ -53,11 +56,8 @@ def test_a_synonyms_txt_emptied_for_good_is_believed_at_the_next_round(tmp_path)
 
 
 def test_a_synonyms_txt_saved_with_a_typo_is_said_once_and_the_table_read_before_serves(tmp_path, caplog):
-    kb = build_kb(tmp_path)
+    kb, path = _with_synonyms(tmp_path)
     try:
-        path = kb.root / "synonyms.txt"
-        path.write_text(SYNONYMS, encoding="utf-8")
-        kb.commits.reload()
         path.write_text(SYNONYMS + "只有一个词\n", encoding="utf-8")
         with caplog.at_level(logging.WARNING, logger="kgrag"):
             hits = kb.query("redis-cluster 宕机")  # catches up first: no traceback, the question is answered
