@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from backends_servers import postgres_server
-from conftest import build_kb
+from conftest import build_kb, kg_process
 from test_backends_text import same_within_ties
 
 from kg.cli.base import DEMO_DIR
@@ -75,7 +75,7 @@ def _rankings(kb) -> dict:
 
 
 @pytest.mark.slow
-def test_a_pack_on_its_own_database_ranks_as_one_schema_and_goes_with_the_pack(dsns, tmp_path):
+def test_a_pack_on_its_own_database_ranks_as_one_schema_and_goes_with_the_pack(dsns, tmp_path, monkeypatch):
     main, packs = dsns
     one = _with_ops_pack(tmp_path, text_backend="postgres", postgres_dsn=main, postgres_schema="one_schema")
     try:
@@ -99,6 +99,16 @@ def test_a_pack_on_its_own_database_ranks_as_one_schema_and_goes_with_the_pack(d
             assert sum(bool(got[q][part]) for q in QUESTIONS) >= 0.8 * len(QUESTIONS)
         assert [q for q in QUESTIONS if expected[q]["fused"] != got[q]["fused"]] == []  # kg query's hits, in order
         assert kb.check().clean
+
+        # the real CLI says where the pack's text index lives (the password masked), and a named pack not added
+        for name, value in (("KG_TEXT_BACKEND", "postgres"), ("KG_POSTGRES_DSN", main), ("KG_POSTGRES_SCHEMA", "sharded"),
+                            ("KG_PACK_DATABASES", f"ops={packs} password=secret; vendor={packs}")):
+            monkeypatch.setenv(name, value)
+        listed = kg_process("pack", "list", "--data-dir", str(tmp_path / "kb"), cwd=tmp_path)
+        assert listed.returncode == 0, listed.stderr
+        assert "    text index: its own database, " in listed.stdout and "(schema sharded_ops)" in listed.stdout
+        assert "secret" not in listed.stdout + listed.stderr
+        assert "KG_PACK_DATABASES names pack 'vendor', which is not added" in listed.stderr
 
         kb.remove_pack("ops")
         assert _chunks(packs, "sharded_ops") == 0 and _chunks(main, "sharded") == in_main
@@ -170,7 +180,7 @@ def test_kg_migrate_puts_a_pack_on_its_own_database(backends, tmp_path, monkeypa
     """`kg migrate --to postgres+sparql` (the real CLI) with KG_PACK_DATABASES set: the pack's chunks go to its
     database, `kg check` is clean there, and every demo question gets the same top 10 as before the move."""
     import psycopg
-    from conftest import kg_process, run_in_own_process
+    from conftest import run_in_own_process
     from psycopg.conninfo import make_conninfo
 
     pg, ox = backends

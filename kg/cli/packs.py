@@ -75,11 +75,20 @@ def remove(pack_id: str, data_dir: Path | None, as_json: bool) -> None:
 @json_option
 def list_(data_dir: Path | None, as_json: bool) -> None:
     """The packs: id, title, documents, registry rows, what each covers and does not cover."""
+    from kg.files import masked
+    from retrieval.index.postgres_shards import pack_databases, pack_namespace
+
     with open_kb(data_dir) as kb:
         packs = kb.packs.list()
         orphans = sorted({r.pack for r in kb.packs.registry.rows} - {p.card.id for p in packs})
+        schema, placed = kb.settings.postgres_schema, pack_databases(kb.settings.pack_databases)
+    # where a pack's text index lives when KG_PACK_DATABASES gives it a database of its own
+    where = {pack: f"{masked(dsn)} (schema {pack_namespace(schema, pack)})" for pack, dsn in placed.items()}
+    unplaced = sorted(set(placed) - {p.card.id for p in packs})
     if as_json:
-        echo_json({"packs": [p.to_json() for p in packs], "registry_rows_without_pack": orphans})
+        echo_json({"packs": [{**p.to_json(), **({"database": where[p.card.id]} if p.card.id in where else {})}
+                             for p in packs], "registry_rows_without_pack": orphans,
+                   "pack_databases_without_pack": unplaced})
         return
     if not packs:
         click.echo("no packs (add one with `kg pack add ID PATH|GIT_URL`)")
@@ -92,8 +101,13 @@ def list_(data_dir: Path | None, as_json: bool) -> None:
         if card.does_not_cover:
             click.echo("    does not cover: " + "; ".join(card.does_not_cover))
         click.echo(f"    from: {info.origin}")
+        if card.id in where:
+            click.echo(f"    text index: its own database, {where[card.id]}")
     for name in orphans:
         click.echo(f"warning: REGISTRY.md names pack '{name}', which is not added (routing ignores that row)", err=True)
+    for name in unplaced:
+        click.echo(f"note: KG_PACK_DATABASES names pack '{name}', which is not added: its database holds nothing until "
+                   f"`kg pack add {name} PATH|GIT_URL`", err=True)
 
 
 def _show(report, as_json: bool) -> None:
