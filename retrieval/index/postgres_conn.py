@@ -26,7 +26,8 @@ def connect(dsn: str, **options):
 def unreachable(dsn: str, exc: Exception) -> BusyError:
     """PostgreSQL down or restarting: a 503 worth retrying (the next call connects again)."""
     return BusyError(f"PostgreSQL at '{masked(dsn)}' does not answer ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc}): "
-                     "is the server running? check KG_POSTGRES_DSN; kgrag connects again on the next request")
+                     "is the server running? check KG_POSTGRES_DSN (a pack's own database: KG_PACK_DATABASES); kgrag connects "
+                     "again on the next request")
 
 
 class RetryingConnection:
