@@ -282,3 +282,30 @@ def test_a_second_server_finds_the_pack_in_its_database(dsns, tmp_path):
             assert second.query("LORA-02 的心跳间隔是几秒？", k=5).hits
     finally:
         first.close()
+
+
+@pytest.mark.slow
+def test_a_packs_database_that_stops_answering_fails_only_the_searches_that_read_it(dsns, tmp_path):
+    """Two packs on their databases; one of them goes away (its reader breaks and cannot connect again): a question
+    routed to the other pack is answered, a search over everything fails with a 503 naming the setting."""
+    from kg.errors import BusyError
+
+    main, packs = dsns
+    kb = _with_ops_pack(tmp_path, text_backend="postgres", postgres_dsn=main, postgres_schema="down",
+                        pack_databases=f"ops={packs}; notes={packs}")
+    try:
+        notes = tmp_path / "notes"
+        notes.mkdir()
+        (notes / "a.md").write_text("# 笔记\n\n笔记里的 zqxjdown 一段。\n", encoding="utf-8")
+        kb.add_pack("notes", str(notes))
+        inside = pack_documents(kb.store.db, ["ops"])
+        terms = [(t, 1.0) for t in query_terms("LORA-02 的心跳间隔")]
+        before = [h.chunk_id for h in kb.index.scoped(inside).search(terms, 5)]
+        gone = kb.index.packs["notes"]
+        gone._reader.close()
+        gone.dsn = "host=/nonexistent-kgrag-socket-dir dbname=x connect_timeout=2"
+        assert [h.chunk_id for h in kb.index.scoped(inside).search(terms, 5)] == before != []
+        with pytest.raises(BusyError, match="KG_PACK_DATABASES"):
+            kb.index.search(terms, 5)
+    finally:
+        kb.close()

@@ -52,7 +52,9 @@ class PostgresIndex:
         self.field_boosts = dict(field_boosts or FIELD_BOOSTS)
         self.max_df_ratio = max_df_ratio
         self._bm25 = (0.75, 1.2)  # B, K1: whoosh's BM25F defaults, as WhooshIndex uses them
-        self._search_lock = threading.Lock()  # one reader connection, one search at a time
+        # one reader connection, one search at a time; re-entrant: a sharded search over some databases holds every
+        # database's lock (in one order) and may read the others' statistics inside it (postgres_shards.py)
+        self._search_lock = threading.RLock()
         self._closed = False
         self._psycopg = psycopg
         conn = connect(dsn)

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 
-from kg.errors import InputError
+from kg.errors import BusyError, InputError
 from kg.files import masked
 from retrieval.index.postgres_cache import MAX_CACHED, GenerationCache, PostingArrays
 from retrieval.index.postgres_index import PostgresIndex
@@ -179,8 +179,14 @@ class _ShardScope(PostgresScope):
         self.whole = whole
 
     def _whole(self):
-        self.whole.cache.follow()
-        return self.whole.cache
+        """The whole index's totals, read again (the view's `_read` holds every database's lock already); a database
+        this question does not read that does not answer leaves the totals of those it reads."""
+        try:
+            with self.whole._read():
+                self.whole.cache.follow()
+            return self.whole.cache
+        except BusyError:
+            return self.index.cache
 
     def _scope_rows(self) -> list[tuple]:
         ids = sorted(self.doc_ids)
@@ -204,8 +210,8 @@ class ShardedIndex:
     def __init__(self, main: PostgresIndex, packs: Mapping[str, PostgresIndex], *,
                  shards: Sequence[tuple[int, PostgresIndex]] | None = None) -> None:
         self.main, self.packs = main, dict(packs)
-        self.shards = list(shards) if shards is not None else [
-            (0, main), *((n, self.packs[p]) for n, p in enumerate(sorted(self.packs), start=1))]
+        self._every = [(0, main), *((n, self.packs[p]) for n, p in enumerate(sorted(self.packs), start=1))]
+        self.shards = list(shards) if shards is not None else self._every  # the databases this index searches
         self._number = {p: n for n, p in enumerate(sorted(self.packs), start=1)}
         self.field_boosts, self.max_df_ratio, self._bm25 = main.field_boosts, main.max_df_ratio, main._bm25
         self.dsn, self.ns = main.dsn, main.ns
@@ -224,10 +230,13 @@ class ShardedIndex:
 
     @contextmanager
     def _read(self) -> Iterator[None]:
-        """Every database's reader, one caller at a time, taken in one order (no two searches wait on each other)."""
+        """The readers of the databases searched, one caller at a time. Every database's lock is taken, in one order,
+        whether searched or not: a search over some of them and one over all never hold one lock each and wait for
+        the other's (only the ones searched are connected to: a pack's database that is down fails no other's)."""
+        read = {number for number, _ in self.shards}
         with ExitStack() as stack:
-            for _, shard in self.shards:
-                stack.enter_context(shard._read())
+            for number, shard in self._every:
+                stack.enter_context(shard._read() if number in read else shard._search_lock)
             yield
 
     # -- writes ------------------------------------------------------------------------------
