@@ -1,11 +1,11 @@
 """Packs on databases of their own (KG_PACK_DATABASES, retrieval/index/postgres_shards.py) against one schema holding
 everything: the same top 10, and what the fan-out costs a search.
 
-    python bench/pack_shards.py [--dsn DSN] [--sets ops_dev_zh,...] [--out bench/RESULTS-backends.md]
+    python bench/pack_shards.py [--dsn DSN] [--sets ops_dev_zh,...] [--packs 1,7] [--out bench/RESULTS-backends.md]
 
-Each set's passages (bench/backends.py's `load_set`) go into one PostgreSQL schema, and again split by document into
-the knowledge base's own database and a pack's database (every second document, by the order of their ids, is the
-pack's). Every question is searched as the query path searches (words + Chinese character pairs at 0.5): over the
+Each set's passages (bench/backends.py's `load_set`) go into one PostgreSQL schema, and again dealt by document (in
+the order of their ids) to the knowledge base's own database and one database per pack (`--packs`: 1 = every second
+document is the pack's; 7 = eight databases). Every question is searched as the query path searches (words + Chinese character pairs at 0.5): over the
 whole index, and inside the pack (as a question routed to it is), k=10 compared (same within ties, as bench/backends.py
 says), k=200 timed warm (the second pass). Both databases are on one server here, so the fan-out's cost is its extra
 round trips and merging, not a second machine's. Without --dsn a throw-away PostgreSQL is started in a temp dir.
@@ -53,24 +53,28 @@ def _searcher(index, part: str, inside: frozenset[str]):
     return lambda terms, k, grams: target.search(terms, k, grams=grams)
 
 
-def run_set(name: str, dsn: str, pack_dsn: str) -> dict:
+def run_set(name: str, dsn: str, pack_dsns: list[str]) -> dict:
+    """The set in one schema, and split round robin by document between the knowledge base's own database and one
+    pack on each of `pack_dsns` (the first pack's documents are the routed search's scope)."""
     from retrieval.index.postgres_index import PostgresIndex
     from retrieval.index.postgres_shards import ShardedIndex
 
     chunks, questions = load_set(name)
     queries = [([(t, 1.0) for t in query_terms(q)], [(g, 0.5) for g in dict.fromkeys(cjk_bigrams(q))]) for q in questions]
     docs = sorted({c.doc_id for c in chunks})
-    pack = {d: ("pack" if i % 2 else None) for i, d in enumerate(docs)}
-    inside = frozenset(d for d, p in pack.items() if p)
+    groups = len(pack_dsns) + 1
+    pack = {d: (f"p{i % groups}" if i % groups else None) for i, d in enumerate(docs)}
+    inside = frozenset(d for d, p in pack.items() if p == "p1")
     schema = "shards_" + name.lower()
     one = PostgresIndex(dsn, schema + "_one")
-    sharded = ShardedIndex(PostgresIndex(dsn, schema), {"pack": PostgresIndex(pack_dsn, schema + "_pack")})
+    sharded = ShardedIndex(PostgresIndex(dsn, schema), {f"p{n}": PostgresIndex(pack_dsn, f"{schema}_p{n}")
+                                                        for n, pack_dsn in enumerate(pack_dsns, start=1)})
     sharded.bind(lambda ids: {d: pack.get(d) for d in ids})
     try:
         for index in (one, sharded):
             index.add_chunks(chunks)
             index.commit(replace_all=True)
-        out = {"set": name, "chunks": len(chunks), "questions": len(questions),
+        out = {"set": name, "chunks": len(chunks), "questions": len(questions), "databases": groups,
                "pack_chunks": sum(c.doc_id in inside for c in chunks)}
         for part in ("whole", "pack"):
             a, ms_one = _timed(_searcher(one, part, inside), queries)
@@ -86,12 +90,12 @@ def run_set(name: str, dsn: str, pack_dsn: str) -> dict:
 
 def write_markdown(results: list[dict], path: Path, meta: str) -> None:
     lines = [_START, "", meta, "",
-             "| set | chunks (in the pack) | questions | identical top 10, whole / inside the pack | warm k=200 p50 / p95 ms, "
-             "whole: one schema / two databases | inside the pack: one schema / its database |",
-             "|---|---|---|---|---|---|"]
+             "| set | databases | chunks (in the pack searched) | questions | identical top 10, whole / inside the pack | "
+             "warm k=200 p50 / p95 ms, whole: one schema / sharded | inside the pack: one schema / its database |",
+             "|---|---|---|---|---|---|---|"]
     for r in results:
         w, p = r["whole"], r["pack"]
-        lines.append(f"| {r['set']} | {r['chunks']:,} ({r['pack_chunks']:,}) | {r['questions']} | "
+        lines.append(f"| {r['set']} | {r['databases']} | {r['chunks']:,} ({r['pack_chunks']:,}) | {r['questions']} | "
                      f"{w['identical']} / {r['questions']}, {p['identical']} / {r['questions']} | "
                      f"{w['one_ms']['p50']} / {w['one_ms']['p95']}; {w['sharded_ms']['p50']} / {w['sharded_ms']['p95']} | "
                      f"{p['one_ms']['p50']} / {p['one_ms']['p95']}; {p['sharded_ms']['p50']} / {p['sharded_ms']['p95']} |")
@@ -111,6 +115,7 @@ def main() -> None:
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "RESULTS-backends.md")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--packs", default="1", help="packs on databases of their own, e.g. 1,7 (each count a run)")
     args = parser.parse_args()
     from contextlib import nullcontext
 
@@ -122,18 +127,21 @@ def main() -> None:
         if isinstance(server, str) and not args.dsn:
             sys.exit(server)
         dsn = args.dsn or server.url
+        counts = [int(n) for n in args.packs.split(",")]
         with psycopg.connect(dsn, autocommit=True) as conn:
-            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'kgrag_bench_packs'").fetchone():
-                conn.execute("CREATE DATABASE kgrag_bench_packs")
+            for n in range(1, max(counts) + 1):
+                if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (f"kgrag_bench_packs_{n}",)).fetchone():
+                    conn.execute(f"CREATE DATABASE kgrag_bench_packs_{n}")
             version = conn.execute("SHOW server_version").fetchone()[0]
-        pack_dsn = make_conninfo(dsn, dbname="kgrag_bench_packs")
         results = []
-        for name in args.sets.split(","):
-            results.append(run_set(name, dsn, pack_dsn))
-            print(json.dumps(results[-1], ensure_ascii=False), flush=True)
+        for count in counts:
+            pack_dsns = [make_conninfo(dsn, dbname=f"kgrag_bench_packs_{n}") for n in range(1, count + 1)]
+            for name in args.sets.split(","):
+                results.append(run_set(name, dsn, pack_dsns))
+                print(json.dumps(results[-1], ensure_ascii=False), flush=True)
     meta = (f"One run, {time.strftime('%Y-%m-%d')}, {platform.machine()}, Python {platform.python_version()}; PostgreSQL "
-            f"{version}, both databases on one server on a Unix socket; one process, one thread. Every second document "
-            "is the pack's. Identical = bench/backends.py's test (scores equal to 1e-9, ids equal but among equal scores).")
+            f"{version}, every database on one server on a Unix socket; one process, one thread. The documents are dealt "
+            "round robin to the knowledge base's own database and each pack's (with one pack, every second document). Identical = bench/backends.py's test (scores equal to 1e-9, ids equal but among equal scores).")
     write_markdown(results, args.out, meta)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
