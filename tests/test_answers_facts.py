@@ -227,3 +227,11 @@ def test_an_entity_written_after_the_relation_word_is_its_object(tmp_path, quest
         assert {("requiredBy", ("api-gateway",)), ("dependsOn", ("mysql-core",))} <= {(f.relation, f.others) for f in facts}
     finally:
         kb.close()
+
+
+@pytest.mark.parametrize("question", ["Who are the owners of order-service?", "order-service 归哪个团队？"])
+def test_the_base_ontologys_cue_words_name_the_relation_in_both_languages(shared, question):
+    """"owner" and 归谁 were cue words of ownedBy, "owners" and 归哪个 were not: the question got passages, no fact."""
+    with _kb(shared) as kb:
+        facts = kb.ask(question, llm=None).facts
+    assert [(f.entity, f.relation, f.others) for f in facts] == [("order-service", "ownedBy", ("交易团队",))]
