@@ -90,6 +90,17 @@ def _chains(text: str, spans: Sequence[tuple[str, int, int]], start: int, end: i
                 break
 
 
+def _written(text: str, entities: Sequence[dict]) -> dict[str, tuple[int, int]]:
+    """Each linked entity's place in `text` (normalised, as the relation spans are): id -> (start, end)."""
+    places = {}
+    for e in entities:
+        surface = normalize_text(e.get("surface") or e["label"]).lower()
+        at = text.lower().find(surface)
+        if at >= 0:
+            places[e["id"]] = (at, at + len(surface))
+    return places
+
+
 _ZH = {
     "dependsOn": "{e} 依赖：{o}", "requiredBy": "{e} 被以下对象依赖：{o}", "runtimeDependsOn": "{e} 运行时依赖：{o}",
     "ownedBy": "{e} 的负责团队：{o}", "owns": "{e} 负责：{o}", "partOf": "{e} 属于：{o}", "hasPart": "{e} 包含：{o}",
@@ -196,15 +207,17 @@ class FactFinder:
         facts: list[Fact] = []
         asserted: list[list[tuple[str, str, str]]] = []  # per fact, its triples as asserted: (subject, property, object)
         objects = self._objects(question, entities)
+        passive = {self._passive(question, n) for n in asked}
         for e in entities:
-            wanted = {self._passive(question, n) for n in asked}
+            wanted = set(passive)
             found = []
             for name, alone in sorted(objects.get(e["id"], {}).items()):  # "which services depend on X": X's inverse edges
                 if name in wanted and (along := self._along(e["id"], {name}, forward=False)):
                     found += along
                     if alone:  # not asked again with X as its subject ("… and what does it depend on?")
                         wanted.discard(name)
-            rest = [(r, edges) for r, edges in (self._along(e["id"], wanted) if wanted else []) if r not in dict(found)]
+            taken = {relation for relation, _ in found}
+            rest = [(r, edges) for r, edges in (self._along(e["id"], wanted) if wanted else []) if r not in taken]
             for relation, edges in found + rest:
                 facts.append(self._fact(f"R{len(facts) + 1}", e["id"], relation, edges, citations))
                 asserted.append([x.triple() for x in edges])
@@ -222,15 +235,13 @@ class FactFinder:
         text = normalize_text(_third_person(question))
         spans = [(end, name) for name, _, end in self.relation_spans(text) if name not in _VAGUE]
         out: dict[str, dict[str, bool]] = {}
-        for e in entities:
-            surface = normalize_text(e.get("surface") or e["label"]).lower()
-            at = text.lower().find(surface)
-            before = [(end, name) for end, name in spans if 0 <= at and end <= at]
+        for iri, (at, _) in _written(text, entities).items():
+            before = [(end, name) for end, name in spans if end <= at]
             if before:  # the word nearest before it ("哪些服务依赖 X": 依赖, not the question's 哪些服务)
                 end, name = max(before)
                 if at <= end + 4 and not _JOINT.search(text, end, at):
                     alone = sum(1 for _, other in spans if other == name) == 1
-                    out[e["id"]] = {self._passive(question, name): alone}
+                    out[iri] = {self._passive(question, name): alone}
         return out
 
     def _along(self, iri: str, asked: set[str], forward: bool | None = None) -> list[tuple[str, list]]:
@@ -272,12 +283,7 @@ class FactFinder:
         if self.relation_spans is None:
             return None
         text = normalize_text(_as_clauses(_third_person(question)))
-        written = {}  # each linked entity's place in the text
-        for e in entities:
-            surface = normalize_text(e.get("surface") or e["label"]).lower()
-            at = text.lower().find(surface)
-            if at >= 0:
-                written[e["id"]] = (at, at + len(surface))
+        written = _written(text, entities)
         # a relation's word inside a name is no relation word ("连接" of 数据库连接池)
         spans = [(self._passive(question, n), a, b) for n, a, b in self.relation_spans(text)
                  if n not in _VAGUE and not any(at <= a and b <= end for at, end in written.values())]

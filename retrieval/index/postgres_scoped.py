@@ -15,7 +15,7 @@ from retrieval.index.postgres_cache import PostingArrays, bm25f_scores
 from retrieval.index.postgres_schema import FIELDS
 from retrieval.types import TextHit
 
-__all__ = ["PostgresScope", "add_common_terms"]
+__all__ = ["PostgresScope", "add_common_terms", "scope_rows"]
 
 
 class PostgresScope:
@@ -58,9 +58,7 @@ class PostgresScope:
 
     def _scope_rows(self) -> list[tuple]:
         """(rounded field lengths,) of each of the scope's chunks."""
-        ix = self.index
-        return ix._reader.execute(f"SELECT rounded FROM {ix.ns}.chunks WHERE doc_id = ANY(%s)",
-                                  (sorted(self.doc_ids),)).fetchall()
+        return scope_rows(self.index, self.doc_ids)
 
     def _consistent(self, keys: list[tuple[str, str]]) -> None:
         """The scope's statistics and the posting lists of `keys` at one generation of the index."""
@@ -131,6 +129,12 @@ class PostgresScope:
         with self.index._read():
             self._current()
             return self.n
+
+
+def scope_rows(index, doc_ids: frozenset[str]) -> list[tuple]:
+    """(rounded field lengths,) of each chunk of those documents in one `PostgresIndex` (its reader, under its lock)."""
+    return index._reader.execute(f"SELECT rounded FROM {index.ns}.chunks WHERE doc_id = ANY(%s)",
+                                 (sorted(doc_ids),)).fetchall()
 
 
 def add_weighted_scores(out: dict[int, dict[str, float]], terms: Sequence[tuple[str, float]],

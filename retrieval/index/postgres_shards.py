@@ -29,7 +29,7 @@ from kg.files import masked
 from retrieval.index.postgres_cache import MAX_CACHED, GenerationCache, PostingArrays
 from retrieval.index.postgres_index import PostgresIndex
 from retrieval.index.postgres_schema import FIELDS
-from retrieval.index.postgres_scoped import PostgresScope
+from retrieval.index.postgres_scoped import PostgresScope, scope_rows
 from retrieval.types import Chunk
 
 __all__ = ["ShardedIndex", "open_sharded", "pack_databases", "pack_namespace"]
@@ -189,10 +189,7 @@ class _ShardScope(PostgresScope):
             return self.index.cache
 
     def _scope_rows(self) -> list[tuple]:
-        ids = sorted(self.doc_ids)
-        return [row for _, shard in self.index.shards
-                for row in shard._reader.execute(f"SELECT rounded FROM {shard.ns}.chunks WHERE doc_id = ANY(%s)",
-                                                 (ids,)).fetchall()]
+        return [row for _, shard in self.index.shards for row in scope_rows(shard, self.doc_ids)]
 
 
 class ShardedIndex:
@@ -210,11 +207,11 @@ class ShardedIndex:
     def __init__(self, main: PostgresIndex, packs: Mapping[str, PostgresIndex], *,
                  shards: Sequence[tuple[int, PostgresIndex]] | None = None) -> None:
         self.main, self.packs = main, dict(packs)
-        self._every = [(0, main), *((n, self.packs[p]) for n, p in enumerate(sorted(self.packs), start=1))]
+        self._names = sorted(self.packs)  # database number n > 0 holds the pack _names[n - 1]
+        self._number = {p: n for n, p in enumerate(self._names, start=1)}
+        self._every = [(0, main), *((self._number[p], self.packs[p]) for p in self._names)]
         self.shards = list(shards) if shards is not None else self._every  # the databases this index searches
-        self._number = {p: n for n, p in enumerate(sorted(self.packs), start=1)}
         self.field_boosts, self.max_df_ratio, self._bm25 = main.field_boosts, main.max_df_ratio, main._bm25
-        self.dsn, self.ns = main.dsn, main.ns
         self.cache = FederatedCache(self.shards, self._bm25)
         self._packs_of: PacksOf | None = None
         self._owns = shards is None  # a view of some databases (`scoped`) closes none of them
@@ -281,12 +278,9 @@ class ShardedIndex:
             numbers = self._shard_numbers(doc for doc, _ in rows)
             wrong = sum(n for doc, n in rows if doc in numbers and numbers[doc] != number)
             if wrong:
-                name = "the knowledge base's own" if number == 0 else f"pack {self._pack_at(number)}'s"
+                name = "the knowledge base's own" if number == 0 else f"pack {self._names[number - 1]}'s"
                 out[name] = wrong
         return out
-
-    def _pack_at(self, number: int) -> str:
-        return next(p for p, n in self._number.items() if n == number)
 
     def scoped(self, doc_ids: frozenset[str]):
         """The search inside those documents (routed packs), reading only the databases that hold them."""
