@@ -48,10 +48,11 @@ class MigrationReport:
 
 
 def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", graph_store: str | None = None,
-            pack_databases: str | None = None, progress=None) -> MigrationReport:
+            pack_databases: str | None = None, catalog: str | None = None, progress=None) -> MigrationReport:
     """`target` "postgres+sparql": from the embedded files to PostgreSQL (`dsn`, `schema`) and the SPARQL
-    store `graph_store` (and each pack `pack_databases` names to a database of its own); "embedded": from the
-    backends `kb` was opened with to files in its data dir."""
+    store `graph_store` (and each pack `pack_databases` names to a database of its own; the catalog to tables on
+    `catalog`, a PostgreSQL DSN, when given); "embedded": from the backends `kb` was opened with to files in its data
+    dir (the catalog too, when it was in PostgreSQL)."""
     from kg.errors import InputError
     from kg.stores import open_graph_store
 
@@ -101,8 +102,9 @@ def migrate(kb, target: str, *, dsn: str | None = None, schema: str = "kgrag", g
             _verify(kb, old_index, new_index, whole, None if report.notes else store, report)
         if report.clean:
             _move_vectors(kb, target, dsn, schema, report)
+            _move_catalog(kb, target, catalog, schema, report)
         if target == "postgres+sparql" and report.clean:
-            _publish_catalog(kb, dsn, schema)
+            _publish_catalog(kb, dsn, schema, catalog)
     finally:
         new_index.close()
         store.close()
@@ -165,20 +167,48 @@ def _move_vectors(kb, target: str, dsn: str | None, schema: str, report: Migrati
             source.close()
 
 
-def _publish_catalog(kb, dsn: str, schema: str) -> None:
+def _move_catalog(kb, target: str, catalog: str | None, schema: str, report: MigrationReport) -> None:
+    """The catalog's rows into PostgreSQL's tables (`catalog`: its DSN) or, from there, into kb.sqlite in the data dir
+    (`retrieval/catalog/postgres_catalog.py`). Nothing to move when the catalog stays where it is."""
+    from retrieval.catalog.docstore import DocStore
+    from retrieval.catalog.postgres_catalog import copy_catalog
+
+    if target == "postgres+sparql" and catalog:
+        there = DocStore(kb.root / "kb.sqlite", (catalog, f"{schema}_catalog"))
+    elif target == "embedded" and kb.store.postgres:
+        there = DocStore(kb.root / "kb.sqlite")
+    else:
+        return
+    try:
+        rows = copy_catalog(kb.store.db, there.db)
+        mine = kb.store.stats()
+        if there.stats() != mine:
+            report.problems.append(f"the catalog copied holds {there.stats()}, the original {mine}")
+        report.notes.append(f"catalog: {rows} rows copied " + (
+            f"to the schema {schema}_catalog (kb.sqlite in the data dir is no longer read with KG_CATALOG set)"
+            if target != "embedded" else "to kb.sqlite in the data dir"))
+    finally:
+        there.close()
+
+
+def _publish_catalog(kb, dsn: str, schema: str, catalog: str | None = None) -> None:
     """The catalog and files published in PostgreSQL, so that servers with data dirs of their own start from
-    them (`retrieval.catalog.shared`)."""
+    them (`retrieval.catalog.shared`); with the catalog in PostgreSQL (`catalog`), the files and the generation."""
     from retrieval.catalog import commit
+    from retrieval.catalog.docstore import DocStore
     from retrieval.catalog.postgres_lock import PostgresWriteLock
     from retrieval.catalog.shared import SharedRecord
 
     record, lock = SharedRecord(dsn, schema), PostgresWriteLock(dsn, schema, kb.settings.write_wait)
+    there = DocStore(kb.root / "kb.sqlite", (catalog, f"{schema}_catalog")) if catalog else kb.store
     try:
         with lock:
-            record.publish(kb.root, kb.store.db, commit.generation(kb.store.db))
+            record.publish(kb.root, there.db, commit.generation(there.db))
     finally:
         lock.close()
         record.close()
+        if there is not kb.store:
+            there.close()
 
 
 def _verify(kb, old_index, new_index, whole: Graph, store, report: MigrationReport) -> None:
@@ -201,7 +231,7 @@ def _verify(kb, old_index, new_index, whole: Graph, store, report: MigrationRepo
     if store is not None and not isomorphic(canonical(copied), canonical(whole)):
         report.problems.append(f"the graph read back ({len(copied)} triples) differs from the one written ({len(whole)})")
     titles = [row[0] for row in kb.store.db.execute(
-        "SELECT DISTINCT title FROM documents WHERE title != '' ORDER BY doc_id LIMIT ?", (SAMPLE_QUERIES,))]
+        "SELECT title FROM documents WHERE title != '' GROUP BY title ORDER BY MIN(doc_id) LIMIT ?", (SAMPLE_QUERIES,))]
     for title in titles:
         terms = [(t, 1.0) for t in query_terms(title)]
         # Words only: the character pairs re-score the candidates the words chose, and a tie at the

@@ -190,7 +190,8 @@ class Commits:
     def behind(self) -> bool:
         """Cheap: did another process commit, or graph.ttl / synonyms.txt change, since we loaded?"""
         kb = self.kb
-        if self.shared is not None and self.shared.generation() not in (None, self.generation):
+        if self.shared is not None and (published := self.shared.generation()) is not None and (
+                published != self.generation or (self.kb.store.postgres and published != self._restored())):
             return True
         return (
             commit.generation(kb.store.db) != self.generation
@@ -246,7 +247,7 @@ class Commits:
         first the published catalog and files (`restore`: even at the same generation)."""
         kb = self.kb
         with kb.lock:
-            if self.shared is not None and (restore or self.shared.generation() not in (None, commit.generation(kb.store.db))):
+            if self.shared is not None and (restore or self.shared.generation() not in (None, self._restored())):
                 self._restore_published(restore)
             generation = commit.generation(kb.store.db)
             graph = kb.graph
@@ -274,10 +275,18 @@ class Commits:
         if not self.flock.try_acquire():
             return
         try:
-            if always or self.shared.generation() not in (None, commit.generation(self.kb.store.db)):
+            if always or self.shared.generation() not in (None, self._restored()):
                 self.shared.restore(self.kb.root, self.kb.store.db, swap=self._swap_catalog)
         finally:
             self.flock.release()
+
+    def _restored(self) -> int:
+        """Shared: the generation this data dir was last brought to: its catalog file's own, or, with the catalog's
+        tables in PostgreSQL (KG_CATALOG, always at the latest), the one its copies of graph.ttl and the other files
+        were published or restored at."""
+        if self.kb.store.postgres:
+            return self.shared.files_generation(self.kb.root)
+        return commit.generation(self.kb.store.db)
 
     def _swap_catalog(self, target) -> bool:
         """The restored catalog file in place of the old one, at an instant no query of this process reads it;

@@ -103,12 +103,23 @@ def _show(kb, report, embed: bool, quiet: bool, as_json: bool) -> None:
         echo_json({**report.to_json(), **({"embedding": embedded.to_json()} if embedded else {})})
 
 
+def _catalog_tables(data_dir: Path | None) -> tuple[str, str] | None:
+    """(dsn, schema) of the catalog's tables in PostgreSQL (KG_CATALOG), None for the file in the data dir."""
+    from kg.cli.base import settings_for
+    from retrieval.catalog.postgres_catalog import open_catalog
+
+    try:
+        return open_catalog(settings_for(data_dir))
+    except Exception:  # noqa: BLE001 - a bad setting: opening the knowledge base next says so
+        return None
+
+
 def _nothing_changed(data_dir: Path | None, files: list[Path], ignored: int = 0) -> bool:
     """Every file as it was ingested (stat against the catalog): say so without opening the knowledge base."""
     from retrieval.catalog.filestats import unchanged_folder
     from retrieval.ingest.report import IngestReport
 
-    n = unchanged_folder(data_dir or Path(".kgrag"), files)
+    n = unchanged_folder(data_dir or Path(".kgrag"), files, _catalog_tables(data_dir))
     if n is None:
         return False
     click.echo(IngestReport(unchanged=n, ignored=ignored).summary())
@@ -125,7 +136,7 @@ def _gone_note(data_dir: Path | None, paths: tuple[Path, ...], files: list[Path]
 
     rules = [Ignores(Path(p).resolve()) for p in paths if Path(p).is_dir()] if ignore else []
     stale = gone_sources(data_dir or Path(".kgrag"), paths, files,
-                         lambda source: any(r.ignored_file(Path(source)) for r in rules))
+                         lambda source: any(r.ignored_file(Path(source)) for r in rules), _catalog_tables(data_dir))
     if stale and not quiet:
         folders = " ".join(shlex.quote(str(p)) for p in paths)
         which = f"{', '.join(stale[:3])}{', …' if len(stale) > 3 else ''}"

@@ -26,12 +26,15 @@ from kg.cli.base import (
 @click.option("--pack-databases", default=None,
               help="Packs whose text index goes to a PostgreSQL database of its own, 'PACK=DSN; PACK=DSN' "
                    "(default: $KG_PACK_DATABASES).")
+@click.option("--catalog", default=None,
+              help="With --to postgres+sparql: also move the catalog into tables on this PostgreSQL DSN, so that no "
+                   "server keeps a copy of it (default: $KG_CATALOG; unset: the catalog stays in the data dir).")
 @data_dir_option
 @json_option
 @quiet_option
 def migrate(target: str, dsn: str | None, graph_store: str | None, schema: str | None, pack_databases: str | None,
-            data_dir: Path | None, as_json: bool, quiet: bool) -> None:
-    """Move the text index and the graph to PostgreSQL + a SPARQL store, or back (the catalog stays here).
+            catalog: str | None, data_dir: Path | None, as_json: bool, quiet: bool) -> None:
+    """Move the text index and the graph to PostgreSQL + a SPARQL store, or back (the catalog too with --catalog).
 
     The copy is written from the catalog and the graph, then checked: the same chunks, the same
     triples, and the same top 10 for a sample of searches on both sides (exit code 1 when not).
@@ -43,8 +46,9 @@ def migrate(target: str, dsn: str | None, graph_store: str | None, schema: str |
 
     settings = settings_for(data_dir)
     packs = pack_databases if pack_databases is not None else settings.pack_databases
-    # KG_PACK_DATABASES names where the copy goes: the embedded knowledge base is opened without it
-    embedded = {"pack_databases": ""} if settings.text_backend != "postgres" else {}
+    catalog = catalog if catalog is not None else settings.catalog
+    # KG_PACK_DATABASES and KG_CATALOG name where the copy goes: the embedded knowledge base is opened without them
+    embedded = {"pack_databases": "", "catalog": None} if settings.text_backend != "postgres" else {}
     with open_kb(data_dir, **embedded) as kb:
         dsn = dsn or kb.settings.postgres_dsn
         graph_store = graph_store or (kb.settings.graph_store if kb.settings.graph_store != "file" else None)
@@ -53,7 +57,7 @@ def migrate(target: str, dsn: str | None, graph_store: str | None, schema: str |
         with Progress(chunks, "copying the text index", quiet or as_json,
                       then="committing the copy, then checking it against the original (minutes past 100k chunks)…") as bar:
             report = migrate_kb(kb, target, dsn=dsn, schema=schema, graph_store=graph_store, pack_databases=packs,
-                                progress=bar)
+                                catalog=catalog if target == "postgres+sparql" else None, progress=bar)
     if as_json:
         echo_json(report.to_json())
     else:
@@ -67,11 +71,12 @@ def migrate(target: str, dsn: str | None, graph_store: str | None, schema: str |
                    + (f" ({report.within_drift} equal within 1%: the old whoosh index has merged segments, whose field "
                       "lengths whoosh rounded)" if report.within_drift else ""))
         if report.clean and target == "postgres+sparql":
-            shards = f" KG_PACK_DATABASES='{packs}'" if packs else ""
+            shards = (f" KG_PACK_DATABASES='{packs}'" if packs else "") + (f" KG_CATALOG='{catalog}'" if catalog else "")
             click.echo(f"use it with: KG_TEXT_BACKEND=postgres KG_POSTGRES_DSN='{dsn}' KG_POSTGRES_SCHEMA={schema} "
                        f"KG_GRAPH_STORE={graph_store}{shards}")
         elif report.clean:
-            click.echo("use it with KG_TEXT_BACKEND, KG_POSTGRES_DSN, KG_GRAPH_STORE and KG_PACK_DATABASES unset" if packs
-                       else "use it with KG_TEXT_BACKEND, KG_POSTGRES_DSN and KG_GRAPH_STORE unset")
+            names = ["KG_TEXT_BACKEND", "KG_POSTGRES_DSN", "KG_GRAPH_STORE"] + ["KG_PACK_DATABASES"] * bool(packs) + \
+                ["KG_CATALOG"] * bool(catalog)
+            click.echo(f"use it with {', '.join(names[:-1])} and {names[-1]} unset")
     if not report.clean:
         raise SystemExit(1)

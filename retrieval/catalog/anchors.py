@@ -59,7 +59,7 @@ def anchors_about_many(db: sqlite3.Connection, entities: Sequence[str], limit: i
     return grouped_rows(db, "SELECT entity, chunk_id, strength, reason FROM (SELECT a.entity AS entity, a.chunk_id AS chunk_id,"
                             " a.strength AS strength, a.reason AS reason, ROW_NUMBER() OVER (PARTITION BY a.entity"
                             " ORDER BY a.strength DESC, c.doc_id, c.ordinal) AS r FROM anchors a JOIN chunks c USING (chunk_id)"
-                            " WHERE a.entity IN ({})) WHERE r <= ? ORDER BY entity, r", entities, (limit,))
+                            " WHERE a.entity IN ({})) AS ranked WHERE r <= ? ORDER BY entity, r", entities, (limit,))
 
 
 def anchor_counts(db: sqlite3.Connection) -> int:

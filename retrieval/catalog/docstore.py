@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -42,13 +43,23 @@ CREATE TABLE IF NOT EXISTS index_words (word TEXT PRIMARY KEY);
 
 
 class DocStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, catalog: tuple[str, str] | None = None) -> None:
+        """The catalog file at `path`, or, with `catalog` = (dsn, schema), its tables in PostgreSQL
+        (KG_CATALOG: `postgres_catalog.py`; `path` is then only a name in messages)."""
         self.path = Path(path)
+        self.postgres = catalog
         # One connection a thread: a writer's open transaction stays invisible to the queries other
         # threads run meanwhile (WAL: they read the last commit and never wait for the writer).
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
+        with self._schema_lock():
+            self._ensure_schema()
+
+    def _schema_lock(self):
+        return self.db.schema_lock() if self.postgres else contextlib.nullcontext()
+
+    def _ensure_schema(self) -> None:
         if self.db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'index_words'").fetchone()[0] == 0:
             self.db.executescript(_SCHEMA)  # only when missing: a no-op script would still wait for a writer
         if self.db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'mentions_entity'").fetchone()[0]:
@@ -70,7 +81,14 @@ class DocStore:
     @property
     def db(self) -> sqlite3.Connection:
         conn = getattr(self._local, "db", None)
-        if conn is None:
+        if conn is None and self.postgres:
+            from retrieval.catalog.postgres_catalog import CatalogConnection
+
+            conn = CatalogConnection(*self.postgres)
+            with self._connections_lock:
+                self._connections.append(conn)
+            self._local.db = conn
+        elif conn is None:
             conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -85,6 +103,8 @@ class DocStore:
         `catalog_file.point`): this process's connections are closed and the next ones open `target`.
         Call with no thread using the catalog (`kb.readers.exclusive()`). False, with nothing changed and
         the connections open, where the data dir's file system has no symbolic links."""
+        if self.postgres:
+            return False
         try:
             staged = stage_link(self.path, Path(target))
         except OSError:
@@ -243,7 +263,7 @@ class DocStore:
         """`chunks_mentioning` of many entities in one statement per 500."""
         return anchors.grouped_rows(self.db, "SELECT entity, chunk_id, n FROM (SELECT entity, chunk_id, COUNT(*) AS n, ROW_NUMBER()"
                                  " OVER (PARTITION BY entity ORDER BY COUNT(*) DESC, chunk_id) AS r FROM mentions"
-                                 " WHERE entity IN ({}) GROUP BY entity, chunk_id) WHERE r <= ? ORDER BY entity, r",
+                                 " WHERE entity IN ({}) GROUP BY entity, chunk_id) AS ranked WHERE r <= ? ORDER BY entity, r",
                         entities, (limit,))
 
     def mentions_about(self, entity: str, limit: int = 200) -> list[tuple[str, str, int, int]]:

@@ -83,7 +83,8 @@ def record(db: sqlite3.Connection, stamps: Mapping[str, Stamp | None], context: 
                          (source,)).fetchone()
         if doc:
             rows.append((source, doc[0], *stamp))
-    db.executemany("INSERT OR REPLACE INTO file_stats VALUES (?, ?, ?, ?, ?)", rows)
+    db.executemany("INSERT INTO file_stats VALUES (?, ?, ?, ?, ?) ON CONFLICT (source) DO UPDATE SET doc_id = excluded.doc_id,"
+                   " size = excluded.size, mtime_ns = excluded.mtime_ns, inode = excluded.inode", rows)
     db.execute("INSERT INTO kb_state VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                (CONTEXT_KEY, context))
 
@@ -102,16 +103,33 @@ def context_of(root: Path) -> str:
     return "|".join(parts)
 
 
-def unchanged_folder(root: Path, files: Sequence[Path]) -> int | None:
+def _read_only(root: Path, postgres: tuple[str, str] | None):
+    """The catalog to read: its file in the data dir (read-only), or its tables in PostgreSQL (KG_CATALOG: `postgres`
+    is (dsn, schema)); None when there is none yet."""
+    if postgres:
+        from retrieval.catalog.postgres_catalog import CatalogConnection
+
+        try:
+            return CatalogConnection(*postgres)
+        except Exception:  # noqa: BLE001 - not answering: the caller opens the knowledge base, which says why
+            return None
+    catalog = Path(root) / CATALOG
+    if not catalog.exists():
+        return None
+    try:
+        return sqlite3.connect(f"file:{catalog}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+
+
+def unchanged_folder(root: Path, files: Sequence[Path], postgres: tuple[str, str] | None = None) -> int | None:
     """How many files, when every one of them is unchanged since it was ingested and nothing else an ingest
     would do is pending (no interrupted commit, graph.ttl and synonyms.txt as recorded); else None."""
     root = Path(root)
-    catalog = root / CATALOG
-    if not files or not catalog.exists() or (root / JOURNAL).exists():
+    if not files or (root / JOURNAL).exists():
         return None
-    try:
-        db = sqlite3.connect(f"file:{catalog}?mode=ro", uri=True)
-    except sqlite3.Error:
+    db = _read_only(root, postgres)
+    if db is None:
         return None
     try:
         row = db.execute("SELECT value FROM kb_state WHERE key = ?", (CONTEXT_KEY,)).fetchone()
@@ -126,18 +144,14 @@ def unchanged_folder(root: Path, files: Sequence[Path]) -> int | None:
 
 
 def gone_sources(root: Path, folders: Sequence[Path], present: Sequence[Path] = (),
-                 left_out: Callable[[str], bool] | None = None) -> list[str]:
+                 left_out: Callable[[str], bool] | None = None, postgres: tuple[str, str] | None = None) -> list[str]:
     """The files under `folders` that versions in the catalog were read from and that no longer exist (or that
     `left_out` says the folder's ignore rules now leave out): their text still answers until `kg ingest --sync` (or
     `kg delete`) removes it. Read-only, from the catalog alone; `present` (the files just found there) are not looked
     at again."""
     roots = [str(Path(p).resolve()) for p in folders if Path(p).is_dir()]
-    catalog = Path(root) / CATALOG
-    if not roots or not catalog.exists():
-        return []
-    try:
-        db = sqlite3.connect(f"file:{catalog}?mode=ro", uri=True)
-    except sqlite3.Error:
+    db = _read_only(root, postgres) if roots else None
+    if db is None:
         return []
     prefixes = tuple(r.rstrip(os.sep) + os.sep for r in roots)
     try:

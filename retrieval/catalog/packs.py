@@ -174,7 +174,7 @@ class PackStore:
                                  " COUNT(*) AS n, ROW_NUMBER() OVER (PARTITION BY m.entity ORDER BY COUNT(*) DESC, m.chunk_id)"
                                  " AS r FROM mentions m JOIN chunks c USING (chunk_id) JOIN documents d USING (doc_id)"
                                  f" WHERE m.entity IN ({{}}) AND {self._in} GROUP BY m.entity, m.chunk_id)"
-                                 " WHERE r <= ? ORDER BY entity, r", entities, (*self.packs, limit))
+                                 " AS ranked WHERE r <= ? ORDER BY entity, r", entities, (*self.packs, limit))
 
     def mention_count(self, entity: str) -> int:
         return self.db.execute(

@@ -55,7 +55,8 @@ CATALOG_FILE = "kb.sqlite"
 # so that an import on any server removes the rows deleted since the last import on another).
 SHARED_FILES = ("graph.ttl", "synonyms.txt", "REGISTRY.md", "relation-tables.json")
 ROOM_MARGIN = 64 * 1024 * 1024  # beyond the new catalog, for its WAL and the small files
-PIECE = 256 * 1024  # an edit changes a few SQLite pages (4 KB each) spread through the file
+PIECE = 256 * 1024
+FILES_STAMP = "published-generation"  # KG_CATALOG: the generation of the data dir's copies of SHARED_FILES  # an edit changes a few SQLite pages (4 KB each) spread through the file
 
 
 def open_shared_record(settings) -> SharedRecord | None:
@@ -122,6 +123,8 @@ class SharedRecord:
         the journal row is cleared in it); returns how many catalog pieces were sent. Call with the write
         lock held."""
         root = Path(root)
+        if not isinstance(catalog, sqlite3.Connection):  # KG_CATALOG: the catalog's tables are in PostgreSQL already
+            return self._publish_files(root, generation)
         link = root / CATALOG_FILE
         sweep(root, link)
         source = file_of(catalog)
@@ -158,6 +161,52 @@ class SharedRecord:
             if not live:
                 source.unlink(missing_ok=True)
 
+    def _publish_files(self, root: Path, generation: int) -> int:
+        """`publish` of a knowledge base whose catalog is in PostgreSQL (KG_CATALOG): the small files and the
+        generation; no catalog pieces (any left by a catalog file before are dropped)."""
+        rows = [(name, content) for name in SHARED_FILES if (content := _read(root / name)) is not None]
+
+        def write(db) -> int:
+            with db.transaction():
+                db.execute(f"DELETE FROM {self.ns}.kb_files")
+                with db.cursor() as cur:
+                    cur.executemany(f"INSERT INTO {self.ns}.kb_files VALUES (%s, %s)", rows)
+                db.execute(f"DELETE FROM {self.ns}.kb_pieces")
+                db.execute(f"UPDATE {self.ns}.kb_commit SET generation = %s, journal = NULL, writer = %s, "
+                           "published_at = now()", (generation, who()))
+            return 0
+
+        sent = self._call(write)
+        self._stamp(root, generation)
+        return sent
+
+    def files_generation(self, root: Path) -> int:
+        """With the catalog in PostgreSQL: the generation the data dir's files were last published or restored at
+        (0: never), kept in FILES_STAMP, as a catalog file's own generation says it for kb.sqlite."""
+        try:
+            return int((Path(root) / FILES_STAMP).read_text("ascii").strip() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def _stamp(self, root: Path, generation: int) -> None:
+        replace_file(Path(root) / FILES_STAMP, f"{generation}\n".encode("ascii"), TEMP_PREFIX)
+
+    def _restore_files(self, root: Path) -> int | None:
+        """`restore` of a knowledge base whose catalog is in PostgreSQL: the small files only."""
+        def read(db):
+            with db.transaction():
+                return db.execute(f"SELECT c.generation, f.name, f.content FROM {self.ns}.kb_commit c "
+                                  f"LEFT JOIN {self.ns}.kb_files f ON true").fetchall()
+
+        rows = self._call(read)
+        if not rows or rows[0][0] is None:
+            return None
+        files = {name: bytes(content) for _, name, content in rows if name is not None}
+        for name in SHARED_FILES:
+            _write_if_different(Path(root) / name, files.get(name))
+        self._stamp(root, rows[0][0])
+        return rows[0][0]
+
     def restore(self, root: Path, catalog: sqlite3.Connection, swap=None) -> int | None:
         """Bring the data dir to the published state; returns the generation restored (None: nothing published,
         nothing changed). The catalog is built as a new file beside the old one (a copy of it, hashed, with the pieces
@@ -165,6 +214,8 @@ class SharedRecord:
         closed); without `swap`, or when it returns False, the file is copied into the open `catalog` through SQLite
         (its other connections see it at their next statement). The small files are written where they differ."""
         root = Path(root)
+        if not isinstance(catalog, sqlite3.Connection):  # KG_CATALOG: nothing of the catalog to bring
+            return self._restore_files(root)
         link = root / CATALOG_FILE
         sweep(root, link)
         target = new_target(root)
