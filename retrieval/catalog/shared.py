@@ -55,8 +55,8 @@ CATALOG_FILE = "kb.sqlite"
 # so that an import on any server removes the rows deleted since the last import on another).
 SHARED_FILES = ("graph.ttl", "synonyms.txt", "REGISTRY.md", "relation-tables.json")
 ROOM_MARGIN = 64 * 1024 * 1024  # beyond the new catalog, for its WAL and the small files
-PIECE = 256 * 1024
-FILES_STAMP = "published-generation"  # KG_CATALOG: the generation of the data dir's copies of SHARED_FILES  # an edit changes a few SQLite pages (4 KB each) spread through the file
+PIECE = 256 * 1024  # an edit changes a few SQLite pages (4 KB each) spread through the file
+FILES_STAMP = "published-generation"  # KG_CATALOG: the generation of the data dir's copies of SHARED_FILES
 
 
 def open_shared_record(settings) -> SharedRecord | None:
