@@ -11,6 +11,7 @@ the graph (triple for triple, numeric literals by value) and the top 10 of a sam
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rdflib import Graph
 
@@ -176,7 +177,11 @@ def _move_catalog(kb, target: str, catalog: str | None, schema: str, report: Mig
     if target == "postgres+sparql" and catalog:
         there = DocStore(kb.root / "kb.sqlite", (catalog, f"{schema}_catalog"))
     elif target == "embedded" and kb.store.postgres:
-        there = DocStore(kb.root / "kb.sqlite")
+        file = kb.root / "kb.sqlite"
+        if not file.exists():  # its WAL left behind (the file moved or deleted) would be read as the new file's
+            for suffix in ("-wal", "-shm", "-journal"):
+                Path(f"{file}{suffix}").unlink(missing_ok=True)
+        there = DocStore(file)
     else:
         return
     try:
