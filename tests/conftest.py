@@ -225,6 +225,18 @@ def backends():
         yield pg, graph
 
 
+@pytest.fixture(scope="module")
+def pg_dsn():
+    """The connection string of a PostgreSQL of this module's own (tests/backends_servers.py); skips saying why where
+    it cannot start."""
+    from backends_servers import postgres_server
+
+    with postgres_server() as server:
+        if isinstance(server, str):
+            pytest.skip(server)
+        yield server.url
+
+
 @pytest.fixture
 def oxigraph():
     """A real `oxigraph serve` on loopback (tests/backends_servers.py); skipped with the reason where it cannot start."""

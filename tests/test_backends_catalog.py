@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from backends_servers import oxigraph_server, postgres_server
+from backends_servers import oxigraph_server
 from conftest import build_kb, kg_process, run_in_own_process
 
 from retrieval.catalog.postgres_catalog import _statements, translate
@@ -47,14 +47,6 @@ def test_the_catalog_setting_says_what_it_needs(tmp_path):
     with pytest.raises(ConfigError, match="KG_CATALOG must be a PostgreSQL connection string"):
         KnowledgeBase(Settings(data_dir=tmp_path / "b", catalog="mysql", text_backend="postgres",
                                postgres_dsn="postgresql://localhost/kg"), create=True)
-
-
-@pytest.fixture(scope="module")
-def pg_dsn():
-    with postgres_server() as server:
-        if isinstance(server, str):
-            pytest.skip(server)
-        yield server.url
 
 
 def _on_postgres(monkeypatch, dsn: str, schema: str) -> None:
@@ -138,7 +130,17 @@ def test_kg_migrate_moves_the_catalog_into_postgres_and_back(pg_dsn, tmp_path, m
 
         _on_postgres(monkeypatch, pg_dsn, "moved_tables")
         monkeypatch.setenv("KG_GRAPH_STORE", graph_store)
-        (kb / "kb.sqlite").rename(kb / "kb.sqlite.before")  # whatever is read now comes from PostgreSQL
+        # whatever is read now comes from PostgreSQL; the file goes away as a user's `mv` would take it, leaving its WAL
+        # (a process that wrote it and died): the way back must not read that WAL as its new file's
+        import subprocess
+        import sys
+
+        subprocess.run([sys.executable, "-c", "import os, sqlite3; db = sqlite3.connect(os.sys.argv[1]); "
+                        "db.execute('PRAGMA journal_mode=WAL'); db.execute('PRAGMA wal_autocheckpoint=0'); "
+                        "db.execute(\"INSERT INTO kb_state VALUES ('left', 'x') ON CONFLICT DO NOTHING\"); db.commit(); "
+                        "os._exit(0)", str(kb / "kb.sqlite")], check=True)
+        assert (kb / "kb.sqlite-wal").stat().st_size > 0
+        (kb / "kb.sqlite").rename(kb / "kb.sqlite.before")
         checked = kg_process("check", "--data-dir", str(kb), cwd=tmp_path)
         assert checked.returncode == 0 and checked.stdout.startswith("clean: "), checked.stdout + checked.stderr
         from test_backends_migrate import differences

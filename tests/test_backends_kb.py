@@ -8,16 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from backends_servers import postgres_server
 from conftest import build_demo_kb, run_in_own_process
-
-
-@pytest.fixture(scope="module")
-def pg_dsn():
-    with postgres_server() as server:
-        if isinstance(server, str):
-            pytest.skip(server)
-        yield server.url
 
 
 def demo_rankings(data_dir: Path) -> dict:
