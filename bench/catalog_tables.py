@@ -2,6 +2,7 @@
 answers, and what each costs a query, a write, and a new server.
 
     python bench/catalog_tables.py [--dsn DSN] [--sets ops_dev_zh,...] [--out bench/RESULTS-backends.md]
+    python bench/catalog_tables.py --synthetic 91200 [--sets ""]   # also bench/scale.py's corpus, ~100k chunks
 
 Each set goes twice through the real write path (`fill_knowledge_base`: its ontology, relation table, aliases and
 passages) into a knowledge base on the PostgreSQL text index: once with the catalog file in the data dir (published in
@@ -10,7 +11,8 @@ on both: the hits compared (chunk ids in order), and timed twice, the second pas
 second server's data dir opened (what `kg init` on a new machine does: restore the published catalog, or only the
 small files), and one note ingested through the first server (a commit: catalog, index, publication). Wall times in
 one process on this shared machine; both variants of a set run back to back. Without --dsn a throw-away PostgreSQL is
-started in a temp dir.
+started in a temp dir. `--synthetic N`: a row for N documents of bench/scale.py's synthetic corpus (the shared sets'
+passages, copies with their sentences rotated), ingested 10,000 documents a commit, asked scale.py's 120 questions.
 """
 
 from __future__ import annotations
@@ -38,31 +40,49 @@ def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def run_variant(name: str, dsn: str, work: Path, tables: bool) -> dict:
-    from kg.settings import Settings
+def _fill(kb, name: str) -> list[tuple[str, str]]:
+    """A shared set (`fill_knowledge_base`) or N synthetic documents ("synthetic:N") into `kb`; the questions to ask."""
+    if name.startswith("synthetic:"):
+        import itertools
+
+        from scale import passages, questions, synthetic_documents
+
+        from retrieval.types import SourceDocument
+
+        documents = itertools.islice(synthetic_documents(passages()), int(name.split(":")[1]))
+        while batch := [SourceDocument(source=source, text=text) for source, text in itertools.islice(documents, 10_000)]:
+            kb.ingest_documents(batch)
+        return [(str(i), q) for i, q in enumerate(questions())]
     from retrieval.eval.datasets import load_dataset
     from retrieval.eval.evaluate import fill_knowledge_base
+
+    dataset = load_dataset(SHARED / name, None, drop_empty_gold=True)
+    fill_knowledge_base(kb, dataset)
+    return [(q.id, q.question) for q in dataset.questions]
+
+
+def run_variant(name: str, dsn: str, work: Path, tables: bool) -> dict:
+    from kg.settings import Settings
     from retrieval.pipeline import KnowledgeBase
     from retrieval.types import SourceDocument
 
-    schema = f"{'ct' if tables else 'cf'}_{name}"
+    schema = f"{'ct' if tables else 'cf'}_{name.replace(':', '_')}"
     backends = {"text_backend": "postgres", "postgres_dsn": dsn, "postgres_schema": schema,
                 "catalog": dsn if tables else None}
-    dataset = load_dataset(SHARED / name, None, drop_empty_gold=True)
     out: dict = {}
     with KnowledgeBase(Settings(data_dir=work / schema / "a", **backends), create=True) as kb:
         started = time.perf_counter()
-        fill_knowledge_base(kb, dataset)
+        asked = _fill(kb, name)
         out["ingest_s"] = round(time.perf_counter() - started, 2)
         out["chunks"] = kb.store.stats()["chunks"]
         hits, passes = {}, []
         for _ in range(2):
             times = []
-            for q in dataset.questions:
+            for qid, question in asked:
                 started = time.perf_counter()
-                result = kb.query(q.question, k=10)
+                result = kb.query(question, k=10)
                 times.append((time.perf_counter() - started) * 1000)
-                hits[q.id] = [h.chunk_id for h in result.hits]
+                hits[qid] = [h.chunk_id for h in result.hits]
             passes.append(_ms(times))
         out["hits"], out["query_ms"] = hits, passes[1]
         out["data_dir_bytes"] = _size(work / schema / "a")
@@ -112,6 +132,7 @@ def main() -> None:
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "RESULTS-backends.md")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--synthetic", type=int, default=0, help="also N documents of bench/scale.py's corpus")
     args = parser.parse_args()
     from contextlib import nullcontext
 
@@ -123,7 +144,7 @@ def main() -> None:
         if isinstance(server, str) and not args.dsn:
             sys.exit(f"no PostgreSQL: {server}")
         dsn = args.dsn or server.url
-        for name in [s for s in args.sets.split(",") if s]:
+        for name in [s for s in args.sets.split(",") if s] + [f"synthetic:{args.synthetic}"] * bool(args.synthetic):
             row = {"set": name}
             for variant, tables in (("file", False), ("tables", True)):
                 row[variant] = run_variant(name, dsn, Path(tmp), tables)
