@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rdflib import Graph
 
-from retrieval.store_sync import layout_digest, record, store_mark, write_graph
+from retrieval.store_sync import RECORD_SCHEMA, layout_digest, record, store_mark, write_graph
 
 __all__ = ["MigrationReport", "migrate"]
 
@@ -185,7 +185,9 @@ def _move_catalog(kb, target: str, catalog: str | None, schema: str, report: Mig
     else:
         return
     try:
-        rows = copy_catalog(kb.store.db, there.db)
+        from retrieval.catalog.filestats import SCHEMA as FILE_STATS
+
+        rows = copy_catalog(kb.store.db, there.db, made_later=(FILE_STATS, RECORD_SCHEMA))
         mine = kb.store.stats()
         if there.stats() != mine:
             report.problems.append(f"the catalog copied holds {there.stats()}, the original {mine}")

@@ -321,5 +321,6 @@ class KnowledgeBase(QueryPath):
         with self.reading():
             return {"data_dir": str(self.root), **self.store.stats(), **self.history.stats(self.today()), **self.graph.view_stats(),
                     "indexed_chunks": self.index.doc_count(), "synonym_groups": len(self.synonyms),
+                    **({"catalog": f"PostgreSQL schema {self.store.postgres[1]}"} if self.store.postgres else {}),
                     **({"graph_unread": self.graph.unread} if self.graph.unread else {}),
                     **({"synonyms_unread": unread} if (unread := self.commits.synonyms_file.unread) else {})}

@@ -35,7 +35,7 @@ from retrieval.periodic import Periodic
 if TYPE_CHECKING:
     from rdflib import Graph
 
-__all__ = ["EDITED", "StoreFollower", "StoreStatus", "follow_round", "graph_mark", "layout_digest", "pack_owned", "pull", "push", "record", "status", "store_graphs",
+__all__ = ["EDITED", "RECORD_SCHEMA", "StoreFollower", "StoreStatus", "follow_round", "graph_mark", "layout_digest", "pack_owned", "pull", "push", "record", "status", "store_graphs",
            "store_mark", "write_graph"]
 
 EDITED = "the store's graph was changed outside kgrag since kgrag last wrote it"
@@ -158,11 +158,14 @@ def _graph_keys(quads: dict[str, list]) -> dict[str, set[str]]:
     return {name: _keys(triples) for name, triples in quads.items() if triples}
 
 
+RECORD_SCHEMA = ("CREATE TABLE IF NOT EXISTS store_record (graph TEXT NOT NULL, key TEXT NOT NULL, "
+                 "PRIMARY KEY (graph, key)) WITHOUT ROWID")
+
+
 def record(db, quads: dict[str, list]) -> None:
     """Remember the store's graphs (name -> triples, as a push or a pull left them) as the base the next push
     compares with; inside the caller's transaction."""
-    db.execute("CREATE TABLE IF NOT EXISTS store_record (graph TEXT NOT NULL, key TEXT NOT NULL, "
-               "PRIMARY KEY (graph, key)) WITHOUT ROWID")
+    db.execute(RECORD_SCHEMA)
     db.execute("DELETE FROM store_record")
     db.executemany("INSERT INTO store_record VALUES (?, ?)",
                    ((name, key) for name, keys in _graph_keys(quads).items() for key in keys))

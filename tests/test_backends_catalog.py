@@ -75,7 +75,7 @@ def test_the_demo_with_its_catalog_in_postgres_answers_as_the_embedded_default(p
     checked = kg_process("check", "--data-dir", str(tmp_path / "postgres"), cwd=tmp_path)
     assert checked.returncode == 0 and checked.stdout.startswith("clean: "), checked.stdout + checked.stderr
     stats = json.loads(kg_process("stats", "--json", "--data-dir", str(tmp_path / "postgres"), cwd=tmp_path).stdout)
-    assert stats["chunks"] == embedded["chunks"]
+    assert stats["chunks"] == embedded["chunks"] and stats["catalog"] == "PostgreSQL schema demo_tables_catalog"
 
 
 def second_server_follows(root: Path) -> dict:

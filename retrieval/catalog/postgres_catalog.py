@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Sequence
 from functools import lru_cache
 
 from kg.errors import ConfigError
@@ -309,16 +310,13 @@ class _SchemaLock:
 
 # Parents before children (PostgreSQL checks each foreign key as the row goes in); any other table after them.
 _COPY_ORDER = ("kb_state", "documents", "chunks", "versions", "version_chunks", "parents", "mentions", "about")
-# Tables a catalog module makes when first used, not when the catalog opens.
-_MADE_LATER = ("CREATE TABLE IF NOT EXISTS store_record (graph TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (graph, key))",)
 
 
-def copy_catalog(source, target, batch: int = 5000) -> int:
+def copy_catalog(source, target, made_later: Sequence[str] = (), batch: int = 5000) -> int:
     """Every row of every table of the catalog `source` into the catalog `target` (each a connection `DocStore.db`
-    gives: SQLite's or `CatalogConnection`; `target`'s tables made by its `DocStore`), in one transaction of `target`,
-    whose rows are replaced; the columns both sides have. Returns the rows copied (`kg migrate --catalog`)."""
-    from retrieval.catalog.filestats import SCHEMA as FILE_STATS
-
+    gives: SQLite's or `CatalogConnection`; `target`'s tables made by its `DocStore`, and by `made_later`, the CREATE
+    statements of tables a module makes when first used), in one transaction of `target`, whose rows are replaced;
+    the columns both sides have. Returns the rows copied (`kg migrate --catalog`)."""
     tables = lambda db: [row[0] for row in db.execute(  # noqa: E731
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' ORDER BY name")]
     columns = lambda db, table: [row[1] for row in db.execute(f"PRAGMA table_info({table})")]  # noqa: E731
@@ -327,7 +325,7 @@ def copy_catalog(source, target, batch: int = 5000) -> int:
     copied = 0
     target.execute("BEGIN")
     try:
-        for ddl in (FILE_STATS, *_MADE_LATER):
+        for ddl in made_later:
             target.execute(ddl)
         theirs = set(tables(target))
         for table in reversed([t for t in mine if t in theirs]):
