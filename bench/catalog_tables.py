@@ -32,7 +32,7 @@ for extra in (REPO_ROOT, REPO_ROOT / "tests", REPO_ROOT / "bench"):
 
 from backends import SHARED, _ms  # noqa: E402
 
-SETS = ["ops_dev_zh", "gitlab_handbook_dev", "domainrag_zh_dev", "2wiki_dev"]
+SETS = ["ops_dev_zh", "gitlab_handbook_dev", "domainrag_zh_dev", "rgb_zh_dev", "2wiki_dev", "hotpotqa_train100", "musique_train100"]
 _START, _END = "## The catalog as tables (bench/catalog_tables.py)", "<!-- end of the catalog tables table -->"
 
 
