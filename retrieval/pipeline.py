@@ -21,7 +21,7 @@ from kg.lock import SharedLock
 from kg.settings import Settings
 from kg.store import GRAPH_FILE, KnowledgeGraph
 from retrieval.catalog.docstore import DocStore
-from retrieval.catalog.postgres_catalog import open_catalog
+from retrieval.catalog.postgres_catalog import open_catalog, refuse_unmoved
 from retrieval.catalog.versions import VersionCatalog
 from retrieval.graph.expand import ExpansionSettings
 from retrieval.graph.seeds import GraphEvidence, fold_label
@@ -81,6 +81,7 @@ class KnowledgeBase(QueryPath):
         if graph_missing:
             self.graph.save()
         self.store = DocStore(self.root / "kb.sqlite", open_catalog(settings))  # KG_CATALOG: tables in PostgreSQL
+        refuse_unmoved(self.root, self.store, settings.postgres_schema if settings.catalog == settings.postgres_dsn else None)
         self.history = VersionCatalog(self.store)
         self.chunk_sizes = ChunkSizes(settings.chunk_child_size, settings.chunk_parent_size, settings.chunk_overlap)
         self.index = open_text_index(settings, self.root, self.store)  # whoosh in the data dir unless KG_TEXT_BACKEND says otherwise

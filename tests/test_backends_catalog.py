@@ -121,6 +121,14 @@ def test_kg_migrate_moves_the_catalog_into_postgres_and_back(pg_dsn, tmp_path, m
         kb = tmp_path / "kb"
         before = run_in_own_process("test_backends_migrate", "build_and_rank", kb)
         catalog_rows = sqlite3.connect(kb / "kb.sqlite").execute("SELECT count(*) FROM chunks").fetchone()[0]
+        # the setting given before the move: refused, nothing read as empty (the next commit would have emptied the
+        # shared text index of every chunk "not in the catalog")
+        _on_postgres(monkeypatch, pg_dsn, "moved_tables")
+        early = kg_process("stats", "--data-dir", str(kb), cwd=tmp_path)
+        assert early.returncode != 0 and "KG_CATALOG names an empty catalog" in early.stderr, early.stdout + early.stderr
+        assert "kg migrate --to postgres+sparql --catalog" in early.stderr and "Traceback" not in early.stderr
+        for name in ("KG_TEXT_BACKEND", "KG_POSTGRES_DSN", "KG_POSTGRES_SCHEMA", "KG_CATALOG"):
+            monkeypatch.delenv(name)
         moved = kg_process("migrate", "--to", "postgres+sparql", "--dsn", pg_dsn, "--graph-store", graph_store,
                            "--schema", "moved_tables", "--catalog", pg_dsn, "--data-dir", str(kb), "--quiet", cwd=tmp_path)
         assert moved.returncode == 0, moved.stdout + moved.stderr
@@ -196,3 +204,20 @@ def test_a_writer_killed_mid_commit_leaves_one_state_in_the_shared_catalog(backe
         clean(env, data_dir, tmp_path)
         assert not (data_dir / "commit.json").exists(), data_dir.name
     assert shared_leftovers(pg, schema) == (None, 0)
+
+
+def test_a_catalog_published_as_a_file_is_not_read_as_empty_tables(pg_dsn, tmp_path):
+    """A shared knowledge base whose catalog is published as a file, opened on a new server with KG_CATALOG set before
+    `kg migrate --catalog` moved it: refused saying what to run (its first commit would have dropped the published
+    catalog and emptied the text index), and the published catalog still there."""
+    from kg.errors import ConfigError
+    from kg.settings import Settings
+    from retrieval.pipeline import KnowledgeBase
+
+    shared = {"text_backend": "postgres", "postgres_dsn": pg_dsn, "postgres_schema": "published_file"}
+    build_kb(tmp_path / "a", **shared).close()
+    with pytest.raises(ConfigError, match="holds a catalog published as a file: move it there first with `kg migrate"):
+        KnowledgeBase(Settings(data_dir=tmp_path / "b", catalog=pg_dsn, **shared), create=True)
+    assert _count(pg_dsn, "SELECT count(*) FROM published_file.kb_pieces") > 0
+    with KnowledgeBase(Settings(data_dir=tmp_path / "c", **shared), create=True) as third:  # without it: as before
+        assert third.store.stats()["chunks"] > 0

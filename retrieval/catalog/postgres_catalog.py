@@ -24,10 +24,12 @@ import re
 import sqlite3
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 
 from kg.errors import ConfigError
+from kg.files import masked
 
-__all__ = ["CatalogConnection", "catalog_namespace", "open_catalog", "translate"]
+__all__ = ["CatalogConnection", "catalog_namespace", "copy_catalog", "open_catalog", "refuse_unmoved", "translate"]
 
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 _TYPES = {"INTEGER": "BIGINT", "REAL": "DOUBLE PRECISION", "TEXT": 'TEXT COLLATE "C"', "BLOB": "BYTEA"}
@@ -56,6 +58,36 @@ def open_catalog(settings):
         raise ConfigError("KG_CATALOG=postgresql://… needs KG_TEXT_BACKEND=postgres (and KG_POSTGRES_DSN): a catalog "
                           "shared by several servers with a text index in each data dir would disagree with it")
     return dsn, catalog_namespace(settings)
+
+
+def refuse_unmoved(root: Path, store, published: str | None = None) -> None:
+    """KG_CATALOG names a catalog with no chunk while the data dir's kb.sqlite holds documents, or while the shared
+    record (schema `published`, on the same database) holds a catalog published as a file: it was never moved there
+    (`kg migrate --catalog`). Opening it would read the knowledge base as empty, and the next commit would drop the
+    published catalog and take every chunk out of the shared text index as not in the catalog: refused, saying what
+    to run."""
+    if not store.postgres or store.has_chunks():
+        return
+    file, where = Path(root) / "kb.sqlite", None
+    try:
+        if file.exists():
+            db = sqlite3.connect(f"file:{file}?mode=ro", uri=True)
+            try:
+                if count := db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]:
+                    where = f"{file} holds {count} document(s)"
+            finally:
+                db.close()
+    except sqlite3.Error:
+        pass
+    if where is None and published and store.db.execute("SELECT to_regclass(?)", (f"{published}.kb_pieces",)).fetchone()[0] \
+            and store.db.execute(f"SELECT EXISTS (SELECT 1 FROM {published}.kb_pieces)").fetchone()[0]:
+        where = f"the schema {published} holds a catalog published as a file"
+    if where is not None:
+        dsn, schema = store.postgres
+        store.close()
+        raise ConfigError(f"KG_CATALOG names an empty catalog (schema {schema}) while {where}: move it there first "
+                          f"with `kg migrate --to postgres+sparql --catalog '{masked(dsn)}'` run where that catalog is "
+                          "(with KG_CATALOG unset), or unset KG_CATALOG to go on with the file")
 
 
 def _split(sql: str) -> list[tuple[bool, str]]:
