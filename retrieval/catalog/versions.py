@@ -142,8 +142,11 @@ class VersionCatalog:
     def add_version(self, doc: Document, src: SourceDocument, parents: Sequence[ParentChunk],
                     children: Sequence[Chunk], today: dt.date) -> VersionChange:
         db = self.db
-        before = self._current_chunks(doc.doc_id, today.isoformat())
         last = db.execute("SELECT MAX(seq) FROM versions WHERE doc_id = ?", (doc.doc_id,)).fetchone()[0] or 0
+        # A document's first version (most of an ingest): nothing in force before it, nothing to chain or replace, so
+        # five look-ups fewer (each a round trip with the catalog in PostgreSQL)
+        first = last == 0
+        before = set() if first else self._current_chunks(doc.doc_id, today.isoformat())
         seq = last + 1
         # A first version without a date has always been in force; a later one from the day it came.
         effective = src.effective_date or (None if seq == 1 else today.isoformat())
@@ -180,9 +183,13 @@ class VersionCatalog:
         db.executemany("INSERT INTO version_chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
                        [(version_id, c.chunk_id, c.ordinal, c.parent_id, c.line_start, c.line_end, c.page)
                         for c in children])
-        self._chain(doc.doc_id)
-        replaced, dropped = self._drop_replaced(doc.doc_id, src.source, seq)
-        after = self._current_chunks(doc.doc_id, today.isoformat())
+        if first:  # its one version runs from `effective` (always, when None) with no end
+            replaced, dropped = 0, []
+            after = {c.chunk_id for c in children} if (effective or "") <= today.isoformat() else set()
+        else:
+            self._chain(doc.doc_id)
+            replaced, dropped = self._drop_replaced(doc.doc_id, src.source, seq)
+            after = self._current_chunks(doc.doc_id, today.isoformat())
         return VersionChange(version_id, label, new, carried=len(children) - len(new),
                              retired=len(before - after - set(dropped)), replaced=replaced, dropped=dropped)
 
