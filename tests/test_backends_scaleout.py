@@ -77,9 +77,12 @@ def titles(base: str, text: str) -> list[str]:
     return [hit["title"] for hit in body.get("hits", [])] if status == 200 else []
 
 
-def test_two_servers_share_documents_writes_and_the_graph(backends, tmp_path):
+@pytest.mark.parametrize("catalog", ["file", "tables"])
+def test_two_servers_share_documents_writes_and_the_graph(backends, tmp_path, catalog):
+    """`tables`: with KG_CATALOG, the catalog's rows in PostgreSQL and no kb.sqlite in either data dir."""
     pg, graph = backends
-    env = backend_env(pg, graph, "scaleout")
+    schema = "scaleout" if catalog == "file" else "scaleout_tables"
+    env = {**backend_env(pg, graph, schema), **({"KG_CATALOG": pg.url} if catalog == "tables" else {})}
     a_dir, b_dir = two_data_dirs(tmp_path, env)
     with kg_serve(a_dir, env, tmp_path / "a.log") as (_, a), kg_serve(b_dir, env, tmp_path / "b.log") as (_, b):
         assert post(a, "zebra", "# Zebra cluster runbook\n\nThe zebracluster restarts every night at 02:00.\n") == 201
@@ -130,7 +133,7 @@ def test_two_servers_share_documents_writes_and_the_graph(backends, tmp_path):
 
         from kg.stores import canonical, open_graph_store
 
-        store = open_graph_store(f"sparql+{graph.url}", namespace="scaleout")
+        store = open_graph_store(f"sparql+{graph.url}", namespace=schema)
         try:
             in_store = store.read()
         finally:
@@ -142,6 +145,7 @@ def test_two_servers_share_documents_writes_and_the_graph(backends, tmp_path):
     for folder in (a_dir, b_dir):
         report = json.loads(kg(env, "check", "--json", "--data-dir", str(folder), cwd=tmp_path))
         assert report["clean"], report
+        assert (folder / "kb.sqlite").exists() == (catalog == "file")
     for log in ("a.log", "b.log"):
         assert "Traceback" not in (tmp_path / log).read_text()
 
