@@ -134,16 +134,13 @@ class SharedRecord:
                 and checkpointed(catalog))
         if not live:
             source = _catalog_image(root, catalog)
-        rows = [(name, content) for name in SHARED_FILES if (content := _read(root / name)) is not None]
+        rows = _small_files(root)
         mine = piece_hashes(source, PIECE)
 
         def write(db) -> int:
             with db.transaction():
                 published = dict(db.execute(f"SELECT part, sha FROM {self.ns}.kb_pieces").fetchall())
                 changed = [part for part, sha in enumerate(mine) if published.get(part) != sha]
-                db.execute(f"DELETE FROM {self.ns}.kb_files")  # the small files, and a catalog an older kgrag put here
-                with db.cursor() as cur:
-                    cur.executemany(f"INSERT INTO {self.ns}.kb_files VALUES (%s, %s)", rows)
                 db.execute(f"DELETE FROM {self.ns}.kb_pieces WHERE part >= %s", (len(mine),))
                 with open(source, "rb") as fh:
                     for part in changed:  # one piece in memory at a time
@@ -151,8 +148,7 @@ class SharedRecord:
                         db.execute(f"INSERT INTO {self.ns}.kb_pieces VALUES (%s, %s, %s) ON CONFLICT (part) DO "
                                    "UPDATE SET sha = EXCLUDED.sha, content = EXCLUDED.content",
                                    (part, mine[part], fh.read(PIECE)))
-                db.execute(f"UPDATE {self.ns}.kb_commit SET generation = %s, journal = NULL, writer = %s, "
-                           "published_at = now()", (generation, who()))
+                self._put_files(db, rows, generation)
                 return len(changed)
 
         try:
@@ -164,21 +160,32 @@ class SharedRecord:
     def _publish_files(self, root: Path, generation: int) -> int:
         """`publish` of a knowledge base whose catalog is in PostgreSQL (KG_CATALOG): the small files and the
         generation; no catalog pieces (any left by a catalog file before are dropped)."""
-        rows = [(name, content) for name in SHARED_FILES if (content := _read(root / name)) is not None]
+        rows = _small_files(root)
 
-        def write(db) -> int:
+        def write(db) -> None:
             with db.transaction():
-                db.execute(f"DELETE FROM {self.ns}.kb_files")
-                with db.cursor() as cur:
-                    cur.executemany(f"INSERT INTO {self.ns}.kb_files VALUES (%s, %s)", rows)
                 db.execute(f"DELETE FROM {self.ns}.kb_pieces")
-                db.execute(f"UPDATE {self.ns}.kb_commit SET generation = %s, journal = NULL, writer = %s, "
-                           "published_at = now()", (generation, who()))
-            return 0
+                self._put_files(db, rows, generation)
 
-        sent = self._call(write)
+        self._call(write)
         self._stamp(root, generation)
-        return sent
+        return 0
+
+    def _put_files(self, db, rows: list[tuple[str, bytes]], generation: int) -> None:
+        """Inside a publication's transaction: the small files and the generation (the journal row cleared)."""
+        db.execute(f"DELETE FROM {self.ns}.kb_files")  # the small files, and a catalog an older kgrag put here
+        with db.cursor() as cur:
+            cur.executemany(f"INSERT INTO {self.ns}.kb_files VALUES (%s, %s)", rows)
+        db.execute(f"UPDATE {self.ns}.kb_commit SET generation = %s, journal = NULL, writer = %s, "
+                   "published_at = now()", (generation, who()))
+
+    def _published_files(self, db) -> tuple[int, dict[str, bytes]] | None:
+        """(the published generation, name -> content of the published files), None when nothing is published."""
+        rows = db.execute(f"SELECT c.generation, f.name, f.content FROM {self.ns}.kb_commit c "
+                          f"LEFT JOIN {self.ns}.kb_files f ON true").fetchall()
+        if not rows or rows[0][0] is None:
+            return None
+        return rows[0][0], {name: bytes(content) for _, name, content in rows if name is not None}
 
     def files_generation(self, root: Path) -> int:
         """With the catalog in PostgreSQL: the generation the data dir's files were last published or restored at
@@ -193,19 +200,13 @@ class SharedRecord:
 
     def _restore_files(self, root: Path) -> int | None:
         """`restore` of a knowledge base whose catalog is in PostgreSQL: the small files only."""
-        def read(db):
-            with db.transaction():
-                return db.execute(f"SELECT c.generation, f.name, f.content FROM {self.ns}.kb_commit c "
-                                  f"LEFT JOIN {self.ns}.kb_files f ON true").fetchall()
-
-        rows = self._call(read)
-        if not rows or rows[0][0] is None:
+        got = self._call(self._published_files)
+        if got is None:
             return None
-        files = {name: bytes(content) for _, name, content in rows if name is not None}
-        for name in SHARED_FILES:
-            _write_if_different(Path(root) / name, files.get(name))
-        self._stamp(root, rows[0][0])
-        return rows[0][0]
+        generation, files = got
+        _write_small_files(root, files)
+        self._stamp(root, generation)
+        return generation
 
     def restore(self, root: Path, catalog: sqlite3.Connection, swap=None) -> int | None:
         """Bring the data dir to the published state; returns the generation restored (None: nothing published,
@@ -223,15 +224,14 @@ class SharedRecord:
         def read(db):
             with db.transaction():  # one snapshot for the generation, the files and the pieces
                 db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                rows = db.execute(f"SELECT c.generation, f.name, f.content FROM {self.ns}.kb_commit c "
-                                  f"LEFT JOIN {self.ns}.kb_files f ON true").fetchall()
-                if not rows or rows[0][0] is None:
+                got = self._published_files(db)
+                if got is None:
                     return None
-                files = {name: bytes(content) for _, name, content in rows if name is not None}
+                generation, files = got
                 hashes = db.execute(f"SELECT part, sha, length(content) FROM {self.ns}.kb_pieces ORDER BY part").fetchall()
                 if CATALOG_FILE in files:  # published whole by an older kgrag
                     target.write_bytes(files.pop(CATALOG_FILE))
-                    return rows[0][0], files
+                    return generation, files
                 if not hashes:
                     raise BusyError(f"the published record of '{self.ns}' has no catalog: publish again with a write "
                                     "on the server that holds the knowledge base (e.g. `kg check --repair`)")
@@ -253,7 +253,7 @@ class SharedRecord:
                                             "hash: publish again with a write (e.g. `kg check --repair` on a server)")
                         fh.seek(part * PIECE)
                         fh.write(content)
-                return rows[0][0], files
+                return generation, files
 
         try:
             got = self._call(read)
@@ -268,12 +268,22 @@ class SharedRecord:
             if not (link.is_symlink() and link.resolve() == target.resolve()):
                 for suffix in ("", "-wal", "-shm", "-journal"):
                     Path(str(target) + suffix).unlink(missing_ok=True)
-        for name in SHARED_FILES:
-            _write_if_different(root / name, files.get(name))
+        _write_small_files(root, files)
         return generation
 
     def close(self) -> None:
         self._db.close()
+
+
+def _small_files(root: Path) -> list[tuple[str, bytes]]:
+    """(name, content) of the data dir's SHARED_FILES that exist."""
+    return [(name, content) for name in SHARED_FILES if (content := _read(root / name)) is not None]
+
+
+def _write_small_files(root: Path, files: dict[str, bytes]) -> None:
+    """The published SHARED_FILES into the data dir where they differ (one not published: removed)."""
+    for name in SHARED_FILES:
+        _write_if_different(Path(root) / name, files.get(name))
 
 
 def _read(path: Path) -> bytes | None:
