@@ -31,7 +31,15 @@ _BASE_VERB = re.compile(r"\b(depend|rel(?:y)|run|own|host|configure|affect|cause
                         re.IGNORECASE)
 
 
+# "Which services use X": the relation's label is "uses", and "use" after a plural subject is its plural form (not after
+# "I / you / we / to / does …": "How do I use X" asks how, not along a relation), with its object right after it (in
+# "which port do the gateways use to connect to X" the object is the port, asked for; X is no object of "use").
+_PLURAL_USE = re.compile(r"\b([a-z]+(?<!s)s)\s+use\b(?!\s+(?:to|for|in|on|at|with|when|as|by|from)\b)", re.IGNORECASE)
+_NOT_SUBJECT = {"does", "is", "was", "has", "its", "this", "thus", "always", "us", "yes", "as", "plus"}
+
+
 def _third_person(question: str) -> str:
+    question = _PLURAL_USE.sub(lambda m: m.group(0) if m.group(1).lower() in _NOT_SUBJECT else f"{m.group(1)} uses", question)
     return _BASE_VERB.sub(lambda m: {"rely": "relies"}.get(m.group(1).lower(), m.group(1) + "s"), question)
 
 
@@ -88,6 +96,26 @@ def _chains(text: str, spans: Sequence[tuple[str, int, int]], start: int, end: i
                     or (back and b0 >= joint.end())):
                 yield inner, outer, start < a0
                 break
+
+
+# A plural noun right before an entity that a relation word follows: "the components Region Migration depends on" is
+# "the components that Region Migration depends on" (English drops the pronoun; Chinese writes 的, read above).
+_BARE_NOUN = re.compile(r"\b(?:the|those|these|all)\s+[a-z]+s\s+$", re.IGNORECASE)
+BARE_GAP = 2  # characters between the entity and the relation word after it (a space)
+
+
+def _with_pronouns(text: str, entities: Sequence[dict], relation_spans: Callable) -> str:
+    """`text` with "that" written where a relative clause leaves it out, before the entity that is its subject."""
+    spans = relation_spans(text)
+    for at, end in sorted(_written(text, entities).values(), reverse=True):
+        if _BARE_NOUN.search(text, 0, at) and any(0 <= a - end <= BARE_GAP for _, a, _ in spans):
+            text = f"{text[:at]}that {text[at:]}"
+    return text
+
+
+# An entity's noun after it: "交易研发组的服务", "the payments team's services" (the class label right after).
+_POSSESSIVE = re.compile(r"\s*(?:的|'s\b|’s\b)\s*")
+MAX_CLASS_LABEL = 24  # characters after 的 / 's read for a class label
 
 
 def _written(text: str, entities: Sequence[dict]) -> dict[str, tuple[int, int]]:
@@ -282,7 +310,7 @@ class FactFinder:
         facts are the first step's alone (perhaps none). None when the question is not so built."""
         if self.relation_spans is None:
             return None
-        text = normalize_text(_as_clauses(_third_person(question)))
+        text = _with_pronouns(normalize_text(_as_clauses(_third_person(question))), entities, self.relation_spans)
         written = _written(text, entities)
         # a relation's word inside a name is no relation word ("连接" of 数据库连接池)
         spans = [(self._passive(question, n), a, b) for n, a, b in self.relation_spans(text)
@@ -291,21 +319,51 @@ class FactFinder:
         for e in entities:
             if e["id"] not in written:
                 continue
-            for inner, outer, forward in _chains(text, spans, *written[e["id"]]):
-                facts, reached = self._chain_facts(e["id"], inner, outer, forward, citations)
+            hops = [(self._along(e["id"], {inner}, forward), outer)
+                    for inner, outer, forward in _chains(text, spans, *written[e["id"]])]
+            hops += self._possessed(text, e["id"], *written[e["id"]], spans)
+            for hop, outer in hops:
+                facts, reached = self._chain_facts(e["id"], hop, outer, citations)
                 if reached:
                     return facts
                 if first is None or (not first and facts):  # the first step that found something, or none
                     first = facts
         return first
 
-    def _chain_facts(self, iri: str, inner: str, outer: str, forward: bool,
+    def _possessed(self, text: str, iri: str, start: int, end: int,
+                   spans: Sequence[tuple[str, int, int]]) -> list[tuple[list, str]]:
+        """"交易研发组的服务都依赖哪些组件？", "the payments team's services depend on what?": no word names the inner
+        relation, the class of what it reaches does (服务, services: the ontology's class labels). [(the entity's edges
+        to entities of that class, grouped by relation; the outer relation)], or [] when the question is not so built."""
+        said = _POSSESSIVE.match(text, end)
+        if said is None:
+            return []
+        after = text[said.end():said.end() + MAX_CLASS_LABEL].lower()
+        named = [(len(label), c.name) for c in self.vocab.classes.values() for label in c.labels
+                 if label and after.startswith(label.lower())]
+        if not named:
+            return []
+        size, cls = max(named)
+        noun_end = said.end() + size
+        outers = [name for name, a, b in spans if (a >= noun_end or b <= start)
+                  and not _BREAK.search(text, min(a, start), max(b, noun_end))]
+        if not outers:
+            return []
+        groups: dict[str, list] = {}
+        for edge in self.view.neighbours(iri):
+            target = self.view.entities.get(edge.target)
+            if (target is not None and edge.relation not in _VAGUE
+                    and any(self.vocab.is_subclass(t, cls) for t in target.types)):
+                groups.setdefault(edge.relation, []).append(edge)
+        hop = [(relation, sorted(found, key=lambda x: -x.edge_weight)) for relation, found in groups.items()]
+        return [(hop, outers[0])] if hop else []
+
+    def _chain_facts(self, iri: str, hop: list[tuple[str, list]], outer: str,
                      citations: Sequence[Citation]) -> tuple[list[Fact], bool]:
-        """The entity's edges along `inner`, then each reached entity's along `outer`; and whether the second step
-        found any (if not, the facts are the first step's alone)."""
+        """The entity's edges of the first step (`hop`), then each reached entity's along `outer`; and whether the
+        second step found any (if not, the facts are the first step's alone)."""
         facts: list[Fact] = []
         asserted: list[list[tuple[str, str, str]]] = []
-        hop = self._along(iri, {inner}, forward)
         for relation, edges in hop:
             facts.append(self._fact(f"R{len(facts) + 1}", iri, relation, edges, citations))
             asserted.append([x.triple() for x in edges])

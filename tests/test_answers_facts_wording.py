@@ -1,0 +1,59 @@
+"""Relation questions worded as people write them, on the bundled demo's relation table: "use" as the relation's
+word, a relative clause without its pronoun, and a possessive naming what the inner relation reaches by its class.
+Each was answered from passages alone (or from the wrong end of the relation) before the reading it tests."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import build_demo_kb
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    kb = build_demo_kb(tmp_path_factory.mktemp("facts-wording") / "kb")
+    yield kb
+    kb.close()
+
+
+def _facts(kb, question: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    return [(f.entity, f.relation, f.others) for f in kb.ask(question, llm=None).facts]
+
+
+def test_which_services_use_x_asks_for_what_depends_on_x(demo):
+    """relations.csv: user-service dependsOn notification-service; "use" after a plural subject is the label "uses"."""
+    facts = _facts(demo, "Which services use notification-service, and who owns it?")
+    assert ("notification-service", "requiredBy", ("user-service",)) in facts
+    assert ("notification-service", "ownedBy", ("运力调度组",)) in facts
+
+
+@pytest.mark.parametrize("question", ["How do I use notification-service?", "Does this service use notification-service?",
+                                      "Which port do the services use to reach notification-service?"])
+def test_use_after_no_plural_subject_asks_along_no_relation(demo, question):
+    assert not any(relation == "requiredBy" for _, relation, _ in _facts(demo, question))
+
+
+def test_a_relative_clause_without_its_pronoun_is_chained(demo):
+    """"the components order-service depends on" is "the components that order-service depends on": each one's
+    owner, not order-service's own."""
+    facts = _facts(demo, "Which teams own the components order-service depends on?")
+    assert facts[0][:2] == ("order-service", "dependsOn")
+    reached = {o for entity, relation, others in facts if entity == "order-service" for o in others}
+    owners = [(entity, others) for entity, relation, others in facts if relation == "ownedBy"]
+    assert ("mysql-core", ("运维团队",)) in owners and {entity for entity, _ in owners} <= reached
+
+
+@pytest.mark.parametrize("question", ["交易研发组的服务都依赖哪些组件？", "What do 交易研发组's services depend on?"])
+def test_a_possessive_naming_a_class_reaches_that_class_then_goes_on(demo, question):
+    """交易研发组 owns services (the class 服务 / service); each one's dependencies, not the team's own edges."""
+    facts = _facts(demo, question)
+    first, then = facts[0], facts[1:]
+    assert first[0] == "交易研发组" and "order-service" in first[2]
+    assert then and {entity for entity, _, _ in then} <= set(first[2])
+    assert {relation for _, relation, _ in then} <= {"dependsOn", "runtimeDependsOn"}  # and its sub-property
+    assert "mysql-core" in {o for _, _, others in then for o in others}
+
+
+def test_a_possessive_without_a_second_relation_word_is_not_chained(demo):
+    """"交易研发组的服务有哪些？" asks along one relation (or none): no chain to a second step."""
+    facts = _facts(demo, "交易研发组的服务有哪些？")
+    assert not any(relation == "dependsOn" for _, relation, _ in facts)
