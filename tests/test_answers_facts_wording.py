@@ -26,6 +26,12 @@ def test_which_services_use_x_asks_for_what_depends_on_x(demo):
     assert ("notification-service", "ownedBy", ("运力调度组",)) in facts
 
 
+@pytest.mark.parametrize("question", ["Which services are using notification-service?",
+                                      "Which teams own the services using notification-service?"])
+def test_the_progressive_and_a_participle_of_use_read_as_the_relation(demo, question):
+    assert ("notification-service", "requiredBy", ("user-service",)) in _facts(demo, question)
+
+
 @pytest.mark.parametrize("question", ["How do I use notification-service?", "Does this service use notification-service?",
                                       "Which port do the services use to reach notification-service?"])
 def test_use_after_no_plural_subject_asks_along_no_relation(demo, question):

@@ -38,7 +38,12 @@ _PLURAL_USE = re.compile(r"\b([a-z]+(?<!s)s)\s+use\b(?!\s+(?:to|for|in|on|at|wit
 _NOT_SUBJECT = {"does", "is", "was", "has", "its", "this", "thus", "always", "us", "yes", "as", "plus"}
 
 
+# "Which services are using X", "… are depending on X": the progressive is the relation's word as labelled.
+_PROGRESSIVE = re.compile(r"\b(?:are|is|were|was)\s+(using|depending|relying|running)\b", re.IGNORECASE)
+
+
 def _third_person(question: str) -> str:
+    question = _PROGRESSIVE.sub(lambda m: _ING[m.group(1).lower()], question)
     question = _PLURAL_USE.sub(lambda m: m.group(0) if m.group(1).lower() in _NOT_SUBJECT else f"{m.group(1)} uses", question)
     return _BASE_VERB.sub(lambda m: {"rely": "relies"}.get(m.group(1).lower(), m.group(1) + "s"), question)
 
@@ -46,8 +51,8 @@ def _third_person(question: str) -> str:
 # A participle after a plural noun is a relative clause without its pronoun: "the services owned by X", "the services
 # depending on X" are read as "the services that owned by X", "… that depends on X" (the relation's word as labelled).
 _PARTICIPLE = re.compile(r"\b([a-z]+s)\s+(?:(owned|configured|monitored|caused|affected|required|replaced|deployed)\s+by"
-                         r"|(depending|relying|running)\s+on)\b", re.IGNORECASE)
-_ING = {"depending": "depends", "relying": "relies", "running": "runs"}
+                         r"|(depending|relying|running)\s+on|(using))\b", re.IGNORECASE)
+_ING = {"depending": "depends", "relying": "relies", "running": "runs", "using": "uses"}
 
 
 def _as_clauses(text: str) -> str:
@@ -56,6 +61,8 @@ def _as_clauses(text: str) -> str:
             return m.group(0)
         if m.group(2):
             return f"{m.group(1)} that {m.group(2)} by"
+        if m.group(4):
+            return f"{m.group(1)} that uses"
         return f"{m.group(1)} that {_ING[m.group(3).lower()]} on"
 
     return _PARTICIPLE.sub(clause, text)
