@@ -161,9 +161,9 @@ def run_relations(kb, questions: list[dict], relations_csv: Path, llm_factory, l
 def _names_row(fact, other: str, entity: str, lines: list[str]) -> bool:
     """Does `fact` cite, for its triple with `other`, the line of a row naming `other` and `entity`?"""
     for triple, origin in zip(fact.triples, fact.origins, strict=False):
-        ends = triple.split(" ")
+        # "Region Balancer dependsOn Region Migration": a label may have spaces, so its end is matched, not a word
         match = re.fullmatch(r"(?:.*, )?relations\.csv:(\d+)", origin)
-        if other in (ends[0], ends[-1]) and match and int(match.group(1)) <= len(lines):
+        if (triple.startswith(other + " ") or triple.endswith(" " + other)) and match and int(match.group(1)) <= len(lines):
             cells = next(csv.reader([lines[int(match.group(1)) - 1]]))
             if {other, entity} <= set(cells[:3]):
                 return True
