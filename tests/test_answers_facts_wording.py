@@ -32,8 +32,14 @@ def test_the_progressive_and_a_participle_of_use_read_as_the_relation(demo, ques
     assert ("notification-service", "requiredBy", ("user-service",)) in _facts(demo, question)
 
 
+def test_a_progressive_with_its_subject_inside_reads_as_the_relation(demo):
+    """"What is order-service running on?": relations.csv holds order-service runsOn k8s-prod."""
+    assert ("order-service", "runsOn", ("k8s-prod",)) in _facts(demo, "What is order-service running on?")
+
+
 @pytest.mark.parametrize("question", ["How do I use notification-service?", "Does this service use notification-service?",
-                                      "Which port do the services use to reach notification-service?"])
+                                      "Which port do the services use to reach notification-service?",
+                                      "How are services using notification-service?"])
 def test_use_after_no_plural_subject_asks_along_no_relation(demo, question):
     assert not any(relation == "requiredBy" for _, relation, _ in _facts(demo, question))
 

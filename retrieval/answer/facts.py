@@ -38,13 +38,31 @@ _PLURAL_USE = re.compile(r"\b([a-z]+(?<!s)s)\s+use\b(?!\s+(?:to|for|in|on|at|wit
 _NOT_SUBJECT = {"does", "is", "was", "has", "its", "this", "thus", "always", "us", "yes", "as", "plus"}
 
 
-# "Which services are using X", "… are depending on X": the progressive is the relation's word as labelled.
-_PROGRESSIVE = re.compile(r"\b(?:are|is|were|was)\s+(using|depending|relying|running)\b", re.IGNORECASE)
+# "Which services are using X", "What is X running on?": the progressive is the relation's word as labelled (the
+# subject, when a question puts a name between, stays where it is written). Not a noun phrase between ("are the
+# components depending on X …", "are responsible for the services running on X"): that participle is a clause's,
+# read by `_as_clauses`.
+_PROGRESSIVE = re.compile(r"\b(?:are|is|were|was)\s+((?:[^\s?？。，,]+\s+){0,3}?)(using|depending|relying|running)\b",
+                          re.IGNORECASE)
+_PHRASE_WORDS = {"the", "a", "an", "all", "those", "these", "its", "their", "any", "some", "each", "every", "for", "of",
+                 "to", "in", "on", "with", "by", "from", "at", "responsible", "used", "still"}
+
+
+def _progressive(m: re.Match) -> str:
+    between = m.group(1)
+    if between and _PHRASE_WORDS & {w.lower() for w in between.split()}:
+        return m.group(0)
+    return between + _ING[m.group(2).lower()]
+
+
+_MANNER = re.compile(r"\s*(?:how(?!\s+many)|why)\b", re.IGNORECASE)  # "How are teams using X?" asks how, not who
 
 
 def _third_person(question: str) -> str:
-    question = _PROGRESSIVE.sub(lambda m: _ING[m.group(1).lower()], question)
-    question = _PLURAL_USE.sub(lambda m: m.group(0) if m.group(1).lower() in _NOT_SUBJECT else f"{m.group(1)} uses", question)
+    if not _MANNER.match(question):
+        question = _PROGRESSIVE.sub(_progressive, question)
+        question = _PLURAL_USE.sub(
+            lambda m: m.group(0) if m.group(1).lower() in _NOT_SUBJECT else f"{m.group(1)} uses", question)
     return _BASE_VERB.sub(lambda m: {"rely": "relies"}.get(m.group(1).lower(), m.group(1) + "s"), question)
 
 
