@@ -32,6 +32,12 @@ def test_the_progressive_and_a_participle_of_use_read_as_the_relation(demo, ques
     assert ("notification-service", "requiredBy", ("user-service",)) in _facts(demo, question)
 
 
+@pytest.mark.parametrize("question", ["What does order-service use?", "Which components does order-service use?"])
+def test_what_does_x_use_asks_for_what_x_depends_on(demo, question):
+    facts = _facts(demo, question)
+    assert facts and facts[0][:2] == ("order-service", "dependsOn") and "mysql-core" in facts[0][2]
+
+
 def test_a_progressive_with_its_subject_inside_reads_as_the_relation(demo):
     """"What is order-service running on?": relations.csv holds order-service runsOn k8s-prod."""
     assert ("order-service", "runsOn", ("k8s-prod",)) in _facts(demo, "What is order-service running on?")
@@ -39,7 +45,8 @@ def test_a_progressive_with_its_subject_inside_reads_as_the_relation(demo):
 
 @pytest.mark.parametrize("question", ["How do I use notification-service?", "Does this service use notification-service?",
                                       "Which port do the services use to reach notification-service?",
-                                      "How are services using notification-service?"])
+                                      "How are services using notification-service?",
+                                      "Which port does user-service use to reach notification-service?"])
 def test_use_after_no_plural_subject_asks_along_no_relation(demo, question):
     assert not any(relation == "requiredBy" for _, relation, _ in _facts(demo, question))
 

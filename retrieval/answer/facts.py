@@ -58,8 +58,22 @@ def _progressive(m: re.Match) -> str:
 _MANNER = re.compile(r"\s*(?:how(?!\s+many)|why)\b", re.IGNORECASE)  # "How are teams using X?" asks how, not who
 
 
+# "What does order-service use?", "Which components does X use?": what is asked is the object of "use" (not in "Does X
+# use Y?", nor with "I / you / we" as the subject: "What do I use to …").
+_ASKED_USE = re.compile(r"^(\s*(?:what|which)\b[^?？。]*?)\b(?:does|do|did)\s+((?:[^\s?？。，,]+\s+){1,3}?)use\b"
+                        r"(?!\s+(?:to|for|in|on|at|with|when|as|by|from)\b)", re.IGNORECASE)
+_PRONOUNS = {"i", "you", "we", "they", "one", "people", "users"}
+
+
+def _asked_use(m: re.Match) -> str:
+    if {w.lower() for w in m.group(2).split()} & _PRONOUNS:
+        return m.group(0)
+    return f"{m.group(1)}{m.group(2)}uses"
+
+
 def _third_person(question: str) -> str:
     if not _MANNER.match(question):
+        question = _ASKED_USE.sub(_asked_use, question)
         question = _PROGRESSIVE.sub(_progressive, question)
         question = _PLURAL_USE.sub(
             lambda m: m.group(0) if m.group(1).lower() in _NOT_SUBJECT else f"{m.group(1)} uses", question)
