@@ -155,6 +155,7 @@ def _with_pronouns(text: str, entities: Sequence[dict], relation_spans: Callable
 # An entity's noun after it: "交易研发组的服务", "the payments team's services" (the class label right after).
 _POSSESSIVE = re.compile(r"\s*(?:的|'s\b|’s\b)\s*")
 MAX_CLASS_LABEL = 24  # characters after 的 / 's read for a class label
+_WORD_END = re.compile(r"(?:e?s)?(?![a-z])")  # "services" is the class "service"; "systematic" is not "system"
 
 
 def _written(text: str, entities: Sequence[dict]) -> dict[str, tuple[int, int]]:
@@ -379,7 +380,7 @@ class FactFinder:
             return []
         after = text[said.end():said.end() + MAX_CLASS_LABEL].lower()
         named = [(len(label), c.name) for c in self.vocab.classes.values() for label in c.labels
-                 if label and after.startswith(label.lower())]
+                 if label and after.startswith(label.lower()) and _WORD_END.match(after, len(label))]
         if not named:
             return []
         size, cls = max(named)
