@@ -76,3 +76,13 @@ def test_a_possessive_without_a_second_relation_word_is_not_chained(demo):
     """"交易研发组的服务有哪些？" asks along one relation (or none): no chain to a second step."""
     facts = _facts(demo, "交易研发组的服务有哪些？")
     assert not any(relation == "dependsOn" for _, relation, _ in facts)
+
+
+def test_an_entity_that_is_the_verbs_subject_gets_no_inverse_edges_for_facts(demo):
+    """mysql-core depends on nothing in relations.csv: "What does mysql-core depend on?" must not be answered with what
+    depends on it (a confident answer to another question); its own edges answer when it has some."""
+    assert not any(relation == "requiredBy" for _, relation, _ in _facts(demo, "What does mysql-core depend on?"))
+    assert _facts(demo, "What does order-service depend on?")[0][:2] == ("order-service", "dependsOn")
+    # a noun after the entity is no verb: "the nginx edge hosts" still reaches nginx's hosts
+    assert ("nginx", "runsOn", ("edge-01", "edge-02")) in _facts(
+        demo, "How do I renew the wildcard TLS certificate on the nginx edge hosts?")

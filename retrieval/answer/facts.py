@@ -275,6 +275,7 @@ class FactFinder:
         facts: list[Fact] = []
         asserted: list[list[tuple[str, str, str]]] = []  # per fact, its triples as asserted: (subject, property, object)
         objects = self._objects(question, entities)
+        subjects = self._subjects(question, entities)
         passive = {self._passive(question, n) for n in asked}
         for e in entities:
             wanted = set(passive)
@@ -285,7 +286,10 @@ class FactFinder:
                     if alone:  # not asked again with X as its subject ("… and what does it depend on?")
                         wanted.discard(name)
             taken = {relation for relation, _ in found}
-            rest = [(r, edges) for r, edges in (self._along(e["id"], wanted) if wanted else []) if r not in taken]
+            # "What does mysql-core depend on?": the entity is the verb's subject, so its own edges answer, or none; the
+            # inverse ("mysql-core is required by …") would answer another question.
+            along = self._along(e["id"], wanted, forward=True if e["id"] in subjects else None) if wanted else []
+            rest = [(r, edges) for r, edges in along if r not in taken]
             for relation, edges in found + rest:
                 facts.append(self._fact(f"R{len(facts) + 1}", e["id"], relation, edges, citations))
                 asserted.append([x.triple() for x in edges])
@@ -311,6 +315,18 @@ class FactFinder:
                     alone = sum(1 for _, other in spans if other == name) == 1
                     out[iri] = {self._passive(question, name): alone}
         return out
+
+    def _subjects(self, question: str, entities: Sequence[dict]) -> set[str]:
+        """The entities an English relation verb follows right after ("What does X depend on?", "Does X run on …"):
+        its subject. Not a noun after them ("the nginx edge hosts"), and not Chinese, whose cue words (引发, 配置) do not
+        all fix the relation's direction: there the inverse makes up for it."""
+        if self.relation_spans is None:
+            return set()
+        text = normalize_text(_third_person(question))
+        starts = [a for name, a, b in self.relation_spans(text) if name not in _VAGUE and text[a:b].isascii()
+                  and text[a:b][:1].isalpha()]
+        return {iri for iri, (_, end) in _written(text, entities).items()
+                if any(end < a <= end + 1 and not text[end:a].strip() for a in starts)}
 
     def _along(self, iri: str, asked: set[str], forward: bool | None = None) -> list[tuple[str, list]]:
         """The entity's edges along the asked relations (or, when it has none, along their inverses: "which team owns
