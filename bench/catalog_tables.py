@@ -31,6 +31,7 @@ for extra in (REPO_ROOT, REPO_ROOT / "tests", REPO_ROOT / "bench"):
         sys.path.insert(0, str(extra))
 
 from backends import SHARED, _ms  # noqa: E402
+from result_sections import put_section  # noqa: E402
 
 SETS = ["ops_dev_zh", "gitlab_handbook_dev", "domainrag_zh_dev", "rgb_zh_dev", "2wiki_dev", "hotpotqa_train100", "musique_train100"]
 _START, _END = "## The catalog as tables (bench/catalog_tables.py)", "<!-- end of the catalog tables table -->"
@@ -116,14 +117,7 @@ def write_markdown(results: list[dict], path: Path, meta: str) -> None:
             f"{t['second_open_s']} | {f['second_dir_bytes'] / 1e6:.1f} | {t['second_dir_bytes'] / 1e6:.2f} | "
             f"{f['write_s']} | {t['write_s']} | {'yes' if f['second_sees_write'] and t['second_sees_write'] else 'NO'} |")
     lines += ["", _END]
-    block = "\n".join(lines) + "\n"
-    text = path.read_text("utf-8") if path.exists() else ""
-    if _START in text and _END in text:
-        head, rest = text.split(_START, 1)
-        text = head + block + rest.split(_END, 1)[1].lstrip("\n")
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.write_text(text, "utf-8")
+    put_section(path, "\n".join(lines), _START, _END)
 
 
 def main() -> None:

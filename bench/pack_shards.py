@@ -26,6 +26,7 @@ for extra in (REPO_ROOT, REPO_ROOT / "tests", REPO_ROOT / "bench"):
         sys.path.insert(0, str(extra))
 
 from backends import _ms, load_set  # noqa: E402
+from result_sections import put_section  # noqa: E402
 
 from retrieval.index.analysis import cjk_bigrams, query_terms  # noqa: E402
 from retrieval.migration import same_within_ties  # noqa: E402
@@ -100,13 +101,7 @@ def write_markdown(results: list[dict], path: Path, meta: str) -> None:
                      f"{w['one_ms']['p50']} / {w['one_ms']['p95']}; {w['sharded_ms']['p50']} / {w['sharded_ms']['p95']} | "
                      f"{p['one_ms']['p50']} / {p['one_ms']['p95']}; {p['sharded_ms']['p50']} / {p['sharded_ms']['p95']} |")
     lines.append(_END)
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if _START in text and _END in text:
-        head, rest = text.split(_START, 1)
-        text = head + "\n".join(lines) + rest.split(_END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n" + "\n".join(lines) + "\n"
-    path.write_text(text, encoding="utf-8")
+    put_section(path, "\n".join(lines), _START, _END)
 
 
 def main() -> None:

@@ -31,6 +31,8 @@ for extra in (REPO_ROOT, REPO_ROOT / "tests", REPO_ROOT / "bench"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
+from result_sections import put_section  # noqa: E402
+
 from retrieval.eval.metrics import percentile  # noqa: E402
 
 SHARED = REPO_ROOT.parent / "shared" / "bench"
@@ -263,12 +265,7 @@ def render(r: dict, meta: str) -> str:
 
 
 def write(section: str, path: Path) -> None:
-    text = path.read_text("utf-8") if path.exists() else ""
-    if _START in text and _END in text:
-        text = text[:text.index(_START)] + section + text[text.index(_END) + len(_END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text, "utf-8")
+    put_section(path, section, _START, _END)
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from backends_servers import http_json, kg_serve, oxigraph_server, postgres_server
+from result_sections import put_section
 
 from retrieval.eval.metrics import percentile
 
@@ -152,10 +153,4 @@ def _write(results: list[dict], path: Path, meta: dict) -> None:
         lines.append(f"| {r['servers']} | {r['clients']} | {r['queries_per_s']} | {r['p50_ms']} | {r['p95_ms']} | "
                      f"{r['answered']} | {r['non_200']} | {r['failed']} |")
     lines.append(_END)
-    block = "\n".join(lines)
-    text = path.read_text("utf-8") if path.exists() else ""
-    if _START in text and _END in text:
-        text = text.split(_START, 1)[0] + block + text.split(_END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text, encoding="utf-8")
+    put_section(path, "\n".join(lines), _START, _END)
