@@ -274,8 +274,7 @@ class FactFinder:
             return chained
         facts: list[Fact] = []
         asserted: list[list[tuple[str, str, str]]] = []  # per fact, its triples as asserted: (subject, property, object)
-        objects = self._objects(question, entities)
-        subjects = self._subjects(question, entities)
+        objects, subjects = self._roles(question, entities)
         passive = {self._passive(question, n) for n in asked}
         for e in entities:
             wanted = set(passive)
@@ -297,36 +296,32 @@ class FactFinder:
                     return self._with_origins(facts, asserted)
         return self._with_origins(facts, asserted)
 
-    def _objects(self, question: str, entities: Sequence[dict]) -> dict[str, dict[str, bool]]:
-        """Entity id -> {relation: alone} for the relation whose word stands just before it in one clause: the entity
-        is its object ("Which services depend on redis-cluster and who owns it?": requiredBy's edges answer the first
-        part, though redis-cluster's own ownedBy edge answers the second); `alone`: no other word of the question
-        names that relation."""
+    def _roles(self, question: str, entities: Sequence[dict]) -> tuple[dict[str, dict[str, bool]], set[str]]:
+        """Where each entity stands to the question's relation words. Objects: entity id -> {relation: alone} for the
+        relation whose word stands just before it in one clause ("Which services depend on redis-cluster and who owns
+        it?": requiredBy's edges answer the first part, though redis-cluster's own ownedBy edge answers the second;
+        `alone`: no other word of the question names that relation). Subjects: the entities an English relation verb
+        follows right after ("What does X depend on?", "Does X run on …"); not a noun after them ("the nginx edge
+        hosts"), and not Chinese, whose cue words (引发, 配置) do not all fix the relation's direction: there the inverse
+        makes up for it."""
         if self.relation_spans is None:
-            return {}
+            return {}, set()
         text = normalize_text(_third_person(question))
-        spans = [(end, name) for name, _, end in self.relation_spans(text) if name not in _VAGUE]
-        out: dict[str, dict[str, bool]] = {}
-        for iri, (at, _) in _written(text, entities).items():
+        found = [(name, a, b) for name, a, b in self.relation_spans(text) if name not in _VAGUE]
+        spans = [(b, name) for name, _, b in found]
+        verbs = [a for _, a, b in found if text[a:b].isascii() and text[a:b][:1].isalpha()]
+        objects: dict[str, dict[str, bool]] = {}
+        subjects: set[str] = set()
+        for iri, (at, last) in _written(text, entities).items():
             before = [(end, name) for end, name in spans if end <= at]
             if before:  # the word nearest before it ("哪些服务依赖 X": 依赖, not the question's 哪些服务)
                 end, name = max(before)
                 if at <= end + 4 and not _JOINT.search(text, end, at):
                     alone = sum(1 for _, other in spans if other == name) == 1
-                    out[iri] = {self._passive(question, name): alone}
-        return out
-
-    def _subjects(self, question: str, entities: Sequence[dict]) -> set[str]:
-        """The entities an English relation verb follows right after ("What does X depend on?", "Does X run on …"):
-        its subject. Not a noun after them ("the nginx edge hosts"), and not Chinese, whose cue words (引发, 配置) do not
-        all fix the relation's direction: there the inverse makes up for it."""
-        if self.relation_spans is None:
-            return set()
-        text = normalize_text(_third_person(question))
-        starts = [a for name, a, b in self.relation_spans(text) if name not in _VAGUE and text[a:b].isascii()
-                  and text[a:b][:1].isalpha()]
-        return {iri for iri, (_, end) in _written(text, entities).items()
-                if any(end < a <= end + 1 and not text[end:a].strip() for a in starts)}
+                    objects[iri] = {self._passive(question, name): alone}
+            if any(last < a <= last + 1 and not text[last:a].strip() for a in verbs):
+                subjects.add(iri)
+        return objects, subjects
 
     def _along(self, iri: str, asked: set[str], forward: bool | None = None) -> list[tuple[str, list]]:
         """The entity's edges along the asked relations (or, when it has none, along their inverses: "which team owns
