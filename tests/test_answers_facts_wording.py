@@ -86,3 +86,18 @@ def test_an_entity_that_is_the_verbs_subject_gets_no_inverse_edges_for_facts(dem
     # a noun after the entity is no verb: "the nginx edge hosts" still reaches nginx's hosts
     assert ("nginx", "runsOn", ("edge-01", "edge-02")) in _facts(
         demo, "How do I renew the wildcard TLS certificate on the nginx edge hosts?")
+
+
+@pytest.mark.parametrize("question", ["redis-cluster 挂了会影响谁？", "redis-cluster 挂掉会影响什么？"])
+def test_what_x_going_down_affects_is_what_depends_on_x(demo, question):
+    """"X 挂了会影响谁" asks what breaks when X goes down (its dependants), as "what breaks if X goes down" does; read as
+    影响 (affects) alone, X's inverse edge answered the opposite: the incident that affected redis-cluster."""
+    facts = _facts(demo, question)
+    assert facts and facts[0][:2] == ("redis-cluster", "requiredBy") and "order-service" in facts[0][2]
+    assert not any(relation == "affectedBy" for _, relation, _ in facts)
+
+
+def test_an_incident_still_affects_what_it_affected(demo):
+    """The incident's own `affects` edges still answer "INC-… 会影响哪些服务" (the phrase above needs 挂了 before 影响)."""
+    facts = _facts(demo, "INC-20240527 会影响哪些服务？")
+    assert facts and facts[0][1] == "affects" and "redis-cluster" in facts[0][2]
