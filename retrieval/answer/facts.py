@@ -169,6 +169,16 @@ def _written(text: str, entities: Sequence[dict]) -> dict[str, tuple[int, int]]:
     return places
 
 
+def _unnamed(text: str, entities: Sequence[dict]) -> str:
+    """`text` (normalised) without the linked entities' names: a name holds no relation word. "INC-20240527 Redis
+    节点宕机会影响哪些服务" asks what the incident affects (影响); the 宕机 that ends its name and the 会影响 after it are
+    not the cue word 宕机会影响 (what depends on a component that goes down)."""
+    text = normalize_text(text)
+    for at, end in sorted(_written(text, entities).values(), reverse=True):
+        text = f"{text[:at]} {text[end:]}"
+    return text
+
+
 _ZH = {
     "dependsOn": "{e} 依赖：{o}", "requiredBy": "{e} 被以下对象依赖：{o}", "runtimeDependsOn": "{e} 运行时依赖：{o}",
     "ownedBy": "{e} 的负责团队：{o}", "owns": "{e} 负责：{o}", "partOf": "{e} 属于：{o}", "hasPart": "{e} 包含：{o}",
@@ -266,7 +276,8 @@ class FactFinder:
         self.relation_spans = relation_spans
 
     def __call__(self, question: str, entities: Sequence[dict], citations: Sequence[Citation] = ()) -> list[Fact]:
-        asked = {n for n in self.relations_in(question) | self.relations_in(_third_person(question)) if n not in _VAGUE}
+        asked = {n for text in (question, _third_person(question)) for n in self.relations_in(_unnamed(text, entities))
+                 if n not in _VAGUE}
         if not asked:
             return []
         chained = self._chained(question, entities, citations)
