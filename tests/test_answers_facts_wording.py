@@ -105,3 +105,18 @@ def test_an_incident_still_affects_what_it_affected(demo, question):
     written out before 会影响: a name holds no relation word (else 宕机会影响 would ask for what depends on it)."""
     facts = _facts(demo, question)
     assert facts and facts[0][1] == "affects" and "redis-cluster" in facts[0][2]
+
+
+@pytest.mark.parametrize("question", ["谁在用 kafka-cluster？", "谁用了 kafka-cluster？"])
+def test_who_is_using_x_asks_for_what_depends_on_x(demo, question):
+    """谁在用 / 谁用了 are phrases of `requiredBy` (在用 alone would fire inside 在用户)."""
+    facts = _facts(demo, question)
+    assert facts and facts[0][:2] == ("kafka-cluster", "requiredBy") and "order-service" in facts[0][2]
+
+
+@pytest.mark.parametrize("question", ["k8s-prod 上跑着哪些服务？", "k8s-prod 上运行着哪些服务？"])
+def test_what_runs_on_a_host_is_asked_by_its_verb_phrase(demo, question):
+    """relations.csv: order-service runsOn k8s-prod; "X 上跑着哪些服务" asks for its `hosts` edges (哪些服务 alone
+    would ask for what depends on it, and k8s-prod has none)."""
+    facts = _facts(demo, question)
+    assert facts and facts[0][:2] == ("k8s-prod", "hosts") and "order-service" in facts[0][2]
