@@ -264,10 +264,6 @@ def render(r: dict, meta: str) -> str:
     ])
 
 
-def write(section: str, path: Path) -> None:
-    put_section(path, section, _START, _END)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", default="ops_dev_zh")
@@ -300,7 +296,7 @@ def main() -> None:
     print(json.dumps(result, indent=1))
     if args.json:
         args.json.write_text(json.dumps({"meta": meta, **result}, indent=1) + "\n", "utf-8")
-    write(render(result, meta), args.out)
+    put_section(args.out, render(result, meta), _START, _END)
 
 
 if __name__ == "__main__":

@@ -276,16 +276,16 @@ class FactFinder:
         self.relation_spans = relation_spans
 
     def __call__(self, question: str, entities: Sequence[dict], citations: Sequence[Citation] = ()) -> list[Fact]:
-        asked = {n for text in (question, _third_person(question)) for n in self.relations_in(_unnamed(text, entities))
-                 if n not in _VAGUE}
+        third = _third_person(question)  # the question with its verbs as the relations' labels say them
+        asked = {n for text in {question, third} for n in self.relations_in(_unnamed(text, entities)) if n not in _VAGUE}
         if not asked:
             return []
-        chained = self._chained(question, entities, citations)
+        chained = self._chained(question, third, entities, citations)
         if chained is not None:
             return chained
         facts: list[Fact] = []
         asserted: list[list[tuple[str, str, str]]] = []  # per fact, its triples as asserted: (subject, property, object)
-        objects, subjects = self._roles(question, entities)
+        objects, subjects = self._roles(question, third, entities)
         passive = {self._passive(question, n) for n in asked}
         for e in entities:
             wanted = set(passive)
@@ -307,20 +307,20 @@ class FactFinder:
                     return self._with_origins(facts, asserted)
         return self._with_origins(facts, asserted)
 
-    def _roles(self, question: str, entities: Sequence[dict]) -> tuple[dict[str, dict[str, bool]], set[str]]:
+    def _roles(self, question: str, third: str, entities: Sequence[dict]) -> tuple[dict[str, dict[str, bool]], set[str]]:
         """Where each entity stands to the question's relation words. Objects: entity id -> {relation: alone} for the
         relation whose word stands just before it in one clause ("Which services depend on redis-cluster and who owns
         it?": requiredBy's edges answer the first part, though redis-cluster's own ownedBy edge answers the second;
         `alone`: no other word of the question names that relation). Subjects: the entities an English relation verb
         follows right after ("What does X depend on?", "Does X run on …"); not a noun after them ("the nginx edge
         hosts"), and not Chinese, whose cue words (引发, 配置) do not all fix the relation's direction: there the inverse
-        makes up for it."""
+        makes up for it. `third`: the question as `_third_person` writes it."""
         if self.relation_spans is None:
             return {}, set()
-        text = normalize_text(_third_person(question))
+        text = normalize_text(third)
         found = [(name, a, b) for name, a, b in self.relation_spans(text) if name not in _VAGUE]
         spans = [(b, name) for name, _, b in found]
-        verbs = [a for _, a, b in found if text[a:b].isascii() and text[a:b][:1].isalpha()]
+        verbs = {a for _, a, b in found if text[a:b].isascii() and text[a:b][:1].isalpha()}  # where English verbs start
         objects: dict[str, dict[str, bool]] = {}
         subjects: set[str] = set()
         for iri, (at, last) in _written(text, entities).items():
@@ -330,7 +330,7 @@ class FactFinder:
                 if at <= end + 4 and not _JOINT.search(text, end, at):
                     alone = sum(1 for _, other in spans if other == name) == 1
                     objects[iri] = {self._passive(question, name): alone}
-            if any(last < a <= last + 1 and not text[last:a].strip() for a in verbs):
+            if last + 1 in verbs and text[last].isspace():  # one space between the name and the verb
                 subjects.add(iri)
         return objects, subjects
 
@@ -364,15 +364,17 @@ class FactFinder:
         stated = sorted({n for x in edges for n in stating_passages(self.view, iri, x.target, citations)})
         return Fact(key, label, relation, others, triples, tuple(stated))
 
-    def _chained(self, question: str, entities: Sequence[dict], citations: Sequence[Citation]) -> list[Fact] | None:
+    def _chained(self, question: str, third: str, entities: Sequence[dict],
+                 citations: Sequence[Citation]) -> list[Fact] | None:
         """A question along one relation about what another relation reaches from a linked entity ("Which teams own
         the services that depend on redis-cluster?", "依赖 redis-cluster 的服务由哪个团队负责？"): the entity's edges
         along the inner relation, then each entity they reach along the outer one. The entity's own edges along the
         outer relation (redis-cluster's owner) would answer another question: when the second step finds no edge, the
-        facts are the first step's alone (perhaps none). None when the question is not so built."""
+        facts are the first step's alone (perhaps none). None when the question is not so built. `third`: the question
+        as `_third_person` writes it."""
         if self.relation_spans is None:
             return None
-        text = _with_pronouns(normalize_text(_as_clauses(_third_person(question))), entities, self.relation_spans)
+        text = _with_pronouns(normalize_text(_as_clauses(third)), entities, self.relation_spans)
         written = _written(text, entities)
         # a relation's word inside a name is no relation word ("连接" of 数据库连接池)
         spans = [(self._passive(question, n), a, b) for n, a, b in self.relation_spans(text)
