@@ -26,6 +26,7 @@ from retrieval.query_meaning import (
     dense_only,
     fuse_meaning,
     meaning_candidates,
+    meaning_hop,
     near_labels,
     question_meaning,
 )
@@ -177,6 +178,8 @@ class QueryPath:
             if diverse:  # near-copies of the best hit give way to the other documents a question may need
                 head = [f.id for f in fused[:DIVERSITY_WINDOW]]
                 fused = diversify(fused, dense.vectors_of(head), self.settings.diversity)
+            if dense is not None and mode == "full" and self.settings.dense_hop:
+                fused = meaning_hop(self, text, fused, hidden, scope, parent_of)
             hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits,
                               question=text, dense_sims=dense.chunk_sims if dense is not None else None)
             self.history.annotate(hits, day)  # the version that answered, its lines and page, the parent

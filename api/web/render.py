@@ -75,6 +75,8 @@ def why_in_words(why: dict, lang: str, text: str = "") -> list[str]:
         words.append(line + ("；" if lang == "zh" else "; ") + fill(end, entity=reached))
         if g.get("about"):
             words.append(fill(m["why_about"], about=g["about"]))
+    if "hop" in why:
+        words.append(fill(m["why_hop"], rank=why["hop"]["rank"], similarity=f"{why['hop']['similarity']:.3f}"))
     if "followup" in why:
         words.append(fill(m["why_followup"], terms=sep.join(shown_terms(text, why["followup"]["terms"])), rank=why["followup"]["rank"]))
     return words

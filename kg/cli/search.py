@@ -90,6 +90,9 @@ def print_result(result, max_text: int = 160) -> None:
         if "diversity" in hit.why:
             reasons.append(f"moved up from #{hit.why['diversity']['from']} for diversity "
                            f"(similarity to the hits above {hit.why['diversity']['similarity_above']:.3f})")
+        if "hop" in hit.why:
+            reasons.append(f"second search in meaning, the question with hit #1: #{hit.why['hop']['rank']} "
+                           f"(similarity {hit.why['hop']['similarity']:.3f})")
         if "followup" in hit.why:
             reasons.append(f"second round #{hit.why['followup']['rank']} ({', '.join(_words(hit.why['followup'])[:6])})")
         click.echo("    why: " + " | ".join(reasons))

@@ -59,6 +59,8 @@ def build_hits(
             why["dense"] = {"rank": f.ranks["dense"], "similarity": round(dense_sims.get(f.id, 0.0), 4)}
         if f.diversity:  # moved up by the diversity re-ordering (`retrieval.rank.diversity`)
             why["diversity"] = dict(f.diversity)
+        if f.hop:  # found by the second search in meaning, from the question and the best hit (`meaning_hop`)
+            why["hop"] = dict(f.hop)
         hits.append(
             Hit(rank, chunk.doc_id, chunk.title, chunk.chunk_id, chunk.text, round(f.score, 5),
                 sources.get(chunk.doc_id, ""), chunk.section, (chunk.line_start, chunk.line_end), why)

@@ -15,6 +15,7 @@ class Fused:
     ranks: dict[str, int] = field(default_factory=dict)  # input name -> 1-based rank
     kept: str = ""  # why it stands higher than fusion put it (`keep_text_lead`), else ""
     diversity: dict | None = None  # {"from": rank, "similarity_above"}: moved up for diversity (`rank.diversity`)
+    hop: dict | None = None  # {"rank", "similarity", "from"}: found by the second search in meaning (`query_meaning.meaning_hop`)
 
 
 def reciprocal_rank_fusion(
