@@ -129,7 +129,7 @@ def measure(root: Path, mode: str, overrides: dict, vectors: bool = False, docs:
                 for pid in found:
                     ranked.setdefault(pid, None)
             results.append(QuestionResult(q.id, q.type, tuple(q.gold_ids), tuple(list(ranked)[: max(KS)]), ms))
-    from tune_vectors import half
+    from retrieval.eval.metrics import half
 
     summary = summarize(results, KS)
     halves = {side: summarize([r for n, r in enumerate(results, start=1) if half(r.id, n) == side], KS)["metrics"]

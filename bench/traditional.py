@@ -5,7 +5,7 @@ questions, relation table and aliases stay simplified; and with the questions in
 passages as they are; each converted by OpenCC phrase by phrase, with s2tw (the characters only) and with s2twp
 (Taiwan's words too: 記憶體 for 内存, 伺服器 for 服务器, as a colleague in Taiwan would write). Each in a fresh knowledge
 base, kgrag `--mode bm25` and full, with the folding (characters and Taiwan words) and without it (its tables emptied
-in this process). R@5 and Hit@5, all questions and odd / even ids (`bench/tune_vectors.half`).
+in this process). R@5 and Hit@5, all questions and odd / even ids (`retrieval.eval.metrics.half`).
 
     python bench/traditional.py --bench-dir ../shared/bench [--sets ops_dev_zh,rgb_zh_dev] [--out FILE]
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import tempfile
 import time
@@ -30,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from kg.settings import Settings  # noqa: E402
 from retrieval.eval.datasets import load_dataset  # noqa: E402
 from retrieval.eval.evaluate import fill_knowledge_base, rank_passages  # noqa: E402
-from retrieval.eval.metrics import QuestionResult, summarize  # noqa: E402
+from retrieval.eval.metrics import QuestionResult, half, summarize  # noqa: E402
 from retrieval.pipeline import KnowledgeBase  # noqa: E402
 
 KS = (1, 2, 5, 8, 10)
@@ -66,12 +65,6 @@ VARIANTS = [
 ]
 
 DIVERSITY_GRID = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0)  # KG_DIVERSITY, on the defaults (`--only diversity`)
-
-
-def half(question_id: str, position: int) -> str:
-    digits = re.search(r"[-_](\d+)$", question_id)  # opsdev-q-ent-01, single_text-0; not a hex id's tail
-    number = int(digits.group(1)) if digits else position
-    return "odd" if number % 2 else "even"
 
 
 @contextmanager

@@ -91,10 +91,13 @@ def test_evaluate_dataset_returns_the_documented_keys_with_sane_numbers(bench):
         "metrics",
         "by_type",
         "latency_ms",
+        "halves",
         "ingest_seconds",
         "kb",
     }
     assert (summary["dataset"], summary["mode"]) == ("tiny_bench", "full")
+    assert set(summary["halves"]) <= {"odd", "even"} and summary["halves"]  # the same metrics on each half of the ids
+    assert all(set(block) == set(summary["metrics"]) for block in summary["halves"].values())
     assert_sane(summary, 3, {"lookup", "multi-hop"})
     assert summary["by_type"]["lookup"]["metrics"]["Hit@1"] == 100.0
     # Both gold passages of the multi-hop question, mysql-core only through order-service -dependsOn->.

@@ -13,6 +13,7 @@ from retrieval.eval.metrics import (
     QuestionResult,
     all_recall_at_k,
     format_table,
+    half,
     hit_at_k,
     percentile,
     recall_at_k,
@@ -314,3 +315,11 @@ def test_baselines_script_reports_a_missing_folder(tmp_path):
     )
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: benchmark folder not found:")
+
+
+def test_half_is_the_parity_of_the_ids_number_else_of_the_position():
+    assert [half(i, 99) for i in ("opsdev-q-ent-01", "opsdev-q-ent-02", "single_text-0", "multi-hop_reasoning-7")] == \
+        ["odd", "even", "even", "odd"]
+    # a hex id (2wiki_dev) has no number after - or _: its 1-based position in the set decides
+    assert [half("abaa3fca08e611ebbda5ac1f6bf848b6", n) for n in (1, 2)] == ["odd", "even"]
+    assert half("q7", 2) == "even"  # no separator before the digits: the position again

@@ -15,6 +15,7 @@ The per-question functions return fractions in [0, 1]; `summarize` reports perce
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ __all__ = [
     "QuestionResult",
     "all_recall_at_k",
     "format_table",
+    "half",
     "hit_at_k",
     "percentile",
     "recall_at_k",
@@ -101,6 +103,14 @@ class QuestionResult:
             seen.add(pid)
 
 
+def half(question_id: str, position: int) -> str:
+    """A question's half, "odd" or "even", for choosing a threshold on one and confirming it on the other: the parity
+    of the number its id ends with after a - or _ (opsdev-q-ent-01 is odd), else of its 1-based position in the set."""
+    digits = re.search(r"[-_](\d+)$", question_id)  # not a hex id's tail
+    number = int(digits.group(1)) if digits else position
+    return "odd" if number % 2 else "even"
+
+
 def summarize(results: Sequence[QuestionResult], ks: Sequence[int] = DEFAULT_KS) -> dict:
     """Metrics over all questions and per `type`, as percentages, plus latency p50/p95 in ms."""
     if not results:
@@ -121,6 +131,8 @@ def summarize(results: Sequence[QuestionResult], ks: Sequence[int] = DEFAULT_KS)
             "p50": round(percentile(latencies, 50), 2),
             "p95": round(percentile(latencies, 95), 2),
         },
+        "halves": {side: _metric_block(group, ks) for side in ("odd", "even")
+                   if (group := [r for n, r in enumerate(results, start=1) if half(r.id, n) == side])},
     }
 
 
