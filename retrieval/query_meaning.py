@@ -13,6 +13,7 @@ from kg.errors import ConflictError
 from retrieval.catalog.anchors import chunk_parents
 from retrieval.catalog.versions import one_hit_per_parent
 from retrieval.index.analysis import query_terms
+from retrieval.rank.diversity import DIVERSITY_WINDOW, diversify
 from retrieval.rank.explain import build_hits
 from retrieval.rank.fusion import Fused, cap_per_document, fuse_dense
 from retrieval.types import Mention, QueryResult
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from retrieval.vectors.channel import DenseQuery
 
 __all__ = ["LABEL_TERM_WEIGHT", "dense_only", "fuse_meaning", "meaning_candidates", "meaning_hop", "near_labels",
-           "question_meaning"]
+           "question_meaning", "reorder_by_meaning"]
 
 LABEL_TERM_WEIGHT = 0.5  # a word of an entity label the question is near in meaning (not chosen per set)
 # The second search in meaning (`meaning_hop`, KG_DENSE_HOP), chosen on ops_dev_zh's odd question ids (then measured
@@ -84,6 +85,17 @@ def fuse_meaning(kb, fused: list, dense: DenseQuery, scope, parent_of: dict) -> 
     fused = fuse_dense(fused, ids, kb.settings.dense_weight, kb.settings.dense_rrf_k)
     parent_of.update(chunk_parents(kb.store.db, [f.id for f in fused if f.id not in parent_of]))
     return cap_per_document(fused, parent_of, kb.settings.chunks_per_document)
+
+
+def reorder_by_meaning(kb, text: str, fused: list, dense: DenseQuery, hidden: set[str], scope, parent_of: dict) -> list:
+    """The fused ranking's head re-ordered by meaning, each step when it is set: near-copies of the best hit give way
+    to the other documents a question may need (KG_DIVERSITY), then the second search's chunk comes in (KG_DENSE_HOP)."""
+    if kb.settings.diversity > 0 and dense.vectors_of is not None:
+        head = [f.id for f in fused[:DIVERSITY_WINDOW]]
+        fused = diversify(fused, dense.vectors_of(head), kb.settings.diversity)
+    if kb.settings.dense_hop:
+        fused = meaning_hop(kb, text, fused, hidden, scope, parent_of)
+    return fused
 
 
 def meaning_hop(kb, text: str, fused: list, hidden: set[str], scope, parent_of: dict) -> list:

@@ -26,11 +26,11 @@ from retrieval.query_meaning import (
     dense_only,
     fuse_meaning,
     meaning_candidates,
-    meaning_hop,
     near_labels,
     question_meaning,
+    reorder_by_meaning,
 )
-from retrieval.rank.diversity import DIVERSITY_WINDOW, diversify
+from retrieval.rank.diversity import DIVERSITY_WINDOW
 from retrieval.rank.explain import build_hits, entities_json
 from retrieval.rank.followup import (
     BRIDGE_WEIGHT,
@@ -175,11 +175,8 @@ class QueryPath:
             if self.settings.one_hit_per_parent:
                 seen = max(k, DIVERSITY_WINDOW) if diverse else k  # the re-ordered head is one hit per parent too
                 fused, copies = one_hit_per_text(fused, self.history.parent_text_keys([f.id for f in fused[: seen * 4]]))
-            if diverse:  # near-copies of the best hit give way to the other documents a question may need
-                head = [f.id for f in fused[:DIVERSITY_WINDOW]]
-                fused = diversify(fused, dense.vectors_of(head), self.settings.diversity)
-            if dense is not None and mode == "full" and self.settings.dense_hop:
-                fused = meaning_hop(self, text, fused, hidden, scope, parent_of)
+            if dense is not None and mode == "full":  # diversity, the second search in meaning (each when set)
+                fused = reorder_by_meaning(self, text, fused, dense, hidden, scope, parent_of)
             hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits,
                               question=text, dense_sims=dense.chunk_sims if dense is not None else None)
             self.history.annotate(hits, day)  # the version that answered, its lines and page, the parent
