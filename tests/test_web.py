@@ -172,6 +172,14 @@ def test_marks_and_words_follow_the_passage():
     why = {"bm25": {"rank": 2, "score": 1.0, "terms": ["redi"]},
            "graph": {"rank": 1, "score": 0.5, "entity": "x", "via": "about", "path": "query: a → dependsOn → b → document about it"}}
     assert why_in_words(why, "zh", "Redis") == ["匹配词语 Redis（文本排名第 2）", "从 a 经关系图到达（图谱排名第 1）；这是关于 b 的文档"]
+    # a hit found by meaning says so too, and so does one moved up for diversity or brought by the second search
+    meaning = {"dense": {"rank": 3, "similarity": 0.81234}, "diversity": {"from": 7, "similarity_above": 0.4},
+               "hop": {"rank": 1, "similarity": 0.9, "from": None}}
+    assert why_in_words(meaning, "en") == [
+        "near the question in meaning (meaning rank 3, similarity 0.812)",
+        "moved up from #7 so the first hits are not near-copies of one (similarity to the hits above 0.400)",
+        "near in meaning to the question read with the first hit (rank 1 of that search, similarity 0.900)"]
+    assert why_in_words({"dense": {"rank": 3, "similarity": 0.5}}, "zh") == ["与问题的意思相近（语义排名第 3，相似度 0.500）"]
 
 
 def test_a_passage_with_markup_cannot_break_out_of_the_page(client):

@@ -75,6 +75,11 @@ def why_in_words(why: dict, lang: str, text: str = "") -> list[str]:
         words.append(line + ("；" if lang == "zh" else "; ") + fill(end, entity=reached))
         if g.get("about"):
             words.append(fill(m["why_about"], about=g["about"]))
+    if "dense" in why:
+        words.append(fill(m["why_dense"], rank=why["dense"]["rank"], similarity=f"{why['dense']['similarity']:.3f}"))
+    if "diversity" in why:
+        d = why["diversity"]
+        words.append(fill(m["why_diversity"], **{"from": d["from"], "similarity": f"{d['similarity_above']:.3f}"}))
     if "hop" in why:
         words.append(fill(m["why_hop"], rank=why["hop"]["rank"], similarity=f"{why['hop']['similarity']:.3f}"))
     if "followup" in why:

@@ -146,6 +146,8 @@
         t(g.via === "about" ? "why_graph_about" : "why_graph_mention", { entity: reached }));
       if (g.about) words.push(t("why_about", { about: g.about }));
     }
+    if (why.dense) words.push(t("why_dense", { rank: why.dense.rank, similarity: why.dense.similarity.toFixed(3) }));
+    if (why.diversity) words.push(t("why_diversity", { from: why.diversity.from, similarity: why.diversity.similarity_above.toFixed(3) }));
     if (why.hop) words.push(t("why_hop", { rank: why.hop.rank, similarity: why.hop.similarity.toFixed(3) }));
     if (why.followup) words.push(t("why_followup", { terms: Kg.shownTerms(text || "", why.followup.terms).join(Kg.sep()), rank: why.followup.rank }));
     if (why.copies && why.copies.length) words.push(t("why_copies", { sources: why.copies.map(function (c) {
