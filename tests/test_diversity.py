@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from kg.settings import Settings
 from retrieval.rank.diversity import diversify
 from retrieval.rank.fusion import Fused
-from retrieval.vectors.embedders import HashEmbedder
+from tests.meaning_helpers import TopicEmbedder, printed_lines
 
 QUESTION = "what limits a gateway restart?"
 DOCS = {
@@ -32,24 +30,7 @@ DOCS = {
 }
 
 
-class TopicEmbedder:
-    model_id = "topic-stub-1"
-
-    def __init__(self) -> None:
-        self._rest = HashEmbedder(16)
-
-    def _vector(self, text: str) -> np.ndarray:
-        lowered = text.lower()
-        topics = np.array([lowered.count("restart"), 3.0 * lowered.count("quota")], np.float32)
-        topics = topics / max(float(np.linalg.norm(topics)), 1e-6)
-        vec = np.concatenate([topics * 4.0, 0.3 * self._rest.embed_query(text)])
-        return vec / max(float(np.linalg.norm(vec)), 1e-6)
-
-    def embed_passages(self, texts):
-        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, 18), np.float32)
-
-    def embed_query(self, text):
-        return self._vector(text)
+TOPICS = {"restart": 1.0, "quota": 3.0}  # the stub embedder's topic words and weights
 
 
 @pytest.fixture
@@ -63,7 +44,7 @@ def kb(tmp_path: Path):
     kb = KnowledgeBase(Settings(data_dir=tmp_path / "kb"), create=True)
     try:
         kb.ingest_paths([docs])
-        kb.vectors.use(TopicEmbedder())
+        kb.vectors.use(TopicEmbedder(TOPICS, "topic-stub-1"))
         kb.vectors.embed_missing()
         yield kb
     finally:
@@ -90,16 +71,10 @@ def test_diversity_lifts_the_other_half_of_the_answer_and_says_why(kb):
 
 
 def test_diversity_is_said_by_the_cli(kb):
-    from kg.cli.search import print_result
-
     kb.settings = kb.settings.model_copy(update={"diversity": 1.0})
     result = kb.query(QUESTION, k=3)
 
-    @click.command()
-    def show():
-        print_result(result)
-
-    lines = CliRunner().invoke(show).output.splitlines()
+    lines = printed_lines(result)
     second = next(i for i, line in enumerate(lines) if line.startswith(" 2. "))
     assert "Tenant quotas" in lines[second]
     assert "| moved up from #4 for diversity (similarity to the hits above 0.1" in lines[second + 2]  # its why: line

@@ -13,13 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
-import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from kg.settings import Settings
-from retrieval.vectors.embedders import HashEmbedder
+from tests.meaning_helpers import TopicEmbedder, printed_lines
 
 QUESTION = "the repair command times out although the metadata store is fine: what else must the repair tool connect to?"
 REPAIR = ("# Repair logical tables\n\nThe repair tool connects to the metadata store and every datanode: a datanode "
@@ -35,24 +32,7 @@ DATANODE = ("# Datanode settings\n\nThe datanode listens on grpc.server_addr (de
             "address the other hosts use, or nothing outside this host gets through.\n")
 
 
-class TopicEmbedder:
-    model_id = "topic-stub-hop-1"
-
-    def __init__(self) -> None:
-        self._rest = HashEmbedder(16)
-
-    def _vector(self, text: str) -> np.ndarray:
-        lowered = text.lower()
-        topics = np.array([lowered.count("repair"), 4.0 * lowered.count("datanode")], np.float32)
-        topics = topics / max(float(np.linalg.norm(topics)), 1e-6)
-        vec = np.concatenate([topics * 4.0, 0.3 * self._rest.embed_query(text)])
-        return vec / max(float(np.linalg.norm(vec)), 1e-6)
-
-    def embed_passages(self, texts):
-        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, 18), np.float32)
-
-    def embed_query(self, text):
-        return self._vector(text)
+TOPICS = {"repair": 1.0, "datanode": 4.0}  # the stub embedder's topic words and weights
 
 
 def _kb(tmp_path: Path, docs: dict[str, str]):
@@ -64,7 +44,7 @@ def _kb(tmp_path: Path, docs: dict[str, str]):
         (folder / name).write_text(text, encoding="utf-8")
     kb = KnowledgeBase(Settings(data_dir=tmp_path / "kb"), create=True)
     kb.ingest_paths([folder])
-    kb.vectors.use(TopicEmbedder())
+    kb.vectors.use(TopicEmbedder(TOPICS, "topic-stub-hop-1"))
     kb.vectors.embed_missing()
     return kb
 
@@ -129,15 +109,9 @@ def test_the_hop_never_brings_the_best_hits_own_document(tmp_path: Path):
 
 def test_the_hop_is_said_by_the_cli_and_the_web_page(kb):
     from api.web.render import why_in_words
-    from kg.cli.search import print_result
-
     result = _with(kb, dense_hop=True).query(QUESTION, k=5)
 
-    @click.command()
-    def show():
-        print_result(result)
-
-    lines = CliRunner().invoke(show).output.splitlines()
+    lines = printed_lines(result)
     fourth = next(i for i, line in enumerate(lines) if line.startswith(" 4. "))
     assert "Datanode settings" in lines[fourth]
     assert "second search in meaning, the question with hit #1: #" in lines[fourth + 2]  # its why: line
