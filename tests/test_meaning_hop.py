@@ -109,6 +109,7 @@ def test_the_hop_never_brings_the_best_hits_own_document(tmp_path: Path):
 
 def test_the_hop_is_said_by_the_cli_and_the_web_page(kb):
     from api.web.render import why_in_words
+
     result = _with(kb, dense_hop=True).query(QUESTION, k=5)
 
     lines = printed_lines(result)
