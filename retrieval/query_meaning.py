@@ -100,8 +100,8 @@ def reorder_by_meaning(kb, text: str, fused: list, dense: DenseQuery, hidden: se
 
 def meaning_hop(kb, text: str, fused: list, hidden: set[str], scope, parent_of: dict) -> list:
     """A second search in meaning, from the question read with its best hit: the answer to a question of two
-    documents ("the command times out although the metadata store is reachable: what else must be open?") is often
-    near what the first document says (the tool needs the Datanode too), not near the question alone. The nearest
+    documents ("a cluster installed with the chart's default values fails at CREATE FLOW: why?") is often near what
+    the first document says (no flownode is deployed), not near the question alone (the chart's flownode.enabled). The nearest
     chunk of that search (among its first HOP_DEPTH) from another document than the best hit's, of a section the
     first HOP_HEAD hits do not hold, is put at place HOP_PLACE + 1, saying why (`why.hop`); the others move down one.
     One more embedding, of the question and HOP_CONTEXT characters (~2.5x the question's CPU). Unchanged when no chunk
