@@ -115,25 +115,23 @@ def meaning_hop(kb, text: str, fused: list, hidden: set[str], scope, parent_of: 
     if hop is None:
         return fused
     head = [f.id for f in fused[:HOP_HEAD]]
-    found = [cid for cid, _ in hop.ranked[:HOP_DEPTH] if cid not in head]
+    found = [(rank, cid, sim) for rank, (cid, sim) in enumerate(hop.ranked, start=1) if cid not in head]  # depth HOP_DEPTH
     if not found:
         return fused
-    docs = kb.store.chunk_documents(found)
-    parents = {**parent_of, **chunk_parents(kb.store.db, [cid for cid in [*head, *found] if cid not in parent_of])}
-    taken = {parents.get(cid) or cid for cid in head}
-    for rank, (cid, similarity) in enumerate(hop.ranked[:HOP_DEPTH], start=1):
+    docs = kb.store.chunk_documents([cid for _, cid, _ in found])
+    looked_up = chunk_parents(kb.store.db, [cid for cid in [*head, *(c for _, c, _ in found)] if cid not in parent_of])
+    parent = lambda cid: parent_of.get(cid) or looked_up.get(cid) or cid  # noqa: E731 - a section, else the chunk itself
+    taken = {parent(cid) for cid in head}
+    for rank, cid, similarity in found:
         doc = docs.get(cid)
-        if cid in head or doc is None or doc == best.doc_id or (parents.get(cid) or cid) in taken:
+        if doc is None or doc == best.doc_id or parent(cid) in taken or (scope.doc_ids is not None and doc not in scope.doc_ids):
             continue
-        if scope.doc_ids is not None and doc not in scope.doc_ids:
-            continue
-        was = next((i for i, f in enumerate(fused, start=1) if f.id == cid), None)
-        rest = [f for f in fused if f.id != cid]
+        at = next((i for i, f in enumerate(fused) if f.id == cid), None)  # where fusion had it, if it did
+        rest = fused if at is None else [*fused[:at], *fused[at + 1:]]
         place = min(HOP_PLACE, len(rest))
-        score = rest[place].score if place < len(rest) else rest[-1].score
-        ranks = next((dict(f.ranks) for f in fused if f.id == cid), {})
-        ranks["hop"] = rank
-        moved = Fused(cid, score, ranks, hop={"rank": rank, "similarity": round(similarity, 4), "from": was})
+        ranks = {**(fused[at].ranks if at is not None else {}), "hop": rank}
+        moved = Fused(cid, rest[min(place, len(rest) - 1)].score, ranks,
+                      hop={"rank": rank, "similarity": round(similarity, 4), "from": None if at is None else at + 1})
         return [*rest[:place], moved, *rest[place:]]
     return fused
 

@@ -120,6 +120,9 @@ def summarize(results: Sequence[QuestionResult], ks: Sequence[int] = DEFAULT_KS)
     for result in results:
         by_type.setdefault(result.type, []).append(result)
     latencies = [r.latency_ms for r in results]
+    halves: dict[str, list[QuestionResult]] = {}
+    for position, result in enumerate(results, start=1):
+        halves.setdefault(half(result.id, position), []).append(result)
     return {
         "n": len(results),
         "metrics": _metric_block(results, ks),
@@ -131,8 +134,7 @@ def summarize(results: Sequence[QuestionResult], ks: Sequence[int] = DEFAULT_KS)
             "p50": round(percentile(latencies, 50), 2),
             "p95": round(percentile(latencies, 95), 2),
         },
-        "halves": {side: _metric_block(group, ks) for side in ("odd", "even")
-                   if (group := [r for n, r in enumerate(results, start=1) if half(r.id, n) == side])},
+        "halves": {side: _metric_block(halves[side], ks) for side in ("odd", "even") if side in halves},
     }
 
 
