@@ -133,10 +133,9 @@ def _write_postings(writer, sources: list, lengths) -> None:
     add_term = _TermTable(fieldwriter._tindex).add
     streams = [_pool_terms(writer.pool.iter_postings())]
     streams += [_segment_terms(reader, base, remap) for reader, base, remap in sources]
-    merged = heapq.merge(*(_numbered(i, stream) for i, stream in enumerate(streams)))
     field = last = None
     prefix = b""
-    for key, group in itertools.groupby(merged, key=_key):
+    for key, postings in _by_term(streams):
         fieldname, btext = key
         if last is not None and key <= last:
             from whoosh.writing import OutOfOrderError
@@ -152,7 +151,6 @@ def _write_postings(writer, sources: list, lengths) -> None:
             fieldwriter.start_field(fieldname, schema[fieldname])  # numbers the field in the term table
             prefix = _USHORT.pack(fieldwriter._fieldid)
             out.field(schema[fieldname].format.fixed_value_size(), length_column(lengths, fieldname, writer.docnum))
-        postings = [payload for _, _, payload in group]
         if len(postings) == 1:
             ids, weights, values = postings[0]
         else:
@@ -163,6 +161,18 @@ def _write_postings(writer, sources: list, lengths) -> None:
             add_term(prefix + btext, out.term(ids, weights, values))
     if field is not None:
         fieldwriter.finish_field()
+
+
+def _by_term(streams: list) -> Iterator[tuple]:
+    """(term key, its payloads in stream order) over streams each in term order; one stream (a segment of new chunks
+    alone, most commits) is read as it is, without the merge's heap."""
+    if len(streams) == 1:
+        for key, payload in streams[0]:
+            yield key, (payload,)
+        return
+    merged = heapq.merge(*(_numbered(i, stream) for i, stream in enumerate(streams)))
+    for key, group in itertools.groupby(merged, key=_key):
+        yield key, [payload for _, _, payload in group]
 
 
 def _key(item: tuple) -> tuple:
@@ -216,6 +226,12 @@ class _Postings:
         total = 0
         minlength = None
         maxlength = maxweight = 0
+        if n == 1 and n < self.inlinelimit:  # most terms of a segment: the entry the general case below writes
+            docnum, weight = ids[0], weights[0]
+            length = self.lengths[docnum] if self.lengths is not None else 0
+            head = _TERMINFO.pack(True, 0 + weight, 1, length_to_byte(length) if length else 0,
+                                  length_to_byte(length), max(0, weight), docnum, docnum)
+            return head + pickle.dumps(((docnum,), (weight,), (values[:size] if size else None,)), 2)
         if n < self.inlinelimit:
             total, minlength, maxlength, maxweight = self._stats(ids, weights)
             per_posting = tuple(values[i * size:(i + 1) * size] for i in range(n)) if size else (None,) * n

@@ -143,11 +143,12 @@ def _work(ix, inbox, results, writer_args: dict, parent: int) -> None:
         from whoosh.writing import SegmentWriter
 
         from retrieval.index import whoosh_merge
+        from retrieval.index.whoosh_adding import add_document
 
         writer = SegmentWriter(ix, _lk=False, **writer_args)  # the writing process holds the index's lock
         while (batch := inbox.get()) is not None:
             for fields in batch:
-                writer.add_document(**fields)
+                add_document(writer, fields)
         if writer._added:
             segment = whoosh_merge.finalize(writer)  # files no reader opens until the writer's commit names them
         else:

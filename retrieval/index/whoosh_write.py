@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from retrieval.index import whoosh_merge
+from retrieval.index.whoosh_adding import add_document
 from retrieval.index.whoosh_workers import SegmentWorkers
 from retrieval.types import Chunk
 
@@ -147,7 +148,7 @@ class PendingSegments:
                 if self._pool is not None:
                     self._pool.add(fields)
                 else:
-                    writer.add_document(**fields)
+                    add_document(writer, fields)
                 n += 1
         return n
 
