@@ -42,6 +42,7 @@ from retrieval.rank.followup import (
 )
 from retrieval.rank.fusion import cap_per_document, fuse_hits, keep_text_lead
 from retrieval.rank.pooling import named_share, named_terms, pool_by_parent, question_fit
+from retrieval.rank.sections import named_section
 from retrieval.types import QueryResult
 
 __all__ = ["MODES", "QueryPath"]
@@ -177,6 +178,8 @@ class QueryPath:
                 fused, copies = one_hit_per_text(fused, self.history.parent_text_keys([f.id for f in fused[: seen * 4]]))
             if dense is not None and mode == "full":  # diversity, the second search in meaning (each when set)
                 fused = reorder_by_meaning(self, text, fused, dense, hidden, scope, parent_of)
+            if mode == "full" and self.settings.named_sections:  # the section the best hit names by its heading
+                fused = named_section(self.store, fused, hidden, parent_of)
             hits = build_hits(self.store, self.graph.view.entities, fused[:k], text_hits, graph_hits, second_hits,
                               question=text, dense_sims=dense.chunk_sims if dense is not None else None)
             self.history.annotate(hits, day)  # the version that answered, its lines and page, the parent

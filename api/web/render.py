@@ -82,6 +82,8 @@ def why_in_words(why: dict, lang: str, text: str = "") -> list[str]:
         words.append(fill(m["why_diversity"], **{"from": d["from"], "similarity": f"{d['similarity_above']:.3f}"}))
     if "hop" in why:
         words.append(fill(m["why_hop"], rank=why["hop"]["rank"], similarity=f"{why['hop']['similarity']:.3f}"))
+    if "named" in why:
+        words.append(fill(m["why_named"], heading=why["named"]["heading"]))
     if "followup" in why:
         words.append(fill(m["why_followup"], terms=sep.join(shown_terms(text, why["followup"]["terms"])), rank=why["followup"]["rank"]))
     return words

@@ -93,6 +93,9 @@ def print_result(result, max_text: int = 160) -> None:
         if "hop" in hit.why:
             reasons.append(f"second search in meaning, the question with hit #1: #{hit.why['hop']['rank']} "
                            f"(similarity {hit.why['hop']['similarity']:.3f})")
+        if "named" in hit.why:
+            reasons.append(f"the section hit #1 names: \"{hit.why['named']['heading']}\""
+                           + (f" (moved up from #{hit.why['named']['from']})" if hit.why['named']['from'] else ""))
         if "followup" in hit.why:
             reasons.append(f"second round #{hit.why['followup']['rank']} ({', '.join(_words(hit.why['followup'])[:6])})")
         click.echo("    why: " + " | ".join(reasons))

@@ -61,6 +61,8 @@ def build_hits(
             why["diversity"] = dict(f.diversity)
         if f.hop:  # found by the second search in meaning, from the question and the best hit (`meaning_hop`)
             why["hop"] = dict(f.hop)
+        if f.named:  # the section whose heading the best hit names (`retrieval.rank.sections`)
+            why["named"] = dict(f.named)
         hits.append(
             Hit(rank, chunk.doc_id, chunk.title, chunk.chunk_id, chunk.text, round(f.score, 5),
                 sources.get(chunk.doc_id, ""), chunk.section, (chunk.line_start, chunk.line_end), why)

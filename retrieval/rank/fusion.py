@@ -16,6 +16,7 @@ class Fused:
     kept: str = ""  # why it stands higher than fusion put it (`keep_text_lead`), else ""
     diversity: dict | None = None  # {"from": rank, "similarity_above"}: moved up for diversity (`rank.diversity`)
     hop: dict | None = None  # {"rank", "similarity", "from"}: found by the second search in meaning (`query_meaning.meaning_hop`)
+    named: dict | None = None  # {"heading", "from"}: the section whose heading the best hit names (`rank.sections`)
 
 
 def reciprocal_rank_fusion(

@@ -149,6 +149,7 @@
     if (why.dense) words.push(t("why_dense", { rank: why.dense.rank, similarity: why.dense.similarity.toFixed(3) }));
     if (why.diversity) words.push(t("why_diversity", { from: why.diversity.from, similarity: why.diversity.similarity_above.toFixed(3) }));
     if (why.hop) words.push(t("why_hop", { rank: why.hop.rank, similarity: why.hop.similarity.toFixed(3) }));
+    if (why.named) words.push(t("why_named", { heading: why.named.heading }));
     if (why.followup) words.push(t("why_followup", { terms: Kg.shownTerms(text || "", why.followup.terms).join(Kg.sep()), rank: why.followup.rank }));
     if (why.copies && why.copies.length) words.push(t("why_copies", { sources: why.copies.map(function (c) {
       return (c.source || c.title).split("/").pop().replace(/^(?:api:)?(?:upload:)?/, ""); }).join(Kg.sep()) }));
