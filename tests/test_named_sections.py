@@ -101,7 +101,7 @@ def test_a_heading_of_another_version_is_not_brought_in(tmp_path):
 
 @pytest.mark.parametrize(("heading", "weighs"), [("启用维护模式", 3), ("暂停 Procedure Manager", 3),
                                                  ("People Business Partners", 3), ("数据同步", 2), ("Interim", 1),
-                                                 ("SST 文件", 2)])
+                                                 ("SST 文件", 2), ("SST文件", 2), ("max_connections 的取值", 2.5)])
 def test_how_much_a_heading_weighs(heading, weighs):
     assert heading_words(heading) == weighs
     assert (weighs >= NAMED_WORDS) == (heading_words(heading) >= NAMED_WORDS)
