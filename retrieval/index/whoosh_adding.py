@@ -7,8 +7,8 @@ enters the pool. kgrag's analyzers already hand back the field's terms as a list
 so the counting is `Counter`'s (in C) and the postings go into the pool as whoosh's `PostingPool.add`
 puts them (the same size accounting, so the pool spills at the same point). The postings, lengths and
 stored values are whoosh's own, so the segment is the same, byte for byte (tests/test_whoosh_adding.py).
-Any other field, or a field whoosh would treat otherwise (a boost, vectors, spelling, a column), takes
-whoosh's own path.
+Other fields (the ids) are indexed through whoosh's `field.index`; a document whoosh would treat otherwise (a boost,
+a custom stored value, a field with vectors or spelling) goes through whoosh's `add_document` whole.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def _countable(field) -> bool:
 
 def _add_counted(pool, name: str, field, value, docnum: int) -> int:
     if not isinstance(value, str):
-        raise ValueError(f"{value!r} is not unicode or sequence")
+        raise ValueError(f"field {name!r}: text expected, got {type(value).__name__}")
     counts = Counter(term for term, _ in field.analyzer.terms(value))
     items = [(term.encode("utf-8"), freq, float(freq), pack_uint(freq)) for term, freq in counts.items()]
     _into_pool(pool, name, items, docnum)
