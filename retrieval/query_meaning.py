@@ -15,7 +15,7 @@ from retrieval.catalog.versions import one_hit_per_parent
 from retrieval.index.analysis import query_terms
 from retrieval.rank.diversity import DIVERSITY_WINDOW, diversify
 from retrieval.rank.explain import build_hits
-from retrieval.rank.fusion import Fused, cap_per_document, fuse_dense
+from retrieval.rank.fusion import Fused, bring_to, cap_per_document, fuse_dense
 from retrieval.types import Mention, QueryResult
 
 if TYPE_CHECKING:
@@ -126,13 +126,7 @@ def meaning_hop(kb, text: str, fused: list, hidden: set[str], scope, parent_of: 
         doc = docs.get(cid)
         if doc is None or doc == best.doc_id or parent(cid) in taken or (scope.doc_ids is not None and doc not in scope.doc_ids):
             continue
-        at = next((i for i, f in enumerate(fused) if f.id == cid), None)  # where fusion had it, if it did
-        rest = fused if at is None else [*fused[:at], *fused[at + 1:]]
-        place = min(HOP_PLACE, len(rest))
-        ranks = {**(fused[at].ranks if at is not None else {}), "hop": rank}
-        moved = Fused(cid, rest[min(place, len(rest) - 1)].score, ranks,
-                      hop={"rank": rank, "similarity": round(similarity, 4), "from": None if at is None else at + 1})
-        return [*rest[:place], moved, *rest[place:]]
+        return bring_to(fused, cid, HOP_PLACE, {"hop": rank}, hop={"rank": rank, "similarity": round(similarity, 4)})
     return fused
 
 

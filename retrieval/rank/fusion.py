@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-__all__ = ["Fused", "cap_per_document", "fuse_dense", "fuse_hits", "keep_text_lead", "reciprocal_rank_fusion", "weighted_score_fusion"]
+__all__ = ["Fused", "bring_to", "cap_per_document", "fuse_dense", "fuse_hits", "keep_text_lead", "reciprocal_rank_fusion",
+           "weighted_score_fusion"]
 
 
 @dataclass
@@ -130,6 +131,21 @@ def keep_text_lead(fused: Sequence[Fused], lead_id: str | None, within: int, rea
                          + (f"; {reason}" if reason else ""))
     out.insert(slot, moved)
     return out
+
+
+def bring_to(fused: Sequence[Fused], chunk_id: str, place: int, ranks: Mapping[str, int] | None = None,
+             **why: dict) -> list[Fused]:
+    """`fused` with `chunk_id` at index `place` (or last, in a shorter list), moved up from where fusion had it or
+    brought in; the others move down one. It takes the score of the hit it lands above, so scores stay in order, keeps
+    its ranks with `ranks` added, and says why: each `why` (`hop=`, `named=`) gets "from", its rank before (None: not
+    in the ranking). `fused` itself is not changed."""
+    at = next((i for i, f in enumerate(fused) if f.id == chunk_id), None)
+    rest = list(fused) if at is None else [*fused[:at], *fused[at + 1:]]
+    place = min(place, len(rest))
+    marks = {name: {**mark, "from": None if at is None else at + 1} for name, mark in why.items()}
+    moved = Fused(chunk_id, rest[min(place, len(rest) - 1)].score,
+                  {**(fused[at].ranks if at is not None else {}), **(ranks or {})}, **marks)
+    return [*rest[:place], moved, *rest[place:]]
 
 
 def cap_per_document(fused: Sequence[Fused], doc_of: Mapping[str, str], cap: int) -> list[Fused]:

@@ -17,7 +17,7 @@ from collections.abc import Collection
 
 from retrieval.catalog.anchors import chunk_parents
 from retrieval.index.analysis import normalize_text
-from retrieval.rank.fusion import Fused
+from retrieval.rank.fusion import Fused, bring_to
 
 __all__ = ["NAMED_HEAD", "NAMED_PLACE", "NAMED_WORDS", "heading_words", "named_section"]
 
@@ -72,10 +72,5 @@ def named_section(store, fused: list[Fused], hidden: Collection[str], parent_of:
         heading = _heading(section)
         if heading_words(heading) < NAMED_WORDS or _folded(heading) not in text:
             continue
-        at = next((i for i, f in enumerate(fused) if f.id == chunk_id), None)  # where fusion had it, if it did
-        rest = fused if at is None else [*fused[:at], *fused[at + 1:]]
-        place = min(NAMED_PLACE, len(rest))
-        moved = Fused(chunk_id, rest[min(place, len(rest) - 1)].score, fused[at].ranks if at is not None else {},
-                      named={"heading": heading, "from": None if at is None else at + 1})
-        return [*rest[:place], moved, *rest[place:]]
+        return bring_to(fused, chunk_id, NAMED_PLACE, named={"heading": heading})
     return fused
