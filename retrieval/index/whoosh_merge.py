@@ -26,6 +26,7 @@ import struct
 import zlib
 from array import array
 from collections.abc import Iterator
+from hashlib import md5
 
 from whoosh.util.numeric import length_to_byte
 
@@ -39,6 +40,11 @@ _LONG = struct.Struct("!q")
 _USHORT = struct.Struct("!H")
 _LENGTHS = struct.Struct("!ii")  # a key's and its value's byte length in whoosh's hash files
 _TERMINFO = struct.Struct("!BfIBBfII")
+_FLOAT32 = struct.Struct("f")
+_EXACT = float(1 << 24)  # every whole number up to this is a float32 as it is
+_FIELD_TERM = operator.itemgetter(0, 1)  # a pool posting's (fieldname, btext)
+_TBYTES = operator.itemgetter(1)
+_DOCNUM = operator.itemgetter(2)
 
 
 class _Merge:
@@ -130,8 +136,13 @@ def _write_postings(writer, sources: list, lengths) -> None:
     postings in docnum order: the pool's first, then each segment's, as whoosh's sorted pool gives them."""
     schema, fieldwriter, codec = writer.schema, writer.fieldwriter, writer.codec
     out = _Postings(fieldwriter._postfile, codec._blocklimit, codec._inlinelimit, codec._compression)
-    add_term = _TermTable(fieldwriter._tindex).add
-    streams = [_pool_terms(writer.pool.iter_postings())]
+    table = _TermTable(fieldwriter._tindex)
+    if not sources:  # new chunks alone, most commits
+        _write_pool(writer, _sorted_pool(writer.pool), out, table, lengths)
+        table.flush()
+        return
+    add_term = table.add
+    streams = [_pool_terms(_sorted_pool(writer.pool))]
     streams += [_segment_terms(reader, base, remap) for reader, base, remap in sources]
     field = last = None
     prefix = b""
@@ -161,6 +172,79 @@ def _write_postings(writer, sources: list, lengths) -> None:
             add_term(prefix + btext, out.term(ids, weights, values))
     if field is not None:
         fieldwriter.finish_field()
+    table.flush()
+
+
+def _write_pool(writer, postings, out: _Postings, table: _TermTable, lengths) -> None:
+    """`_write_postings` of the pool's terms alone, in one loop: what `_pool_terms`, `_by_term` and
+    `_Postings.term` do for them, with a one-posting term (most of a segment's) written where it is read."""
+    schema, fieldwriter = writer.schema, writer.fieldwriter
+    field = None
+    prefix = b""
+    pack, dumps, add, term = _TERMINFO.pack, pickle.dumps, table.add, out.term
+    to_byte: dict[int, int] = {0: 0}
+    column = size = None
+    seen = skip = None
+    for (fieldname, btext), group in itertools.groupby(postings, key=_FIELD_TERM):
+        if fieldname != seen:
+            seen, skip = fieldname, fieldname not in schema
+            if not skip:
+                if field is not None:
+                    fieldwriter.finish_field()
+                field = fieldname
+                fieldwriter.start_field(fieldname, schema[fieldname])  # numbers the field in the term table
+                prefix = _USHORT.pack(fieldwriter._fieldid)
+                out.field(schema[fieldname].format.fixed_value_size(), length_column(lengths, fieldname, writer.docnum))
+                column, size = out.lengths, out.size
+        if skip:
+            continue
+        items = list(group)
+        if len(items) == 1 and out.inlinelimit > 1:
+            _, _, docnum, weight, vbytes = items[0]
+            if docnum == -1:  # whoosh's spelling entries, which its writer skips as well
+                continue
+            weight = _float32(weight)
+            length = column[docnum] if column is not None else 0
+            lbyte = to_byte.get(length)
+            if lbyte is None:
+                lbyte = to_byte[length] = length_to_byte(length)
+            # `_Postings.term`'s entry of one inlined posting
+            entry = pack(True, weight, 1, lbyte, lbyte, max(0.0, weight), docnum, docnum) + dumps(
+                ((docnum,), (weight,), ((vbytes or b"")[:size] if size else None,)), 2)
+            add(prefix + btext, entry)
+            continue
+        ids, weights, values = [], [], []
+        for _, _, docnum, weight, vbytes in items:
+            if docnum == -1:
+                continue
+            ids.append(docnum)
+            weights.append(weight)
+            if vbytes:
+                values.append(vbytes)
+        if ids:
+            add(prefix + btext, term(ids, list(array("f", weights)), b"".join(values)))
+    if field is not None:
+        fieldwriter.finish_field()
+
+
+def _sorted_pool(pool):
+    """The pool's postings in whoosh's order (`pool.iter_postings()`: sorted as whole tuples). When nothing spilled
+    and the postings were added in docnum order (one chunk after another, as this writer adds them), that order is
+    the field's, then the term's, with the docnums as added: each field's postings sorted by term alone, stably,
+    which compares bytes where whoosh compares tuples (a third of the time)."""
+    current = pool.current
+    if pool.runs or not current:
+        return pool.iter_postings()
+    docnums = list(map(_DOCNUM, current))
+    if docnums[0] < 0 or not all(map(operator.le, docnums, itertools.islice(docnums, 1, None))):
+        return pool.iter_postings()  # whoosh's spelling entries (docnum -1), or postings added out of order
+    fields: dict[str, list] = {}
+    for posting in current:
+        fields.setdefault(posting[0], []).append(posting)
+    ordered = []
+    for name in sorted(fields):
+        ordered += sorted(fields[name], key=_TBYTES)
+    return ordered
 
 
 def _by_term(streams: list) -> Iterator[tuple]:
@@ -186,22 +270,39 @@ def _numbered(i: int, stream) -> Iterator[tuple]:
 
 class _TermTable:
     """`OrderedHashWriter.add` of whoosh's term table (keys ascending; the entry's position kept for the ordered index
-    and its hash bucket) with one write an entry and the position counted, not asked of the file each time."""
+    and its hash bucket) with the entries written to the file together (`flush`, before the table is closed) and the
+    position counted, not asked of the file each time."""
+
+    FLUSH_BYTES = 1 << 20
 
     def __init__(self, table) -> None:
+        from whoosh.filedb.filetables import md5_hash
+
         self.table = table
         self.pos = table.dbfile.tell()
+        self.parts: list[bytes] = []
+        self.pending = 0
+        self.md5 = table.hashfn is md5_hash  # whoosh's default: the md5 digest's last four bytes
 
     def add(self, key: bytes, value: bytes) -> None:
         table, pos = self.table, self.pos
         if key <= table.lastkey:
             raise ValueError(f"Keys must increase: {table.lastkey!r}..{key!r}")
         table.index.append(pos)
-        table.dbfile.write(_LENGTHS.pack(len(key), len(value)) + key + value)
-        digest = table.hashfn(key)
+        entry = _LENGTHS.pack(len(key), len(value)) + key + value
+        self.parts.append(entry)
+        self.pending += len(entry)
+        digest = int.from_bytes(md5(key, usedforsecurity=False).digest()[12:], "big") if self.md5 else table.hashfn(key)
         table.buckets[digest & 255].append((digest, pos))
         table.lastkey = key
-        self.pos = pos + _LENGTHS.size + len(key) + len(value)
+        self.pos = pos + len(entry)
+        if self.pending > self.FLUSH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.parts:
+            self.table.dbfile.write(b"".join(self.parts))
+            self.parts, self.pending = [], 0
 
 
 class _Postings:
@@ -299,11 +400,19 @@ def _mini_weights(weights: list):
 
 
 def _pool_terms(postings) -> Iterator[tuple]:
-    """(fieldname, btext) -> (docnums, weights, values) of the writer's new chunks, from its sorted pool."""
-    for key, group in itertools.groupby(postings, key=_term):
-        ids, weights, values = [], [], []
-        for _, _, docnum, weight, vbytes in group:
+    """(fieldname, btext) -> (docnums, weights as float32 values, values) of the writer's new chunks, from its sorted pool."""
+    for key, group in itertools.groupby(postings, key=_FIELD_TERM):
+        items = list(group)
+        if len(items) == 1:  # most terms of a segment
+            _, _, docnum, weight, vbytes = items[0]
             if docnum == -1:  # whoosh's spelling entries, which its writer skips as well
+                yield key, ([], [], b"")
+            else:
+                yield key, ([docnum], [_float32(weight)], vbytes or b"")
+            continue
+        ids, weights, values = [], [], []
+        for _, _, docnum, weight, vbytes in items:
+            if docnum == -1:
                 continue
             ids.append(docnum)
             weights.append(weight)
@@ -312,8 +421,12 @@ def _pool_terms(postings) -> Iterator[tuple]:
         yield key, (ids, list(array("f", weights)), b"".join(values))
 
 
-def _term(posting: tuple) -> tuple:
-    return posting[0], posting[1]
+def _float32(weight) -> float:
+    """`weight` as whoosh keeps it (a float32, read back as a float): what `array("f", [weight])[0]` gives."""
+    weight = float(weight)
+    if weight.is_integer() and -_EXACT <= weight <= _EXACT:
+        return weight
+    return _FLOAT32.unpack(_FLOAT32.pack(weight))[0]
 
 
 def _segment_terms(reader, base: int, remap: list | None) -> Iterator[tuple]:
