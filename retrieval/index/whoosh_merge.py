@@ -143,7 +143,9 @@ def _write_postings(writer, sources: list, lengths) -> None:
         return
     add_term = table.add
     streams = [_pool_terms(_sorted_pool(writer.pool))]
-    streams += [_segment_terms(reader, base, remap) for reader, base, remap in sources]
+    sizes = {name: field.format.fixed_value_size() for name, field in schema.items() if field.indexed}
+    moving = out.inlinelimit > 1  # a one-posting entry stays inlined in the new segment
+    streams += [_segment_terms(reader, base, remap, sizes if moving else None) for reader, base, remap in sources]
     field = last = None
     prefix = b""
     for key, postings in _by_term(streams):
@@ -163,8 +165,15 @@ def _write_postings(writer, sources: list, lengths) -> None:
             prefix = _USHORT.pack(fieldwriter._fieldid)
             out.field(schema[fieldname].format.fixed_value_size(), length_column(lengths, fieldname, writer.docnum))
         if len(postings) == 1:
+            if type(postings[0]) is _Moved:  # a one-posting term of one merged segment
+                entry = postings[0].moved()
+                if entry is not None:  # its entry, renumbered
+                    add_term(prefix + btext, entry)
+                    continue
+                postings = [postings[0].postings()]
             ids, weights, values = postings[0]
         else:
+            postings = [part.postings() if type(part) is _Moved else part for part in postings]
             ids = [docnum for part in postings for docnum in part[0]]
             weights = [weight for part in postings for weight in part[1]]
             values = b"".join(part[2] for part in postings)
@@ -429,13 +438,21 @@ def _float32(weight) -> float:
     return _FLOAT32.unpack(_FLOAT32.pack(weight))[0]
 
 
-def _segment_terms(reader, base: int, remap: list | None) -> Iterator[tuple]:
+def _segment_terms(reader, base: int, remap: list | None, sizes: dict | None = None) -> Iterator[tuple]:
     """(fieldname, btext) -> (docnums in the new segment, weights, values) of one merged segment, in term order,
-    read from its term table's raw entries (`W3TermInfo.from_bytes`'s layout)."""
+    read from its term table's raw entries (`W3TermInfo.from_bytes`'s layout). With `sizes` (each field's value size),
+    a term of one posting comes as `_Moved`: its entry for the new segment, made from the old one's bytes."""
     terms = reader._terms
     postfile, names = terms._postfile, terms._fieldunmap
     head = _TERMINFO.size
     for keybytes, entry in _entries(terms._tindex):
+        if sizes is not None and entry[0] and _COUNT.unpack_from(entry, 5)[0] == 1:
+            (old,) = _COUNT.unpack_from(entry, head - 8)
+            new = old + base if remap is None else remap[old]
+            if new >= 0:
+                name = names[_USHORT.unpack_from(keybytes)[0]]
+                yield (name, keybytes[_USHORT.size:]), _Moved(entry, new, sizes.get(name))
+                continue
         if entry[0]:  # inlined
             ids, weights, values = pickle.loads(entry[head:])
             ids, weights = list(ids), list(weights)
@@ -458,6 +475,61 @@ def _segment_terms(reader, base: int, remap: list | None) -> Iterator[tuple]:
             else:
                 ids = new
         yield (names[_USHORT.unpack_from(keybytes)[0]], keybytes[_USHORT.size:]), (ids, weights, values)
+
+
+class _Moved:
+    """A term entry of one inlined posting (most of a segment's terms) in a merged segment, and its docnum in the new
+    one. Its entry there is made from its bytes (`moved`): the head (`_TERMINFO`) ends with the first and last docnum,
+    and the pickled postings `((docnum,), (weight,), (value,))` begin with the docnum, after which their bytes do not
+    depend on it. What `_Postings.term` writes for the moved posting, without unpickling and pickling it again."""
+
+    __slots__ = ("entry", "docnum", "size")
+
+    def __init__(self, entry: bytes, docnum: int, size: int | None) -> None:
+        self.entry, self.docnum, self.size = entry, docnum, size  # size: the field's value size
+
+    def moved(self) -> bytes | None:
+        """The entry moved to `docnum`; None when its pickle is not the one `_Postings.term` writes for a value of
+        the field's size (then it is read and written again as any other)."""
+        entry, size, head = self.entry, self.size, _TERMINFO.size
+        width = _BININT.get(entry[head + 2]) if entry[head:head + 2] == _PROTO2 else None
+        if width is None or size is None:
+            return None
+        tail = entry[head + 3 + width:]
+        if tail[:4] != _FLOAT_OPEN or tail[12:15] != _ONE_TUPLE_1:
+            return None  # the weight is not a float
+        value = tail[15:]
+        if size == 0:
+            if value != _NO_VALUE:
+                return None
+        elif not (value.startswith(_BYTES_OPEN) and value.endswith(_BYTES_CLOSE)
+                  and len(value[len(_BYTES_OPEN) + 4:-len(_BYTES_CLOSE)].decode("utf-8")) == size):
+            return None
+        return entry[:head - 8] + _COUNT.pack(self.docnum) * 2 + _PROTO2 + _binint(self.docnum) + tail
+
+    def postings(self) -> tuple:
+        """(docnums, weights, values) as `_segment_terms` gives them, for a term other segments hold as well."""
+        _, weights, values = pickle.loads(self.entry[_TERMINFO.size:])
+        return [self.docnum], list(weights), b"".join(v for v in values if v)
+
+
+def _binint(n: int) -> bytes:
+    """`n` (a docnum, 0 <= n < 2**31) as pickle protocol 2 writes an int."""
+    if n <= 0xFF:
+        return b"K" + bytes((n,))
+    if n <= 0xFFFF:
+        return b"M" + n.to_bytes(2, "little")
+    return b"J" + n.to_bytes(4, "little", signed=True)
+
+
+_PROTO2 = b"\x80\x02"
+_BININT = {ord("K"): 1, ord("M"): 2, ord("J"): 4}  # pickle's BININT1, BININT2, BININT: the width of the int after it
+_FLOAT_OPEN = b"\x85q\x00G"  # the docnum's 1-tuple (memo 0), then a BINFLOAT
+_ONE_TUPLE_1 = b"\x85q\x01"
+_NO_VALUE = b"N\x85q\x02\x87q\x03."  # (None,), the three tuples' tuple
+_BYTES_OPEN = b"c_codecs\nencode\nq\x02X"  # bytes, as protocol 2 writes them: _codecs.encode(str, "latin1")
+_BYTES_CLOSE = b"q\x03X\x06\x00\x00\x00latin1q\x04\x86q\x05Rq\x06\x85q\x07\x87q\x08."
+_COUNT = struct.Struct("!I")
 
 
 def _entries(table, window: int = 1 << 20) -> Iterator[tuple]:
