@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 
 from retrieval.graph.linking import EntityLinker, EntityMatcher
@@ -177,3 +179,24 @@ def test_a_question_is_linked_without_spacy_exactly_as_the_pipeline_links_it(lin
             linker.link(t, strict_case=strict_case) for t in texts
         ]
     assert sum(len(linker.link(t)) for t in texts) > 10  # the texts do hold mentions
+
+
+@pytest.mark.parametrize("text", [
+    "ＬＯＲＡ－０２ 的心跳间隔",  # full-width: one character each, normalized
+    "见上文……LORA-02 的心跳间隔",  # an ellipsis normalizes to three characters
+    "ﬁle ㎏ ½ … ＬＯＲＡ－０２ …… LORA-02",  # ligatures and units: two or more
+    "LORA-02",
+])
+def test_a_mention_in_text_that_normalizes_longer_keeps_the_original_offsets(text):
+    from retrieval.graph.linking import _normalize_with_offsets
+
+    linker = EntityLinker([("LORA-02", "e:lora")], {"e:lora": "LORA-02"})
+    mentions = linker.link(text)
+    assert mentions and all(m.entity == "e:lora" for m in mentions)
+    for m in mentions:  # each mention's offsets hold, in the text as written, what was linked
+        assert unicodedata.normalize("NFKC", text[m.start:m.end]) == "LORA-02"
+    # one character at a time, as the offsets are kept
+    normalized, origin = _normalize_with_offsets(text)
+    assert normalized == "".join(unicodedata.normalize("NFKC", ch) for ch in text)
+    expected = [i for i, ch in enumerate(text) for _ in unicodedata.normalize("NFKC", ch)]
+    assert (origin or list(range(len(normalized)))) == expected
