@@ -9,7 +9,9 @@ The segments are already in term order, so a merge needs no sort: the terms of t
 whoosh) and of each merged segment are walked side by side, and a term's postings move as lists (docnums renumbered,
 deleted chunks dropped) into whoosh 2.7's layout (`_Postings`: the blocks, the term entry). Stored fields and field
 lengths still go through whoosh. The new segment's files are the same bytes whoosh writes
-(`tests/test_whoosh_fast_merge.py` compares them), so every score is the same.
+(`tests/test_whoosh_fast_merge.py` compares them), so every score is the same. A term of one posting, most of a
+segment's, is written where it is read: from the pool's posting (`_write_pool`, a segment of new chunks alone), or
+from its entry in the merged segment with the docnum replaced in its bytes (`_Moved`).
 
 Only posting formats whose values have a fixed size (whoosh's `Existence` and `Frequency`, the only ones the text
 index uses) are written this way; a schema with any other one is written and merged by whoosh.
@@ -441,13 +443,13 @@ def _float32(weight) -> float:
 def _segment_terms(reader, base: int, remap: list | None, sizes: dict | None = None) -> Iterator[tuple]:
     """(fieldname, btext) -> (docnums in the new segment, weights, values) of one merged segment, in term order,
     read from its term table's raw entries (`W3TermInfo.from_bytes`'s layout). With `sizes` (each field's value size),
-    a term of one posting comes as `_Moved`: its entry for the new segment, made from the old one's bytes."""
+    a term of one posting comes as a `_Moved`, which makes its entry for the new segment from the old one's bytes."""
     terms = reader._terms
     postfile, names = terms._postfile, terms._fieldunmap
     head = _TERMINFO.size
     for keybytes, entry in _entries(terms._tindex):
-        if sizes is not None and entry[0] and _COUNT.unpack_from(entry, 5)[0] == 1:
-            (old,) = _COUNT.unpack_from(entry, head - 8)
+        if sizes is not None and entry[0] and _UINT.unpack_from(entry, 5)[0] == 1:
+            (old,) = _UINT.unpack_from(entry, head - 8)
             new = old + base if remap is None else remap[old]
             if new >= 0:
                 name = names[_USHORT.unpack_from(keybytes)[0]]
@@ -505,7 +507,7 @@ class _Moved:
         elif not (value.startswith(_BYTES_OPEN) and value.endswith(_BYTES_CLOSE)
                   and len(value[len(_BYTES_OPEN) + 4:-len(_BYTES_CLOSE)].decode("utf-8")) == size):
             return None
-        return entry[:head - 8] + _COUNT.pack(self.docnum) * 2 + _PROTO2 + _binint(self.docnum) + tail
+        return entry[:head - 8] + _UINT.pack(self.docnum) * 2 + _PROTO2 + _binint(self.docnum) + tail
 
     def postings(self) -> tuple:
         """(docnums, weights, values) as `_segment_terms` gives them, for a term other segments hold as well."""
@@ -529,7 +531,7 @@ _ONE_TUPLE_1 = b"\x85q\x01"
 _NO_VALUE = b"N\x85q\x02\x87q\x03."  # (None,), the three tuples' tuple
 _BYTES_OPEN = b"c_codecs\nencode\nq\x02X"  # bytes, as protocol 2 writes them: _codecs.encode(str, "latin1")
 _BYTES_CLOSE = b"q\x03X\x06\x00\x00\x00latin1q\x04\x86q\x05Rq\x06\x85q\x07\x87q\x08."
-_COUNT = struct.Struct("!I")
+_UINT = struct.Struct("!I")
 
 
 def _entries(table, window: int = 1 << 20) -> Iterator[tuple]:
