@@ -160,12 +160,8 @@ def _write_postings(writer, sources: list, lengths) -> None:
         if fieldname not in schema:
             continue
         if fieldname != field:
-            if field is not None:
-                fieldwriter.finish_field()
+            prefix = _next_field(writer, field, fieldname, out, lengths)
             field = fieldname
-            fieldwriter.start_field(fieldname, schema[fieldname])  # numbers the field in the term table
-            prefix = _USHORT.pack(fieldwriter._fieldid)
-            out.field(schema[fieldname].format.fixed_value_size(), length_column(lengths, fieldname, writer.docnum))
         if len(postings) == 1:
             if type(postings[0]) is _Moved:  # a one-posting term of one merged segment
                 entry = postings[0].moved()
@@ -186,6 +182,17 @@ def _write_postings(writer, sources: list, lengths) -> None:
     table.flush()
 
 
+def _next_field(writer, field: str | None, fieldname: str, out: _Postings, lengths) -> bytes:
+    """`field` finished (when there was one) and `fieldname` started: numbered in the term table, its value size and
+    lengths column given to `out`; the term keys' prefix (the field's number) returned."""
+    fieldwriter, fieldobj = writer.fieldwriter, writer.schema[fieldname]
+    if field is not None:
+        fieldwriter.finish_field()
+    fieldwriter.start_field(fieldname, fieldobj)
+    out.field(fieldobj.format.fixed_value_size(), length_column(lengths, fieldname, writer.docnum))
+    return _USHORT.pack(fieldwriter._fieldid)
+
+
 def _write_pool(writer, postings, out: _Postings, table: _TermTable, lengths) -> None:
     """`_write_postings` of the pool's terms alone, in one loop: what `_pool_terms`, `_by_term` and
     `_Postings.term` do for them, with a one-posting term (most of a segment's) written where it is read."""
@@ -200,12 +207,8 @@ def _write_pool(writer, postings, out: _Postings, table: _TermTable, lengths) ->
         if fieldname != seen:
             seen, skip = fieldname, fieldname not in schema
             if not skip:
-                if field is not None:
-                    fieldwriter.finish_field()
+                prefix = _next_field(writer, field, fieldname, out, lengths)
                 field = fieldname
-                fieldwriter.start_field(fieldname, schema[fieldname])  # numbers the field in the term table
-                prefix = _USHORT.pack(fieldwriter._fieldid)
-                out.field(schema[fieldname].format.fixed_value_size(), length_column(lengths, fieldname, writer.docnum))
                 column, size = out.lengths, out.size
         if skip:
             continue
@@ -224,16 +227,9 @@ def _write_pool(writer, postings, out: _Postings, table: _TermTable, lengths) ->
                 ((docnum,), (weight,), ((vbytes or b"")[:size] if size else None,)), 2)
             add(prefix + btext, entry)
             continue
-        ids, weights, values = [], [], []
-        for _, _, docnum, weight, vbytes in items:
-            if docnum == -1:
-                continue
-            ids.append(docnum)
-            weights.append(weight)
-            if vbytes:
-                values.append(vbytes)
+        ids, weights, values = _gathered(items)
         if ids:
-            add(prefix + btext, term(ids, list(array("f", weights)), b"".join(values)))
+            add(prefix + btext, term(ids, weights, values))
     if field is not None:
         fieldwriter.finish_field()
 
@@ -421,15 +417,21 @@ def _pool_terms(postings) -> Iterator[tuple]:
             else:
                 yield key, ([docnum], [_float32(weight)], vbytes or b"")
             continue
-        ids, weights, values = [], [], []
-        for _, _, docnum, weight, vbytes in items:
-            if docnum == -1:
-                continue
-            ids.append(docnum)
-            weights.append(weight)
-            if vbytes:
-                values.append(vbytes)
-        yield key, (ids, list(array("f", weights)), b"".join(values))
+        yield key, _gathered(items)
+
+
+def _gathered(items: list) -> tuple:
+    """A term's pool postings as (docnums, weights as float32 values, the values' bytes), whoosh's spelling entries
+    (docnum -1) left out as its writer leaves them."""
+    ids, weights, values = [], [], []
+    for _, _, docnum, weight, vbytes in items:
+        if docnum == -1:
+            continue
+        ids.append(docnum)
+        weights.append(weight)
+        if vbytes:
+            values.append(vbytes)
+    return ids, list(array("f", weights)), b"".join(values)
 
 
 def _float32(weight) -> float:
