@@ -71,6 +71,12 @@ def chunk_parents(db: sqlite3.Connection, chunk_ids: Sequence[str]) -> dict[str,
     return _per_chunk(db, "SELECT chunk_id, COALESCE(NULLIF(parent_id, ''), doc_id) FROM chunks WHERE chunk_id IN ({})", chunk_ids)
 
 
+def document_outline(db: sqlite3.Connection, doc_id: str) -> list[tuple[str, str, str]]:
+    """(chunk id, parent, section heading path) of each chunk of the document, in document order (every version's)."""
+    return db.execute("SELECT chunk_id, COALESCE(NULLIF(parent_id, ''), doc_id), section FROM chunks"
+                      " WHERE doc_id = ? ORDER BY ordinal", (doc_id,)).fetchall()
+
+
 def document_sections(db: sqlite3.Connection, chunk_ids: Sequence[str]) -> dict[str, int]:
     """Chunk id -> how many sections (parents) its document has: each document counted once, not once per chunk."""
     return _per_chunk(db, "WITH wanted AS (SELECT chunk_id, doc_id FROM chunks WHERE chunk_id IN ({})),"

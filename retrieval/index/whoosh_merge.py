@@ -203,6 +203,7 @@ def _write_pool(writer, postings, out: _Postings, table: _TermTable, lengths) ->
     to_byte: dict[int, int] = {0: 0}
     column = size = None
     seen = skip = None
+    inline = out.inlinelimit > 1  # a one-posting term's entry holds its posting
     for (fieldname, btext), group in itertools.groupby(postings, key=_FIELD_TERM):
         if fieldname != seen:
             seen, skip = fieldname, fieldname not in schema
@@ -213,7 +214,7 @@ def _write_pool(writer, postings, out: _Postings, table: _TermTable, lengths) ->
         if skip:
             continue
         items = list(group)
-        if len(items) == 1 and out.inlinelimit > 1:
+        if len(items) == 1 and inline:
             _, _, docnum, weight, vbytes = items[0]
             if docnum == -1:  # whoosh's spelling entries, which its writer skips as well
                 continue

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from retrieval.catalog.anchors import chunk_parents
+from retrieval.catalog.anchors import chunk_parents, document_outline
 from retrieval.index.analysis import normalize_text
 from retrieval.rank.fusion import Fused, bring_to
 
@@ -56,21 +56,23 @@ def named_section(store, fused: list[Fused], hidden: Collection[str], parent_of:
     best = store.chunks([fused[0].id]).get(fused[0].id)
     if best is None:
         return fused
-    head = [f.id for f in fused[:NAMED_HEAD]]
-    looked_up = chunk_parents(store.db, [cid for cid in head if cid not in parent_of])
-    taken = {parent_of.get(cid) or looked_up.get(cid) or cid for cid in head}
     text = _folded(best.text)
+    taken = None  # the first NAMED_HEAD hits' sections, looked up once a heading is named
     seen: set[str] = set()
-    rows = store.db.execute("SELECT chunk_id, COALESCE(NULLIF(parent_id, ''), doc_id), section FROM chunks"
-                            " WHERE doc_id = ? ORDER BY ordinal", (best.doc_id,))
-    for chunk_id, parent, section in rows:
+    for chunk_id, parent, section in document_outline(store.db, best.doc_id):
         if chunk_id in hidden or section in seen:
             continue
         seen.add(section)  # a section's first chunk in force stands for it
-        if not section or section == best.section or best.section.startswith(section + " > ") or parent in taken:
+        if not section or section == best.section or best.section.startswith(section + " > "):
             continue
         heading = _heading(section)
         if heading_words(heading) < NAMED_WORDS or _folded(heading) not in text:
+            continue
+        if taken is None:
+            head = [f.id for f in fused[:NAMED_HEAD]]
+            looked_up = chunk_parents(store.db, [cid for cid in head if cid not in parent_of])
+            taken = {parent_of.get(cid) or looked_up.get(cid) or cid for cid in head}
+        if parent in taken:
             continue
         return bring_to(fused, chunk_id, NAMED_PLACE, named={"heading": heading})
     return fused
