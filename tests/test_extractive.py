@@ -170,8 +170,10 @@ def test_a_steps_question_gets_the_procedure_in_order_not_the_best_matching_tabl
     rendered, sentences = answer("mysql-core 主库挂了，手工切换到 db-02 的步骤是什么？", [TOPOLOGY, FAILOVER])
     texts = [s.text for s in sentences]
     assert texts[0].startswith("在 orchestrator 界面确认 db-01 状态为 `DeadMaster`")
-    assert "STOP REPLICA; RESET REPLICA ALL;" in texts and "将 db-03 改为从 db-02 复制。" == texts[-1]
-    assert all(s.citations == [3] for s in sentences)
+    assert "STOP REPLICA; RESET REPLICA ALL;" in texts and "将 db-03 改为从 db-02 复制。" == texts[4]
+    assert all(s.citations == [3] for s in sentences[:5])  # the whole procedure first; the table only after it
+    # (the row naming 主库 comes after the steps: the question's words the list leaves out)
+    assert [s.citations for s in sentences[5:]] in ([], [[4]])
 
 
 def test_a_steps_question_without_a_matching_procedure_keeps_the_lead_in_and_code():
@@ -246,3 +248,22 @@ def test_a_quoted_shell_command_keeps_its_lines_a_reader_can_copy():
     assert "从本地备份文件恢复元数据到 etcd：[1]\n```bash\ngreptime cli meta snapshot restore \\\n  --store-addrs 127.0.0.1:2379 " \
            "\\\n  --backend etcd-store\n```\n[1]" in rendered, rendered
     assert [s.code for s in sentences] == [None, "bash"] and "etcd-store。" not in rendered
+
+
+def test_a_steps_question_asking_something_else_too_gets_the_list_and_the_rest():
+    steps = cit(1, """
+        ## 灰度步骤
+
+        使用 Argo Rollouts 分三步：
+
+        1. 流量 10%，观察 15 分钟。
+        2. 流量 50%，观察 15 分钟。
+        3. 流量 100%，观察 30 分钟后关闭发布单。
+        """, section="灰度步骤", title="发布与灰度流程")
+    rollback = cit(2, """
+        任一步骤错误率比基线高 0.5 个百分点或 P99 高 30%，立即执行 `kubectl argo rollouts abort`，回滚到上一版本。
+        """, section="回滚", title="发布与灰度流程")
+    rendered, sentences = answer("生产发布的灰度步骤和回滚条件是什么？", [steps, rollback])
+    texts = [s.text for s in sentences]
+    assert texts[0] == "使用 Argo Rollouts 分三步：" and "流量 100%，观察 30 分钟后关闭发布单。" in texts  # the list, in order
+    assert any("kubectl argo rollouts abort" in t for t in texts) and sentences[-1].citations == [2]  # and the rest

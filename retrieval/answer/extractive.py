@@ -19,7 +19,9 @@ the most uncovered key-term weight, then units scoring close to the best, within
 written right after it. A question that asks for steps (怎么, 如何, 步骤, how do I) or an
 enumeration (哪些, what are the) gets a whole list or table, in order, with its lead-in, when that
 list covers the question's key terms better than the best unit, or nearly as well while it is a
-procedure (numbered, or under a heading naming one) under a heading sharing the question's words.
+procedure (numbered, or under a heading naming one) under a heading sharing the question's words,
+followed by the unit holding most of the key terms the list leaves out (a question asking for the
+steps and something else).
 A "how do I" question also gets the best unit bringing a command or config block when the chosen
 text has none; when the best unit names another top passage's title, that passage's best unit
 follows (a two-hop question's second hop).
@@ -215,6 +217,7 @@ def extract_answer(question: str, citations: Sequence[Citation], language: str,
                          and not {(m.n, m.piece.position) for m in u.members} & {(m.n, m.piece.position) for m in listed[2].members}
                          and _fits(u, len(listed[2].members), listed[2].size)]
                 chosen += coded[:1]
+            chosen = _and_the_rest(chosen, candidates, weights, MIN_COVER_SHARE * best.seed.score)
     if chosen is None:
         chosen = _with_context(_cover(candidates, weights, want_code=how_to,
                                       titles={c.n: c.title for c in citations}), passages)
@@ -383,6 +386,29 @@ def _with_context(chosen: list[_Unit], passages: dict[int, Sequence[_Scored]]) -
     return chosen
 
 
+def _most_new(candidates: Sequence[_Unit], covered: set[str] | frozenset[str], taken: set[tuple[int, int]], lines: int,
+              size: int, floor: float, weights: dict[str, float]) -> _Unit | None:
+    """The unit adding the most key-term weight not yet `covered` (scoring at least `floor`, not all `taken`, within
+    the budget left, not a pointer elsewhere), or None."""
+    options = [u for u in candidates if u.seed.score >= floor and u.terms - covered and not u.seed.piece.pointer
+               and not all((m.n, m.piece.position) in taken for m in u.members) and _fits(u, lines, size)]
+    return max(options, key=lambda u: (sum(weights.get(t, 0.0) for t in u.terms - covered), u.seed.score), default=None)
+
+
+def _and_the_rest(chosen: list[_Unit], candidates: Sequence[_Unit], weights: dict[str, float], floor: float) -> list[_Unit]:
+    """A list chosen for the steps, then the unit holding most of the question's key words the list leaves out, when the
+    budget allows: "灰度步骤和回滚条件是什么" is a list and a sentence, and "恢复以后对不上，有什么机制处理" the recovery
+    steps and the sentence naming the mechanism."""
+    if len(chosen) >= MAX_UNITS:
+        return chosen
+    taken = {(m.n, m.piece.position) for u in chosen for m in u.members}
+    more = _most_new(candidates, frozenset().union(*(u.terms for u in chosen)), taken,
+                     sum(len(u.members) for u in chosen), sum(u.size for u in chosen), floor, weights)
+    if more is None:
+        return chosen
+    return [*chosen, _Unit(more.n, more.seed, [m for m in more.members if (m.n, m.piece.position) not in taken], more.terms)]
+
+
 def _fits(unit: _Unit, lines: int, size: int) -> bool:
     return lines + len(unit.members) <= MAX_LINES and size + unit.size <= MAX_CHARS
 
@@ -430,11 +456,10 @@ def _cover(candidates: Sequence[_Unit], weights: dict[str, float], want_code: bo
             if there:
                 take(there[0])
     while len(chosen) < MAX_UNITS:
-        options = [u for u in candidates if u.seed.score >= MIN_COVER_SHARE * best.seed.score and fresh(u)
-                   and u.terms - covered and _fits(u, lines, size) and not u.seed.piece.pointer]
-        if not options:
+        more = _most_new(candidates, covered, taken, lines, size, MIN_COVER_SHARE * best.seed.score, weights)
+        if more is None:
             break
-        take(max(options, key=lambda u: (sum(weights.get(t, 0.0) for t in u.terms - covered), u.seed.score)))
+        take(more)
     for u in candidates[1:]:
         if len(chosen) >= MAX_UNITS or u.seed.score < CLOSE_TO_BEST * best.seed.score:
             break
