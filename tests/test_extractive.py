@@ -267,3 +267,16 @@ def test_a_steps_question_asking_something_else_too_gets_the_list_and_the_rest()
     texts = [s.text for s in sentences]
     assert texts[0] == "使用 Argo Rollouts 分三步：" and "流量 100%，观察 30 分钟后关闭发布单。" in texts  # the list, in order
     assert any("kubectl argo rollouts abort" in t for t in texts) and sentences[-1].citations == [2]  # and the rest
+
+
+def test_a_question_asking_for_a_name_gets_the_heading_the_description_sits_under():
+    principle = cit(1, """
+        - **Ensure a great experience by default** - the product should work perfectly right out of the box for most users.
+        - Prefer well-considered choices based on current best practices; avoid unnecessary configuration.
+        """, section="How we follow our Principles > Convention over Configuration", title="product-principles", )
+    question = "What is the name of the principle that says the product should work out of the box with well-considered choices?"
+    rendered, sentences = answer(question, [principle], language="en")
+    assert sentences[0].text.startswith("How we follow our Principles › Convention over Configuration") and sentences[0].citations == [1]
+    # Asked for what the principle says, not its name, the answer is the sentences alone.
+    _, plain = answer("What should the product do out of the box for most users?", [principle], language="en")
+    assert "Convention over Configuration" not in " ".join(s.text for s in plain)

@@ -23,7 +23,8 @@ procedure (numbered, or under a heading naming one) under a heading sharing the 
 followed by the unit holding most of the key terms the list leaves out (a question asking for the
 steps and something else).
 A "how do I" question also gets the best unit bringing a command or config block when the chosen
-text has none; when the best unit names another top passage's title, that passage's best unit
+text has none; a question asking for a name gets the headings the best unit sits under first (the name is
+often the heading, the description under it); when the best unit names another top passage's title, that passage's best unit
 follows (a two-hop question's second hop).
 """
 
@@ -65,6 +66,8 @@ _WANTS_VALUE = re.compile(
     r"how (?:many|much|long|often|big)|\bwhich\b|\bdefault|what (?:is|are) the .*(?:setting|limit|size|port|value|timeout|path|address)",
     re.IGNORECASE)
 _STEPS = re.compile(r"怎么|如何|步骤|流程|排查|处理|切换|how (?:do|to|should|can)|steps?\b|procedure|what should", re.IGNORECASE)
+# Questions asking for a name: the name is often the heading above the sentence that matches the description.
+_NAMING = re.compile(r"\bname of\b|\bwhat is the term\b|\b(?:is|are) (?:it |they )?called\b|叫什么|什么名字|名称是", re.IGNORECASE)
 # Questions whose answer is an enumeration: a list answers them as a whole.
 _LISTING = re.compile(r"哪些|有哪几|what are the|which (?:are|steps)|list (?:the|all)", re.IGNORECASE)
 # A heading that names a procedure ("切换步骤", "Renewing the certificate", "排查").
@@ -221,7 +224,23 @@ def extract_answer(question: str, citations: Sequence[Citation], language: str,
     if chosen is None:
         chosen = _with_context(_cover(candidates, weights, want_code=how_to,
                                       titles={c.n: c.title for c in citations}), passages)
-    return _render(chosen, language)
+    text = _render(chosen, language)
+    if _NAMING.search(question):
+        return _under_heading(chosen[0], {c.n: c for c in citations}, text, language)
+    return text
+
+
+def _under_heading(first: _Unit, citations: dict[int, Citation], text: str, language: str) -> str:
+    """A question asking for a name ("what is the name of the principle that…", "导出文件叫什么"): documentation
+    writes the name as the heading and the description under it, so the answer begins with the headings the best
+    unit sits under ("How we follow our Principles › Convention over Configuration › Inspiration:"), cited as it is."""
+    parts = [part.strip() for part in citations[first.n].section.split(" > ") if part.strip()]
+    if first.seed.piece.heading and first.seed.piece.heading not in parts:
+        parts.append(first.seed.piece.heading)
+    heading = " › ".join(parts)
+    if not heading or heading.lower() in text.lower():
+        return text
+    return (f"{heading}：[{first.n}]" if language == "zh" else f"{heading}: [{first.n}]") + "\n" + text
 
 
 def _with_reasons(unit: _Unit, passage: Sequence[_Scored], cue: re.Pattern[str]) -> _Unit:
