@@ -23,9 +23,9 @@ procedure (numbered, or under a heading naming one) under a heading sharing the 
 followed by the unit holding most of the key terms the list leaves out (a question asking for the
 steps and something else).
 A "how do I" question also gets the best unit bringing a command or config block when the chosen
-text has none; a question asking for a name gets the headings the best unit sits under first (the name is
-often the heading, the description under it); when the best unit names another top passage's title, that passage's best unit
-follows (a two-hop question's second hop).
+text has none; a question asking for a name gets the headings the best unit sits under first (the
+name is often the heading, the description under it); when the best unit names another top
+passage's title, that passage's best unit follows (a two-hop question's second hop).
 """
 
 from __future__ import annotations
