@@ -264,6 +264,19 @@ def write_model_section(out: Path, results: dict) -> None:
     out.write_text(head + "\n".join(section) + ("\n" + tail if tail else ""), encoding="utf-8")
 
 
+FOOTNOTE_END = "*chars*: the answer's length in characters (citation marks included), over the answered questions."
+
+
+def hand_written(text: str) -> str:
+    """What a reader wrote between the table's footnote and the next generated section ("## … the loop's
+    guarantees", "## Targets"), which a rerun keeps: the notes of what each stop measured and tried."""
+    if FOOTNOTE_END not in text:
+        return ""
+    rest = text.split(FOOTNOTE_END, 1)[1]
+    end = rest.find("\n## ")
+    return (rest if end < 0 else rest[:end]).strip("\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bench-dir", type=Path, default=REPO_ROOT.parent / "shared" / "bench")
@@ -353,14 +366,16 @@ def main() -> None:
         "of set B, which it cannot answer (an answer there is confident about what A does not hold, or, rarely, a fair",
         "one); *to missing n*: citations to a number that names no",
         "passage; *unsupported*: citations whose passage shares less than KG_CITATION_SUPPORT of the sentence;",
-        "*chars*: the answer's length in characters (citation marks included), over the answered questions.",
+        FOOTNOTE_END,
         "",
     ]
+    before = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    if notes := hand_written(before):  # the notes written under the table by hand stay there
+        lines += [notes, ""]
     for name, extra in extras.items():
         lines += [f"## {name}: the loop's guarantees", "", "```", json.dumps(extra, indent=2), "```", ""]
     lines += ["## Targets (issue 10)", "", *targets(summaries, extras), ""]
     # The model runs' section (written by --model-run) and what follows it are kept as they are.
-    before = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     kept = before[before.index("## With a model in the loop"):] if "## With a model in the loop" in before else ""
     args.out.write_text("\n".join(lines) + ("\n" + kept if kept else ""), encoding="utf-8")
     (args.out.with_suffix(".json")).write_text(
