@@ -199,9 +199,7 @@ def _write_pool(writer, postings, out: _Postings, table: _TermTable, lengths) ->
     schema, fieldwriter = writer.schema, writer.fieldwriter
     field = None
     prefix = b""
-    pack, dumps, add, term = _TERMINFO.pack, pickle.dumps, table.add, out.term
-    to_byte: dict[int, int] = {0: 0}
-    column = size = None
+    add, term, single = table.add, out.term, out.single
     seen = skip = None
     inline = out.inlinelimit > 1  # a one-posting term's entry holds its posting
     for (fieldname, btext), group in itertools.groupby(postings, key=_FIELD_TERM):
@@ -210,23 +208,13 @@ def _write_pool(writer, postings, out: _Postings, table: _TermTable, lengths) ->
             if not skip:
                 prefix = _next_field(writer, field, fieldname, out, lengths)
                 field = fieldname
-                column, size = out.lengths, out.size
         if skip:
             continue
         items = list(group)
         if len(items) == 1 and inline:
             _, _, docnum, weight, vbytes = items[0]
-            if docnum == -1:  # whoosh's spelling entries, which its writer skips as well
-                continue
-            weight = _float32(weight)
-            length = column[docnum] if column is not None else 0
-            lbyte = to_byte.get(length)
-            if lbyte is None:
-                lbyte = to_byte[length] = length_to_byte(length)
-            # `_Postings.term`'s entry of one inlined posting
-            entry = pack(True, weight, 1, lbyte, lbyte, max(0.0, weight), docnum, docnum) + dumps(
-                ((docnum,), (weight,), ((vbytes or b"")[:size] if size else None,)), 2)
-            add(prefix + btext, entry)
+            if docnum != -1:  # whoosh's spelling entries, which its writer skips as well
+                add(prefix + btext, single(docnum, _float32(weight), vbytes or b""))
             continue
         ids, weights, values = _gathered(items)
         if ids:
@@ -325,6 +313,7 @@ class _Postings:
         self.blocklimit, self.inlinelimit, self.compression = blocklimit, inlinelimit, compression
         self.size = 0  # the bytes of one posting's value in the field: 0 for none
         self.lengths: list | None = None
+        self._byte = {0: 0}  # field length -> whoosh's length byte
 
     def field(self, size: int, lengths: list | None) -> None:
         self.size, self.lengths = size, lengths
@@ -335,12 +324,8 @@ class _Postings:
         total = 0
         minlength = None
         maxlength = maxweight = 0
-        if n == 1 and n < self.inlinelimit:  # most terms of a segment: the entry the general case below writes
-            docnum, weight = ids[0], weights[0]
-            length = self.lengths[docnum] if self.lengths is not None else 0
-            head = _TERMINFO.pack(True, 0 + weight, 1, length_to_byte(length) if length else 0,
-                                  length_to_byte(length), max(0, weight), docnum, docnum)
-            return head + pickle.dumps(((docnum,), (weight,), (values[:size] if size else None,)), 2)
+        if n == 1 and n < self.inlinelimit:  # most terms of a segment
+            return self.single(ids[0], weights[0], values)
         if n < self.inlinelimit:
             total, minlength, maxlength, maxweight = self._stats(ids, weights)
             per_posting = tuple(values[i * size:(i + 1) * size] for i in range(n)) if size else (None,) * n
@@ -372,6 +357,16 @@ class _Postings:
         head = _TERMINFO.pack(n < self.inlinelimit, total, n, 0 if minlength is None else length_to_byte(minlength),
                               length_to_byte(maxlength), maxweight, ids[0], ids[-1])
         return head + tail
+
+    def single(self, docnum: int, weight: float, value: bytes) -> bytes:
+        """The entry of a term of one posting (a float32 weight, its value's bytes), inlined: what the general case of
+        `term` writes for it."""
+        length = self.lengths[docnum] if self.lengths is not None else 0
+        lbyte = self._byte.get(length)
+        if lbyte is None:
+            lbyte = self._byte[length] = length_to_byte(length)
+        return _TERMINFO.pack(True, weight, 1, lbyte, lbyte, max(0.0, weight), docnum, docnum) + pickle.dumps(
+            ((docnum,), (weight,), (value[:self.size] if self.size else None,)), 2)
 
     def _stats(self, ids: list, weights: list) -> tuple:
         """A block's summed weight, shortest and longest field length (None, 0 without lengths), highest weight."""
