@@ -102,6 +102,20 @@ class _Unit:
     def size(self) -> int:
         return sum(len(m.piece.text) for m in self.members)
 
+    def rest(self, taken: set[tuple[int, int]]) -> _Unit:
+        """The unit without the members already `taken` (its key terms stay those it was chosen for)."""
+        return _Unit(self.n, self.seed, [m for m in self.members if (m.n, m.piece.position) not in taken], self.terms)
+
+
+def _taken(units: Sequence[_Unit]) -> set[tuple[int, int]]:
+    """The (passage, position) of every member of `units`."""
+    return {(m.n, m.piece.position) for u in units for m in u.members}
+
+
+def _fresh(unit: _Unit, taken: set[tuple[int, int]]) -> bool:
+    """Whether the unit brings a member not yet `taken`."""
+    return not all((m.n, m.piece.position) in taken for m in unit.members)
+
 
 def _term_credit(term: KeyTerm, u: Units, alts: dict[str, tuple[str, ...]]) -> float:
     if has_term(term.text, u):
@@ -217,7 +231,7 @@ def extract_answer(question: str, citations: Sequence[Citation], language: str,
             chosen = [listed[2]]
             if how_to and not _has_code(listed[2]):  # a list describing the steps, and elsewhere the command that does them
                 coded = [u for u in candidates if _has_code(u) and u.seed.score >= MIN_COVER_SHARE * best.seed.score
-                         and not {(m.n, m.piece.position) for m in u.members} & {(m.n, m.piece.position) for m in listed[2].members}
+                         and not _taken([u]) & _taken([listed[2]])
                          and _fits(u, len(listed[2].members), listed[2].size)]
                 chosen += coded[:1]
             chosen = _and_the_rest(chosen, candidates, weights, MIN_COVER_SHARE * best.seed.score)
@@ -380,7 +394,7 @@ def _best_list(passages: dict[int, Sequence[_Scored]], titles: dict[int, str], w
 def _with_context(chosen: list[_Unit], passages: dict[int, Sequence[_Scored]]) -> list[_Unit]:
     """Each chosen unit followed by the sentences right after it in its passage (a table's next row, the value
     after a comment, the command after "run:"): two after the best, one after the others, within the budget."""
-    taken = {(m.n, m.piece.position) for u in chosen for m in u.members}
+    taken = _taken(chosen)
     lines, size = sum(len(u.members) for u in chosen), sum(u.size for u in chosen)
     for i, unit in enumerate(chosen):
         passage = passages[unit.n]
@@ -410,7 +424,7 @@ def _most_new(candidates: Sequence[_Unit], covered: set[str] | frozenset[str], t
     """The unit adding the most key-term weight not yet `covered` (scoring at least `floor`, not all `taken`, within
     the budget left, not a pointer elsewhere), or None."""
     options = [u for u in candidates if u.seed.score >= floor and u.terms - covered and not u.seed.piece.pointer
-               and not all((m.n, m.piece.position) in taken for m in u.members) and _fits(u, lines, size)]
+               and _fresh(u, taken) and _fits(u, lines, size)]
     return max(options, key=lambda u: (sum(weights.get(t, 0.0) for t in u.terms - covered), u.seed.score), default=None)
 
 
@@ -420,12 +434,12 @@ def _and_the_rest(chosen: list[_Unit], candidates: Sequence[_Unit], weights: dic
     steps and the sentence naming the mechanism."""
     if len(chosen) >= MAX_UNITS:
         return chosen
-    taken = {(m.n, m.piece.position) for u in chosen for m in u.members}
+    taken = _taken(chosen)
     more = _most_new(candidates, frozenset().union(*(u.terms for u in chosen)), taken,
                      sum(len(u.members) for u in chosen), sum(u.size for u in chosen), floor, weights)
     if more is None:
         return chosen
-    return [*chosen, _Unit(more.n, more.seed, [m for m in more.members if (m.n, m.piece.position) not in taken], more.terms)]
+    return [*chosen, more.rest(taken)]
 
 
 def _fits(unit: _Unit, lines: int, size: int) -> bool:
@@ -444,24 +458,21 @@ def _cover(candidates: Sequence[_Unit], weights: dict[str, float], want_code: bo
     best = candidates[0]
     chosen = [best]
     covered = set(best.terms)
-    taken = {(m.n, m.piece.position) for m in best.members}
+    taken = _taken([best])
     lines, size = len(best.members), best.size
-
-    def fresh(u: _Unit) -> bool:
-        return not all((m.n, m.piece.position) in taken for m in u.members)
 
     def take(u: _Unit) -> None:
         nonlocal lines, size
-        new = [m for m in u.members if (m.n, m.piece.position) not in taken]
-        chosen.append(_Unit(u.n, u.seed, new, u.terms))
+        new = u.rest(taken)
+        chosen.append(new)
         covered.update(u.terms)
-        taken.update((m.n, m.piece.position) for m in new)
-        lines += len(new)
-        size += sum(len(m.piece.text) for m in new)
+        taken.update(_taken([new]))
+        lines += len(new.members)
+        size += new.size
 
     if want_code and not _has_code(best):
         coded = [u for u in candidates[1:] if _has_code(u) and u.seed.score >= MIN_COVER_SHARE * best.seed.score
-                 and fresh(u) and _fits(u, lines, size)]
+                 and _fresh(u, taken) and _fits(u, lines, size)]
         if coded:
             take(coded[0])
     if titles:
@@ -471,7 +482,7 @@ def _cover(candidates: Sequence[_Unit], weights: dict[str, float], want_code: bo
         for n, title in titles.items():
             if n == best.n or len(title) < BRIDGE_TITLE or title.lower() not in named or len(chosen) >= MAX_UNITS:
                 continue
-            there = [u for u in candidates if u.n == n and fresh(u) and _fits(u, lines, size)]
+            there = [u for u in candidates if u.n == n and _fresh(u, taken) and _fits(u, lines, size)]
             if there:
                 take(there[0])
     while len(chosen) < MAX_UNITS:
@@ -482,6 +493,6 @@ def _cover(candidates: Sequence[_Unit], weights: dict[str, float], want_code: bo
     for u in candidates[1:]:
         if len(chosen) >= MAX_UNITS or u.seed.score < CLOSE_TO_BEST * best.seed.score:
             break
-        if fresh(u) and _fits(u, lines, size) and not u.seed.piece.pointer:
+        if _fresh(u, taken) and _fits(u, lines, size) and not u.seed.piece.pointer:
             take(u)  # a pointer elsewhere adds nothing next to the sentences that answer
     return chosen
